@@ -1,0 +1,1044 @@
+/*
+ * dev/test_infra.c — tests of the shared trainer infrastructure: llmc/rng.h, schedule.h,
+ * dataloader.h, checkpoint.h, flags.h, sampler.h, logger.h.
+ *
+ * References are independent of the code under test: published test vectors (splitmix64,
+ * xoshiro256**, CRC-32 check value), closed-form statistics, the schedule formulas written
+ * out again here, files written by this test's own writer (test_write_file: header laid out
+ * by hand from doc/formats.md, bitwise CRC-32), and exhaustive enumeration of the token
+ * windows. Failure paths run in a forked child; the test checks its exit status and stderr.
+ * Last line: "N passed, M failed"; exit status 1 on any failure.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "llmc/checkpoint.h"
+#include "llmc/dataloader.h"
+#include "llmc/fileio.h"
+#include "llmc/flags.h"
+#include "llmc/logger.h"
+#include "llmc/rng.h"
+#include "llmc/sampler.h"
+#include "llmc/schedule.h"
+
+static int passed, failed;
+
+static void check(int ok, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+static void check(int ok, const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    printf("%s ", ok ? "PASS" : "FAIL");
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    if (ok) passed++;
+    else failed++;
+}
+
+static char tmp_dir[256];
+
+static void tmp_path(char* out, size_t cap, const char* name) { snprintf(out, cap, "%s/%s", tmp_dir, name); }
+
+/* ----------------------------------------------------------------------------
+ * failure paths: run fn(ctx) in a child with stderr captured; expect exit status `status`
+ * and `needle` in stderr */
+typedef void (*ChildFn)(void* ctx);
+
+static void expect_failure(const char* what, ChildFn fn, void* ctx, int status, const char* needle) {
+    int fds[2];
+    if (pipe(fds) != 0) fatalf("pipe: %s", strerror(errno));
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) fatalf("fork: %s", strerror(errno));
+    if (pid == 0) {
+        close(fds[0]);
+        dup2(fds[1], 2);
+        if (!freopen("/dev/null", "w", stdout)) _exit(99);
+        fn(ctx);
+        _exit(0);
+    }
+    close(fds[1]);
+    char err[4096];
+    size_t len = 0;
+    ssize_t got;
+    while ((got = read(fds[0], err + len, sizeof(err) - 1 - len)) > 0) len += (size_t)got;
+    err[len] = '\0';
+    close(fds[0]);
+    int ws;
+    waitpid(pid, &ws, 0);
+    int code = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+    char* nl = strchr(err, '\n');
+    int one_line = needle[0] ? nl != NULL && nl[1] == '\0' : len == 0; /* no needle: expect silence */
+    if (nl) *nl = '\0';
+    check(code == status && strstr(err, needle) != NULL && one_line,
+          "%s: exit %d (want %d), one-line stderr \"%s\" contains \"%s\"", what, code, status, err, needle);
+}
+
+/* ----------------------------------------------------------------------------
+ * independent file writer: CRC-32 bit by bit, header words laid out by hand */
+static uint32_t ref_crc32(uint32_t crc, const void* data, size_t n) {
+    const uint8_t* p = (const uint8_t*)data;
+    crc = ~crc;
+    for (size_t i = 0; i < n; i++) {
+        crc ^= p[i];
+        for (int k = 0; k < 8; k++) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+    }
+    return ~crc;
+}
+
+/* writes header (words[5..] from `fields`, nfields of them) + payload; crc_xor corrupts the CRC;
+ * cut removes that many bytes from the end */
+static void test_write_file(const char* path, uint32_t magic, int version, const int32_t* fields, int nfields,
+                            const void* payload, size_t bytes, uint32_t crc_xor, size_t cut) {
+    uint8_t* buf = (uint8_t*)calloc_check(1024 + bytes, 1);
+    uint32_t w[256] = {0};
+    w[0] = magic;
+    w[1] = (uint32_t)version;
+    w[2] = ref_crc32(0, payload, bytes) ^ crc_xor;
+    w[3] = (uint32_t)(bytes & 0xFFFFFFFFu);
+    w[4] = (uint32_t)((uint64_t)bytes >> 32);
+    for (int i = 0; i < nfields; i++) w[5 + i] = (uint32_t)fields[i];
+    for (int i = 0; i < 256; i++)
+        for (int b = 0; b < 4; b++) buf[4 * i + b] = (uint8_t)(w[i] >> (8 * b)); /* little-endian by hand */
+    memcpy(buf + 1024, payload, bytes);
+    FILE* f = fopen_check(path, "wb");
+    fwrite_check(buf, 1, 1024 + bytes - cut, f, path);
+    fclose_check(f, path);
+    free(buf);
+}
+
+/* token shard k: token j = k·10000 + j, so a token names its shard and position */
+static void write_shard(const char* path, int k, int ntok, int vocab, uint32_t crc_xor, size_t cut) {
+    uint16_t* t = (uint16_t*)malloc_check((size_t)ntok * 2);
+    for (int j = 0; j < ntok; j++) t[j] = (uint16_t)(k * 10000 + j);
+    int32_t fields[4] = {ntok, 0, vocab, 2};
+    test_write_file(path, 0x4B4F5447u, 1, fields, 4, t, (size_t)ntok * 2, crc_xor, cut);
+    free(t);
+}
+
+static void test_crc_reference(void) {
+    check(ref_crc32(0, "123456789", 9) == 0xCBF43926u && crc32_update(0, "123456789", 9) == 0xCBF43926u,
+          "crc32: check value of \"123456789\" is 0xCBF43926 (test's bitwise CRC and fileio's)");
+}
+
+/* ----------------------------------------------------------------------------
+ * schedule: the formulas of the brief, written out again */
+static double ref_lr(int kind, double lr, double frac, int W, int N, double wsd, int s) {
+    double lo = lr * frac;
+    if (s < W) return lr * (s + 1) / W;
+    double r = (double)(s - W) / (N - W > 1 ? N - W : 1);
+    if (kind == 0) return lo + (lr - lo) * (1 + cos(M_PI * r)) / 2;
+    if (kind == 1) return lr - r * (lr - lo);
+    if (kind == 2) return lr;
+    int D = (int)floor(wsd * N);
+    if (D == 0 || s < N - D) return lr;
+    return lo + (lr - lo) * (double)(N - s) / D;
+}
+
+static void test_schedule(void) {
+    struct { int kind, W, N; float lr, frac, wsd; } cases[] = {
+        {SCHED_COSINE, 10, 100, 6e-4f, 0.1f, 0.2f}, {SCHED_LINEAR, 10, 100, 6e-4f, 0.0f, 0.2f},
+        {SCHED_CONSTANT, 5, 50, 1e-3f, 0.1f, 0.2f}, {SCHED_WSD, 10, 100, 6e-4f, 0.05f, 0.3f},
+        {SCHED_COSINE, 0, 100, 3e-4f, 0.0f, 0.2f},  {SCHED_LINEAR, 20, 20, 3e-4f, 0.1f, 0.2f},
+        {SCHED_WSD, 0, 40, 3e-4f, 0.1f, 0.0f},      {SCHED_WSD, 3, 7, 1.0f, 0.25f, 0.5f},
+        {SCHED_COSINE, 1, 1, 1.0f, 0.5f, 0.2f}};
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        Schedule s = {(ScheduleKind)cases[c].kind, cases[c].lr, cases[c].frac, cases[c].W, cases[c].N, cases[c].wsd};
+        double worst = 0;
+        for (int step = 0; step <= s.total; step++) {
+            double want = ref_lr(cases[c].kind, s.max_lr, s.final_frac, s.warmup, s.total, s.wsd_frac, step);
+            double err = fabs(schedule_lr(&s, step) - want) / fmax(fabs(want), 1e-7 * s.max_lr);
+            if (err > worst) worst = err;
+        }
+        int hold = schedule_lr(&s, s.total + 1) == schedule_lr(&s, s.total) &&
+                   schedule_lr(&s, s.total + 50) == schedule_lr(&s, s.total);
+        check(worst < 1e-6 && hold,
+              "schedule %s W=%d N=%d frac=%g wsd=%g: steps 0..N vs formula, worst rel err %.2e; steps > N hold step N's",
+              schedule_name(s.kind), s.warmup, s.total, s.final_frac, s.wsd_frac, worst);
+    }
+    /* closed-form landmarks */
+    Schedule cos_s = {SCHED_COSINE, 1.0f, 0.1f, 10, 110, 0.2f};
+    check(schedule_lr(&cos_s, 9) == 1.0f && schedule_lr(&cos_s, 10) == 1.0f && fabsf(schedule_lr(&cos_s, 60) - 0.55f) < 1e-6f &&
+              fabsf(schedule_lr(&cos_s, 110) - 0.1f) < 1e-6f && fabsf(schedule_lr(&cos_s, 0) - 0.1f) < 1e-7f,
+          "schedule cosine landmarks: warmup ends at max, mid-decay (max+min)/2 = 0.55 (%.7f), end at min (%.7f)",
+          schedule_lr(&cos_s, 60), schedule_lr(&cos_s, 110));
+    Schedule wsd_s = {SCHED_WSD, 1.0f, 0.0f, 0, 100, 0.25f};
+    check(schedule_lr(&wsd_s, 74) == 1.0f && schedule_lr(&wsd_s, 75) == 1.0f && fabsf(schedule_lr(&wsd_s, 95) - 0.2f) < 1e-6f,
+          "schedule wsd landmarks: stable until N-D=75, then 1-(s-75)/25 (s=95: %.7f, want 0.2)", schedule_lr(&wsd_s, 95));
+    ScheduleKind k;
+    int ok = 1;
+    for (int i = 0; i < 4; i++) ok &= schedule_parse(schedule_name((ScheduleKind)i), &k) && (int)k == i;
+    check(ok && !schedule_parse("cosin", &k) && !schedule_parse("", &k),
+          "schedule_parse: the 4 names round-trip with ids 0..3 (doc/formats.md), unknown names rejected");
+}
+
+/* ----------------------------------------------------------------------------
+ * rng */
+static void test_rng(void) {
+    /* splitmix64 from seed 1234567: the published sequence (Java SplittableRandom / Vigna's C code) */
+    const uint64_t sm_want[5] = {6457827717110365317ull, 3203168211198807973ull, 9817491932198370423ull,
+                                 4593380528125082431ull, 16408922859458223821ull};
+    uint64_t x = 1234567;
+    int ok = 1;
+    for (int i = 0; i < 5; i++) ok &= rng_splitmix64(&x) == sm_want[i];
+    check(ok, "rng: splitmix64(1234567) matches the 5 published outputs");
+    /* xoshiro256** from state {1,2,3,4}: the reference implementation's first 10 outputs */
+    const uint64_t xo_want[10] = {11520ull, 0ull, 1509978240ull, 1215971899390074240ull, 1216172134540287360ull,
+                                  607988272756665600ull, 16172922978634559625ull, 8476171486693032832ull,
+                                  10595114339597558777ull, 2904607092377533576ull};
+    Rng r = {{1, 2, 3, 4}};
+    ok = 1;
+    for (int i = 0; i < 10; i++) ok &= rng_u64(&r) == xo_want[i];
+    check(ok, "rng: xoshiro256** from state {1,2,3,4} matches the reference's first 10 outputs");
+    Rng a, b, c;
+    rng_seed(&a, 42);
+    rng_seed(&b, 42);
+    rng_seed(&c, 43);
+    int same = 1, differ = 0;
+    for (int i = 0; i < 1000; i++) {
+        uint64_t va = rng_u64(&a), vb = rng_u64(&b), vc = rng_u64(&c);
+        same &= va == vb;
+        differ += va != vc;
+    }
+    check(same && differ == 1000, "rng: seed 42 twice gives the same 1000 draws; seed 43 differs in %d/1000", differ);
+    /* a saved state continues identically */
+    Rng saved = a;
+    uint64_t next_a = rng_u64(&a);
+    check(rng_u64(&saved) == next_a, "rng: a copied state (the checkpointed 32 bytes) continues the stream");
+
+    const int n = 1000000;
+    double sum = 0, sum2 = 0, minv = 1, maxv = 0;
+    rng_seed(&a, 1);
+    for (int i = 0; i < n; i++) {
+        double u = rng_uniform(&a);
+        sum += u;
+        sum2 += u * u;
+        if (u < minv) minv = u;
+        if (u > maxv) maxv = u;
+    }
+    double mean = sum / n, var = sum2 / n - mean * mean;
+    /* 5 sigma: sd(mean) = sqrt(1/12/n) = 2.9e-4, sd(var) = sqrt((1/80 - 1/144)/n) = 7.5e-5 */
+    check(fabs(mean - 0.5) < 1.5e-3 && fabs(var - 1.0 / 12) < 3.8e-4 && minv >= 0 && maxv < 1,
+          "rng_uniform: 1e6 draws in [0,1), mean %.5f (want 0.5 +- 1.5e-3), var %.5f (want %.5f +- 3.8e-4)", mean, var,
+          1.0 / 12);
+    sum = sum2 = 0;
+    int within1 = 0;
+    for (int i = 0; i < n; i++) {
+        double z = rng_normal(&a);
+        sum += z;
+        sum2 += z * z;
+        within1 += fabs(z) < 1;
+    }
+    mean = sum / n;
+    double sd = sqrt(sum2 / n - mean * mean), frac1 = (double)within1 / n;
+    /* 5 sigma: mean 5e-3, sd 3.5e-3, P(|z|<1) = 0.682689 with sd 4.7e-4 */
+    check(fabs(mean) < 5e-3 && fabs(sd - 1) < 3.5e-3 && fabs(frac1 - 0.682689) < 2.3e-3,
+          "rng_normal: 1e6 draws, mean %.5f, std %.5f, P(|z|<1) %.5f (want 0, 1, 0.68269)", mean, sd, frac1);
+    float* buf = (float*)malloc_check((size_t)n * sizeof(float));
+    rng_fill_normal(&a, buf, (size_t)n - 1, 2.0f, 3.0f); /* odd count: the last element uses a fresh pair */
+    sum = sum2 = 0;
+    double corr = 0;
+    for (int i = 0; i < n - 1; i++) {
+        sum += buf[i];
+        sum2 += (double)buf[i] * buf[i];
+        if (i + 1 < n - 1) corr += (buf[i] - 2.0) * (buf[i + 1] - 2.0);
+    }
+    mean = sum / (n - 1);
+    sd = sqrt(sum2 / (n - 1) - mean * mean);
+    corr /= 9.0 * (n - 2);
+    check(fabs(mean - 2) < 1.5e-2 && fabs(sd - 3) < 1.1e-2 && fabs(corr) < 5e-3,
+          "rng_fill_normal(mean 2, std 3): 999999 values, mean %.4f, std %.4f, lag-1 correlation %.4f", mean, sd, corr);
+    free(buf);
+
+    /* rng_below: n = 3·2^62, where 2^64 mod n = 2^62: plain modulo would give P(x < 2^62) = 1/2, unbiased 1/3 */
+    const uint64_t big = 3ull << 62;
+    int low = 0, draws = 100000, in_range = 1;
+    for (int i = 0; i < draws; i++) {
+        uint64_t v = rng_below(&a, big);
+        in_range &= v < big;
+        low += v < (1ull << 62);
+    }
+    double p_low = (double)low / draws;
+    check(in_range && fabs(p_low - 1.0 / 3) < 7.5e-3,
+          "rng_below(3*2^62): P(x < 2^62) = %.4f over 1e5 draws (unbiased 1/3; plain modulo would give 1/2)", p_low);
+    int counts[7] = {0};
+    for (int i = 0; i < 70000; i++) counts[rng_below(&a, 7)]++;
+    double chi2 = 0;
+    for (int i = 0; i < 7; i++) chi2 += (counts[i] - 10000.0) * (counts[i] - 10000.0) / 10000.0;
+    check(chi2 < 22.46, "rng_below(7): chi-square %.2f over 70000 draws (6 dof, p=0.001 cut 22.46)", chi2);
+
+    uint32_t perm[1000];
+    for (uint32_t i = 0; i < 1000; i++) perm[i] = i * 7 + 3;
+    rng_shuffle_u32(&a, perm, 1000);
+    int seen[1000] = {0}, is_perm = 1, moved = 0;
+    for (int i = 0; i < 1000; i++) {
+        uint32_t v = perm[i];
+        if (v < 3 || (v - 3) % 7 || (v - 3) / 7 >= 1000 || seen[(v - 3) / 7]++) is_perm = 0;
+        moved += v != (uint32_t)i * 7 + 3;
+    }
+    check(is_perm && moved > 900, "rng_shuffle_u32: 1000 elements stay a permutation, %d moved", moved);
+    /* all 6 orders of 3 elements equally likely */
+    int orders[6] = {0};
+    for (int t = 0; t < 60000; t++) {
+        uint32_t s3[3] = {0, 1, 2};
+        rng_shuffle_u32(&a, s3, 3);
+        orders[s3[0] * 2 + (s3[1] > s3[2])]++;
+    }
+    chi2 = 0;
+    for (int i = 0; i < 6; i++) chi2 += (orders[i] - 10000.0) * (orders[i] - 10000.0) / 10000.0;
+    uint32_t one = 5;
+    rng_shuffle_u32(&a, &one, 1);
+    rng_shuffle_u32(&a, NULL, 0);
+    check(chi2 < 20.52 && one == 5, "rng_shuffle_u32: 6 orders of 3 elements, chi-square %.2f (5 dof, p=0.001 cut 20.52)", chi2);
+}
+
+/* ----------------------------------------------------------------------------
+ * dataloader */
+static const int shard_tokens_[3] = {1001, 700, 1500};
+
+static void make_shards(void) {
+    char path[512];
+    for (int k = 0; k < 3; k++) {
+        snprintf(path, sizeof(path), "%s/train_%03d.bin", tmp_dir, k);
+        write_shard(path, k, shard_tokens_[k], 30000, 0, 0);
+    }
+}
+
+static void shards_glob(char* out, size_t cap) { snprintf(out, cap, "%s/train_*.bin", tmp_dir); }
+
+/* Runs `world` loaders for `epochs` epochs: checks every window against the data (targets =
+ * inputs + 1 in these shards), that ranks share the global batch, and that each window of the
+ * enumeration appears exactly once per epoch. Returns the sequence of (shard, global batch) seen
+ * by rank 0 in epoch 0 and 1, packed as shard·1000 + batch, in order_out. */
+static void check_epochs(int world, int shuffle, int B, int T, int* order_out) {
+    char glob_pattern[512];
+    shards_glob(glob_pattern, sizeof(glob_pattern));
+    DataLoader* dls = (DataLoader*)malloc_check(sizeof(DataLoader) * (size_t)world);
+    for (int r = 0; r < world; r++) dataloader_init(&dls[r], glob_pattern, B, T, r, world, shuffle, 7);
+    int BT = B * T, BTW = BT * world;
+    int expected_batches = 0, nb[3];
+    for (int k = 0; k < 3; k++) expected_batches += nb[k] = (shard_tokens_[k] - 1) / BTW;
+    int ok_count = (int)dataloader_batches_per_epoch(&dls[0]) == expected_batches &&
+                   dls[0].num_tokens == (size_t)(1001 + 700 + 1500) && dls[0].vocab_size == 30000;
+    int ok_data = 1, ok_ranks = 1, ok_once = 1;
+    for (int epoch = 0; epoch < 2; epoch++) {
+        int seen[3][128] = {{0}};
+        for (int step = 0; step < expected_batches; step++) {
+            int shard0 = -1, batch0 = -1;
+            for (int r = 0; r < world; r++) {
+                DataLoader* dl = &dls[r];
+                dataloader_next(dl);
+                int first = dl->inputs[0], shard = first / 10000, pos = first % 10000;
+                for (int i = 0; i < BT; i++)
+                    ok_data &= dl->inputs[i] == first + i && dl->targets[i] == first + i + 1;
+                int off = pos - r * BT;
+                if (off < 0 || off % BTW != 0) {
+                    ok_ranks = 0;
+                    continue;
+                }
+                int batch = off / BTW;
+                if (r == 0) {
+                    shard0 = shard;
+                    batch0 = batch;
+                    if (batch < nb[shard]) seen[shard][batch]++;
+                    else ok_once = 0;
+                    order_out[epoch * expected_batches + step] = shard * 1000 + batch;
+                } else ok_ranks &= shard == shard0 && batch == batch0;
+            }
+        }
+        for (int k = 0; k < 3; k++)
+            for (int b = 0; b < nb[k]; b++) ok_once &= seen[k][b] == 1;
+    }
+    check(ok_count && ok_data && ok_ranks && ok_once,
+          "dataloader world=%d shuffle=%d B=%d T=%d: %d batches/epoch, 2 epochs: every window once per epoch "
+          "(%s), targets = inputs shifted by one (%s), ranks share each global batch (%s)",
+          world, shuffle, B, T, expected_batches, ok_once ? "yes" : "NO", ok_data ? "yes" : "NO", ok_ranks ? "yes" : "NO");
+    for (int r = 0; r < world; r++) dataloader_free(&dls[r]);
+    free(dls);
+}
+
+static void test_dataloader_epochs(void) {
+    make_shards();
+    int order[2 * 200];
+    for (int world = 1; world <= 3; world++) {
+        check_epochs(world, 0, 2, 8, order);
+        if (world == 1) {
+            /* without shuffle: shard 0's batches in order, then shard 1, then shard 2; epoch 1 repeats */
+            int ok = 1, i = 0, per_epoch = 0;
+            for (int k = 0; k < 3; k++) per_epoch += (shard_tokens_[k] - 1) / 16;
+            for (int k = 0; k < 3; k++)
+                for (int b = 0; b < (shard_tokens_[k] - 1) / 16; b++, i++)
+                    ok &= order[i] == k * 1000 + b && order[per_epoch + i] == k * 1000 + b;
+            check(ok, "dataloader no shuffle: shards in glob order, batches in file order, both epochs (%d batches)",
+                  per_epoch);
+        }
+        check_epochs(world, 1, 2, 8, order);
+        if (world == 1) {
+            int per_epoch = 0;
+            for (int k = 0; k < 3; k++) per_epoch += (shard_tokens_[k] - 1) / 16;
+            int in_order = 0, same_as_next_epoch = 0, shard_runs = 1;
+            for (int i = 0; i < per_epoch; i++) {
+                in_order += i > 0 && order[i] == order[i - 1] + 1;
+                same_as_next_epoch += order[i] == order[per_epoch + i];
+                shard_runs += i > 0 && order[i] / 1000 != order[i - 1] / 1000;
+            }
+            check(in_order < per_epoch / 4 && same_as_next_epoch < per_epoch / 4 && shard_runs == 3,
+                  "dataloader shuffle: %d/%d consecutive in file order, %d/%d equal to next epoch's, shards visited whole "
+                  "(%d runs)", in_order, per_epoch, same_as_next_epoch, per_epoch, shard_runs);
+        }
+    }
+}
+
+/* with shuffle the shard order changes between epochs: record each epoch's shard sequence */
+static void test_dataloader_shard_order(void) {
+    char glob_pattern[512];
+    shards_glob(glob_pattern, sizeof(glob_pattern));
+    DataLoader dl;
+    dataloader_init(&dl, glob_pattern, 2, 8, 0, 1, 1, 3);
+    int per_epoch = (int)dataloader_batches_per_epoch(&dl), orders[8], distinct = 0;
+    for (int e = 0; e < 8; e++) {
+        int order = 0, last = -1;
+        for (int i = 0; i < per_epoch; i++) {
+            dataloader_next(&dl);
+            int shard = dl.inputs[0] / 10000;
+            if (shard != last) order = order * 10 + shard;
+            last = shard;
+        }
+        orders[e] = order;
+        int seen_before = 0;
+        for (int p = 0; p < e; p++) seen_before |= orders[p] == order;
+        distinct += !seen_before;
+    }
+    check(distinct >= 3, "dataloader shuffle: shard order over 8 epochs takes %d distinct permutations of 3 shards "
+                         "(first epochs: %03d %03d %03d %03d)", distinct, orders[0], orders[1], orders[2], orders[3]);
+    dataloader_free(&dl);
+}
+
+static int same_batch(const DataLoader* a, const DataLoader* b) {
+    size_t bt = (size_t)a->B * a->T;
+    return memcmp(a->inputs, b->inputs, bt * sizeof(int)) == 0 && memcmp(a->targets, b->targets, bt * sizeof(int)) == 0;
+}
+
+static void test_dataloader_resume(void) {
+    char glob_pattern[512];
+    shards_glob(glob_pattern, sizeof(glob_pattern));
+    for (int shuffle = 0; shuffle <= 1; shuffle++) {
+        DataLoader probe;
+        dataloader_init(&probe, glob_pattern, 2, 8, 1, 2, shuffle, 99);
+        int per_epoch = (int)dataloader_batches_per_epoch(&probe);
+        dataloader_free(&probe);
+        /* save points: start, mid-shard, end of the first shard visited, end of epoch, inside epoch 2 */
+        int first_shard_batches = 0;
+        {
+            DataLoader d;
+            dataloader_init(&d, glob_pattern, 2, 8, 1, 2, shuffle, 99);
+            first_shard_batches = (int)d.shard_batches[d.shard_order[0]];
+            dataloader_free(&d);
+        }
+        int points[5] = {0, 5, first_shard_batches, per_epoch, per_epoch + per_epoch / 2 + 1};
+        for (int p = 0; p < 5; p++) {
+            DataLoader a, b;
+            dataloader_init(&a, glob_pattern, 2, 8, 1, 2, shuffle, 99);
+            for (int i = 0; i < points[p]; i++) dataloader_next(&a);
+            DataLoaderState st;
+            dataloader_get_state(&a, &st);
+            dataloader_init(&b, glob_pattern, 2, 8, 1, 2, shuffle, 99);
+            dataloader_next(&b); /* b is elsewhere before the restore */
+            dataloader_set_state(&b, &st);
+            int ok = 1, n = per_epoch + 3; /* crosses an epoch boundary from every save point */
+            for (int i = 0; i < n; i++) {
+                dataloader_next(&a);
+                dataloader_next(&b);
+                ok &= same_batch(&a, &b);
+            }
+            check(ok, "dataloader resume shuffle=%d: state saved after %d batches (epoch %llu, shard pos %llu, batch %llu), "
+                      "restored loader matches for the next %d batches",
+                  shuffle, points[p], (unsigned long long)st.epoch, (unsigned long long)st.shard,
+                  (unsigned long long)st.batch, n);
+            dataloader_free(&a);
+            dataloader_free(&b);
+        }
+    }
+    /* reset returns to the first batch of epoch 0 */
+    DataLoader a, b;
+    dataloader_init(&a, glob_pattern, 2, 8, 0, 1, 1, 5);
+    dataloader_init(&b, glob_pattern, 2, 8, 0, 1, 1, 5);
+    dataloader_next(&b);
+    int first = b.inputs[0];
+    for (int i = 0; i < 200; i++) dataloader_next(&a);
+    dataloader_reset(&a);
+    dataloader_next(&a);
+    check(a.inputs[0] == first && a.pos.epoch == 0, "dataloader_reset after 200 batches (2+ epochs): first batch again");
+    dataloader_free(&a);
+    dataloader_free(&b);
+}
+
+static void test_dataloader_mock(void) {
+    DataLoader w1, r0, r1, again, other;
+    int B = 2, T = 16, V = 50257;
+    dataloader_init_mock(&w1, 2 * B, T, V, 0, 1, 11);
+    dataloader_init_mock(&r0, B, T, V, 0, 2, 11);
+    dataloader_init_mock(&r1, B, T, V, 1, 2, 11);
+    dataloader_init_mock(&again, B, T, V, 1, 2, 11);
+    dataloader_init_mock(&other, B, T, V, 1, 2, 12);
+    int ok_split = 1, ok_shift = 1, ok_range = 1, ok_repeat = 1, differs = 0;
+    for (int step = 0; step < 5; step++) {
+        dataloader_next(&w1);
+        dataloader_next(&r0);
+        dataloader_next(&r1);
+        dataloader_next(&again);
+        dataloader_next(&other);
+        for (int i = 0; i < B * T; i++) {
+            ok_split &= r0.inputs[i] == w1.inputs[i] && r1.inputs[i] == w1.inputs[B * T + i] &&
+                        r1.targets[i] == w1.targets[B * T + i];
+            ok_range &= r1.inputs[i] >= 0 && r1.inputs[i] < V;
+            ok_repeat &= again.inputs[i] == r1.inputs[i];
+            differs += other.inputs[i] != r1.inputs[i];
+            if (i + 1 < B * T) ok_shift &= r1.targets[i] == r1.inputs[i + 1];
+        }
+    }
+    check(ok_split && ok_shift && ok_range && ok_repeat && differs > 5 * B * T * 9 / 10 && w1.vocab_size == V &&
+              dataloader_batches_per_epoch(&w1) == DL_MOCK_BATCHES,
+          "dataloader mock: deterministic per seed, tokens < V, targets shifted, ranks slice the world=1 batch, "
+          "another seed differs in %d/%d tokens",
+          differs, 5 * B * T);
+    dataloader_free(&w1);
+    dataloader_free(&r0);
+    dataloader_free(&r1);
+    dataloader_free(&again);
+    dataloader_free(&other);
+}
+
+typedef struct { const char* pattern; int B, T, world; } LoaderArgs;
+static void child_load_one(void* ctx) {
+    LoaderArgs* a = (LoaderArgs*)ctx;
+    DataLoader dl;
+    dataloader_init(&dl, a->pattern, a->B, a->T, 0, a->world, 0, 1);
+    dataloader_next(&dl);
+}
+static void child_bad_state(void* ctx) {
+    LoaderArgs* a = (LoaderArgs*)ctx;
+    DataLoader dl;
+    dataloader_init(&dl, a->pattern, a->B, a->T, 0, a->world, 0, 1);
+    DataLoaderState st;
+    dataloader_get_state(&dl, &st);
+    st.batch = 1000000;
+    dataloader_set_state(&dl, &st);
+}
+
+static void test_dataloader_errors(void) {
+    char path[512], pattern[512];
+    LoaderArgs args = {pattern, 2, 8, 1};
+    tmp_path(pattern, sizeof(pattern), "nothing_*.bin");
+    expect_failure("dataloader empty glob", child_load_one, &args, 1, "no files match");
+
+    tmp_path(path, sizeof(path), "bad_magic.bin");
+    int32_t fields[4] = {100, 0, 30000, 2};
+    uint16_t toks[100] = {0};
+    test_write_file(path, 0x4D545047u, 1, fields, 4, toks, sizeof(toks), 0, 0);
+    snprintf(pattern, sizeof(pattern), "%s", path);
+    expect_failure("dataloader wrong magic", child_load_one, &args, 1, "not a token shard");
+
+    tmp_path(path, sizeof(path), "truncated.bin");
+    write_shard(path, 0, 500, 30000, 0, 7);
+    snprintf(pattern, sizeof(pattern), "%s", path);
+    expect_failure("dataloader truncated shard", child_load_one, &args, 1, "truncated");
+
+    tmp_path(path, sizeof(path), "crc.bin");
+    write_shard(path, 0, 500, 30000, 0x10, 0);
+    snprintf(pattern, sizeof(pattern), "%s", path);
+    expect_failure("dataloader CRC mismatch", child_load_one, &args, 1, "CRC");
+
+    tmp_path(path, sizeof(path), "short.bin");
+    write_shard(path, 0, 16, 30000, 0, 0);
+    snprintf(pattern, sizeof(pattern), "%s", path);
+    expect_failure("dataloader shard shorter than one batch", child_load_one, &args, 1, "has 16 tokens, one batch needs");
+
+    tmp_path(path, sizeof(path), "vocab.bin");
+    write_shard(path, 1, 100, 10050, 0, 0); /* tokens 10000..10099, some >= 10050 */
+    snprintf(pattern, sizeof(pattern), "%s", path);
+    expect_failure("dataloader token >= shard vocab size", child_load_one, &args, 1, "not below the shard's vocab size 10050");
+
+    tmp_path(path, sizeof(path), "width.bin");
+    int32_t wide[4] = {50, 0, 30000, 4};
+    test_write_file(path, 0x4B4F5447u, 1, wide, 4, toks, sizeof(toks), 0, 0);
+    snprintf(pattern, sizeof(pattern), "%s", path);
+    expect_failure("dataloader 4 bytes per token", child_load_one, &args, 1, "bytes per token");
+
+    shards_glob(pattern, sizeof(pattern));
+    expect_failure("dataloader restore a position that does not exist", child_bad_state, &args, 1, "saved position");
+}
+
+/* ----------------------------------------------------------------------------
+ * model files */
+static GPTConfig small_config(void) {
+    GPTConfig c = {16, 100, 128, 2, 2, 8};
+    return c;
+}
+
+static float* random_params(const GPTConfig* c, uint64_t seed) {
+    size_t n = gpt_num_params(c);
+    float* p = (float*)malloc_check(n * sizeof(float));
+    Rng r;
+    rng_seed(&r, seed);
+    rng_fill_normal(&r, p, n, 0.0f, 0.02f);
+    return p;
+}
+
+static void child_read_model(void* ctx) {
+    GPTConfig c;
+    size_t n;
+    free(model_file_read((const char*)ctx, &c, &n));
+}
+
+/* rewrites header word `word` of a file in place */
+static void patch_word(const char* path, int word, int32_t value) {
+    FILE* f = fopen_check(path, "r+b");
+    fseek_check(f, 4LL * word, SEEK_SET, path);
+    fwrite_check(&value, 4, 1, f, path);
+    fclose_check(f, path);
+}
+
+static void copy_file(const char* from, const char* to, long long cut, long long flip_at) {
+    FILE* f = fopen_check(from, "rb");
+    long long n = file_size_check(f, from);
+    uint8_t* buf = (uint8_t*)malloc_check((size_t)n);
+    fread_check(buf, 1, (size_t)n, f, from);
+    fclose_check(f, from);
+    if (flip_at >= 0) buf[flip_at] ^= 0x40;
+    FILE* g = fopen_check(to, "wb");
+    fwrite_check(buf, 1, (size_t)(n - cut), g, to);
+    fclose_check(g, to);
+    free(buf);
+}
+
+static void test_model_file(void) {
+    /* parameter counts against the closed form Vp·C + maxT·C + L(12C² + 13C) + 2C and GPT-2 124M */
+    GPTConfig d12;
+    int found = gpt_preset("d12", &d12);
+    check(found && gpt_num_params(&d12) == 124475904u && d12.padded_vocab_size == 50304,
+          "gpt_preset d12: %zu parameters (GPT-2 124M with Vp=50304: 124475904)", gpt_num_params(&d12));
+    int ok = 1;
+    const char* names[5] = {"d6", "d12", "d24", "d36", "d48"};
+    const int heads[5] = {6, 12, 16, 20, 25};
+    for (int i = 0; i < 5; i++) {
+        GPTConfig c;
+        ok &= gpt_preset(names[i], &c) && c.num_heads == heads[i] && c.channels % c.num_heads == 0 && c.channels / c.num_heads == 64;
+        size_t C = (size_t)c.channels, L = (size_t)c.num_layers;
+        ok &= gpt_num_params(&c) == (size_t)c.padded_vocab_size * C + 1024 * C + L * (12 * C * C + 13 * C) + 2 * C;
+    }
+    GPTConfig dummy;
+    check(ok && !gpt_preset("d13", &dummy) && !gpt_preset("gpt2", &dummy),
+          "gpt_preset d6..d48: head dim 64, counts equal Vp*C + maxT*C + L(12C^2+13C) + 2C; unknown names rejected");
+    check(padded_vocab(50257) == 50304 && padded_vocab(128) == 128 && padded_vocab(129) == 256 && padded_vocab(1) == 128,
+          "padded_vocab: 50257->50304, 128->128, 129->256, 1->128");
+    int decays = 0, resid = 0;
+    for (int t = 0; t < NUM_PARAM_TENSORS; t++) {
+        decays += gpt_param_decays(t);
+        resid += gpt_param_is_residual_proj(t);
+    }
+    check(decays == 6 && gpt_param_decays(0) && gpt_param_decays(4) && !gpt_param_decays(5) && resid == 2 &&
+              gpt_param_is_residual_proj(6) && gpt_param_is_residual_proj(12) && strcmp(GPT_PARAM_NAMES[12], "fcprojw") == 0,
+          "tensor roles: 6 decayed 2-D tensors, 2 residual projections (attprojw, fcprojw)");
+
+    GPTConfig c = small_config();
+    float* params = random_params(&c, 3);
+    size_t n = gpt_num_params(&c);
+    char path[512], bad[512];
+    tmp_path(path, sizeof(path), "model.bin");
+    model_file_write(path, &c, params);
+    GPTConfig c2;
+    size_t n2;
+    float* back = model_file_read(path, &c2, &n2);
+    check(n2 == n && memcmp(&c, &c2, sizeof(c)) == 0 && memcmp(params, back, n * sizeof(float)) == 0,
+          "model file: write -> read round trip of %zu parameters is bit-exact, config equal", n);
+    free(back);
+    /* the file as the format says: header words by hand, CRC by the test's own CRC */
+    FILE* f = fopen_check(path, "rb");
+    uint32_t w[256];
+    fread_check(w, 4, 256, f, path);
+    fclose_check(f, path);
+    check(w[0] == 0x4D545047u && w[1] == 1 && w[2] == ref_crc32(0, params, n * 4) && w[3] == n * 4 && w[4] == 0 &&
+              w[5] == 1 && w[6] == 16 && w[7] == 100 && w[8] == 128 && w[9] == 2 && w[10] == 2 && w[11] == 8 && w[12] == n &&
+              w[13] == 0 && w[14] == 0 && w[255] == 0,
+          "model file: header words match doc/formats.md (magic, version, CRC, length, dtype 1, config, count)");
+
+    /* bf16 file made by hand: values truncated to bf16 read back exactly */
+    uint16_t* half = (uint16_t*)malloc_check(n * 2);
+    float* want = (float*)malloc_check(n * 4);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t bits;
+        memcpy(&bits, &params[i], 4);
+        half[i] = (uint16_t)(bits >> 16);
+        bits &= 0xFFFF0000u;
+        memcpy(&want[i], &bits, 4);
+    }
+    int32_t fields[9] = {2, 16, 100, 128, 2, 2, 8, (int32_t)n, 0};
+    tmp_path(bad, sizeof(bad), "model_bf16.bin");
+    test_write_file(bad, 0x4D545047u, 1, fields, 9, half, n * 2, 0, 0);
+    back = model_file_read(bad, &c2, &n2);
+    check(n2 == n && memcmp(back, want, n * 4) == 0, "model file bf16 (hand-written): widened to fp32 exactly");
+    free(back);
+    free(half);
+    free(want);
+
+    tmp_path(bad, sizeof(bad), "model_cut.bin");
+    copy_file(path, bad, 4, -1);
+    expect_failure("model file truncated", child_read_model, bad, 1, "truncated");
+    tmp_path(bad, sizeof(bad), "model_flip.bin");
+    copy_file(path, bad, 0, 1024 + 100);
+    expect_failure("model file corrupted payload", child_read_model, bad, 1, "corrupt");
+    char shard[512];
+    tmp_path(shard, sizeof(shard), "train_000.bin");
+    expect_failure("model file foreign (a token shard)", child_read_model, shard, 1, "not a model file");
+    struct { int word; int32_t value; const char* needle; } patches[] = {
+        {10, 3, "not divisible by n_head"}, {8, 256, "padded_vocab_size = 256"}, {12, 5, "says 5 parameters"},
+        {5, 7, "dtype 7"}, {1, 2, "version 2"}, {9, 0, "n_layer = 0"}};
+    for (size_t i = 0; i < sizeof(patches) / sizeof(patches[0]); i++) {
+        tmp_path(bad, sizeof(bad), "model_patch.bin");
+        copy_file(path, bad, 0, -1);
+        patch_word(bad, patches[i].word, patches[i].value);
+        char what[128];
+        snprintf(what, sizeof(what), "model file header word %d = %d", patches[i].word, patches[i].value);
+        expect_failure(what, child_read_model, bad, 1, patches[i].needle);
+    }
+    free(params);
+}
+
+/* ----------------------------------------------------------------------------
+ * training state files and checkpoint directories */
+static TrainState sample_state(int has_master) {
+    TrainState st;
+    memset(&st, 0, sizeof(st));
+    st.step = 123;
+    st.rank = 1;
+    st.world = 3;
+    st.num_params = 5000;
+    st.shard_offset = 1700;
+    st.shard_count = 1650;
+    rng_seed(&st.rng, 77);
+    st.train_loader.epoch = 2;
+    st.train_loader.shard = 1;
+    st.train_loader.batch = 0x1234567890ull;
+    rng_seed(&st.train_loader.rng, 78);
+    Schedule s = {SCHED_WSD, 6e-4f, 0.1f, 700, 19000, 0.2f};
+    st.schedule = s;
+    st.weight_decay = 0.1f;
+    st.beta1 = 0.9f;
+    st.beta2 = 0.95f;
+    st.eps = 1e-8f;
+    st.grad_clip = 1.0f;
+    st.has_master = has_master;
+    return st;
+}
+
+static void child_read_state(void* ctx) {
+    TrainState st;
+    float *m, *v, *master;
+    state_file_read((const char*)ctx, &st, &m, &v, &master);
+}
+
+static void test_state_file(void) {
+    char path[512], bad[512];
+    for (int has_master = 0; has_master <= 1; has_master++) {
+        TrainState st = sample_state(has_master);
+        size_t n = st.shard_count;
+        float* arrays = (float*)malloc_check(3 * n * sizeof(float));
+        Rng fill;
+        rng_seed(&fill, 9);
+        rng_fill_normal(&fill, arrays, 3 * n, 0.0f, 1.0f);
+        float *m = arrays, *v = arrays + n, *master = arrays + 2 * n;
+        tmp_path(path, sizeof(path), "state.bin");
+        state_file_write(path, &st, m, v, has_master ? master : NULL);
+        TrainState back;
+        float *m2, *v2, *master2;
+        state_file_read(path, &back, &m2, &v2, &master2);
+        int ok = memcmp(&st, &back, sizeof(st)) == 0 && memcmp(m, m2, n * 4) == 0 && memcmp(v, v2, n * 4) == 0 &&
+                 (has_master ? master2 && memcmp(master, master2, n * 4) == 0 : master2 == NULL);
+        FILE* f = fopen_check(path, "rb");
+        long long size = file_size_check(f, path);
+        uint32_t w[256];
+        fread_check(w, 4, 256, f, path);
+        fclose_check(f, path);
+        ok &= size == 1024 + (long long)n * 4 * (2 + has_master) && w[0] == 0x53545047u && w[5] == 123 && w[6] == 1 &&
+              w[7] == 3 && w[47] == (uint32_t)has_master;
+        check(ok, "state file has_master=%d: round trip of every field and %zu-float arrays is exact, %lld bytes", has_master,
+              n, size);
+        free(m2);
+        free(v2);
+        free(master2);
+        TrainState now = st;
+        now.schedule.max_lr = 3e-4f;
+        now.world = 2;
+        FILE* devnull = fopen_check("/dev/null", "w");
+        int same = state_compare(path, &st, &st, devnull), diffs = state_compare(path, &st, &now, devnull);
+        fclose_check(devnull, "/dev/null");
+        check(same == 0 && diffs == 2, "state_compare: identical runs 0 differences, changed lr and world -> %d", diffs);
+        free(arrays);
+    }
+    tmp_path(bad, sizeof(bad), "state_cut.bin");
+    copy_file(path, bad, 8, -1);
+    expect_failure("state file truncated", child_read_state, bad, 1, "truncated");
+    tmp_path(bad, sizeof(bad), "state_flip.bin");
+    copy_file(path, bad, 0, 1024 + 4 * 1650 + 3);
+    expect_failure("state file corrupted v", child_read_state, bad, 1, "corrupt");
+    struct { int word; int32_t value; const char* needle; } patches[] = {
+        {6, 3, "rank 3 is not in [0, world=3)"}, {12, 4000, "outside the 5000 parameters"}, {36, 9, "schedule kind 9"},
+        {47, 2, "master-weights flag is 2"}, {44, 0x7FC00000, "not a finite float"}, {5, -1, "step -1"}};
+    for (size_t i = 0; i < sizeof(patches) / sizeof(patches[0]); i++) {
+        copy_file(path, bad, 0, -1);
+        patch_word(bad, patches[i].word, patches[i].value);
+        char what[128];
+        snprintf(what, sizeof(what), "state file header word %d = %d", patches[i].word, patches[i].value);
+        expect_failure(what, child_read_state, bad, 1, patches[i].needle);
+    }
+    char model_path[512];
+    tmp_path(model_path, sizeof(model_path), "model.bin");
+    expect_failure("state file foreign (a model file)", child_read_state, model_path, 1, "not a training state file");
+}
+
+static void test_checkpoint_dir(void) {
+    char dir[512], model[4096], state[4096], done[4096];
+    tmp_path(dir, sizeof(dir), "run/ckpt");
+    check(checkpoint_latest(dir) == -1, "checkpoint_latest: missing directory -> -1");
+    make_dir_check(dir);
+    make_dir_check(dir); /* exists already: fine */
+    check(checkpoint_latest(dir) == -1, "checkpoint_latest: empty directory -> -1");
+    checkpoint_paths(model, state, done, sizeof(model), dir, 42, 3);
+    char want_model[4096], want_state[4096], want_done[4096];
+    snprintf(want_model, sizeof(want_model), "%s/model_00000042.bin", dir);
+    snprintf(want_state, sizeof(want_state), "%s/state_00000042_00003.bin", dir);
+    snprintf(want_done, sizeof(want_done), "%s/done_00000042.txt", dir);
+    check(strcmp(model, want_model) == 0 && strcmp(state, want_state) == 0 && strcmp(done, want_done) == 0,
+          "checkpoint_paths: %s, %s, %s", strrchr(model, '/') + 1, strrchr(state, '/') + 1, strrchr(done, '/') + 1);
+    const char* names[] = {"done_00000005.txt", "done_00000012.txt", "done_0000099.txt", "done_0000009x.txt",
+                           "model_00000020.bin", "state_00000020_00000.bin", "done_00000030.txt.tmp"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        char p[4096];
+        snprintf(p, sizeof(p), "%s/%s", dir, names[i]);
+        FILE* f = fopen_check(p, "w");
+        fclose_check(f, p);
+    }
+    int latest = checkpoint_latest(dir);
+    checkpoint_mark_done(dir, 13, 2);
+    int after = checkpoint_latest(dir);
+    snprintf(done, sizeof(done), "%s/done_00000013.txt", dir);
+    FILE* f = fopen_check(done, "r");
+    char text[64] = {0};
+    size_t got = fread(text, 1, sizeof(text) - 1, f);
+    fclose_check(f, done);
+    check(latest == 12 && after == 13 && got > 0 && strcmp(text, "step 13\nworld 2\n") == 0,
+          "checkpoint_latest: %d among markers 5, 12 (ignoring malformed names, .tmp and unmarked step 20); "
+          "after checkpoint_mark_done(13): %d", latest, after);
+}
+
+/* ----------------------------------------------------------------------------
+ * flags */
+static TrainArgs parse(int argc, const char** argv) {
+    TrainArgs a;
+    flags_parse(&a, argc, (char**)argv, "train_gpt");
+    return a;
+}
+typedef struct { int argc; const char* argv[8]; } Argv;
+static void child_parse(void* ctx) {
+    Argv* v = (Argv*)ctx;
+    parse(v->argc, v->argv);
+}
+static void child_reject_zero(void* ctx) {
+    Argv* v = (Argv*)ctx;
+    TrainArgs a = parse(v->argc, v->argv);
+    flags_reject(&a, "--zero", "the CPU trainer has one rank");
+}
+
+static void test_flags(void) {
+    const char* defaults_argv[] = {"train_gpt"};
+    TrainArgs d = parse(1, defaults_argv);
+    check(strcmp(d.train_data, "") == 0 && strcmp(d.init, "") == 0 && d.n_layer == 0 && d.vocab_size == 0 &&
+              d.batch_size == 4 && d.seq_len == 64 && d.total_batch == -1 &&
+              d.max_steps == -1 && d.lr == 3e-4f && d.final_lr_frac == 1.0f && strcmp(d.lr_schedule, "cosine") == 0 &&
+              d.wsd_frac == 0.2f && d.beta2 == 0.95f && d.eps == 1e-8f && d.val_every == 20 && d.master_weights == 1 &&
+              d.seed == 1337 && d.mock_data == 0 && strcmp(d.tokenizer, "data/gpt2_tokenizer.bin") == 0 && d.threads == 0,
+          "flags: defaults as specified (strings \"\" = none, sizes 0 = not set, B 4, T 64, lr 3e-4, cosine, -w 1, ...)");
+    const char* argv[] = {"train_gpt", "-i", "data/train_*.bin", "--val-data", "v.bin", "-b", "8", "--seq-len=128",
+                          "-x", "5", "-l", "6e-4", "-k", "wsd", "--mock-data", "-d", "-1", "--top-k", "40",
+                          "--max-steps=7", "-e", "d12", "--beta2", "0.99"};
+    TrainArgs a = parse((int)(sizeof(argv) / sizeof(argv[0])), argv);
+    check(strcmp(a.train_data, "data/train_*.bin") == 0 && strcmp(a.val_data, "v.bin") == 0 && a.batch_size == 8 &&
+              a.seq_len == 128 && a.max_steps == 7 && a.lr == 6e-4f && strcmp(a.lr_schedule, "wsd") == 0 &&
+              a.mock_data == 1 && a.total_batch == -1 && a.top_k == 40 && strcmp(a.init, "d12") == 0 && a.beta2 == 0.99f,
+          "flags: short, long, --name=value forms, bare --mock-data, negative value, later flag wins (-x 5 then --max-steps=7)");
+    const char* argv_bool[] = {"train_gpt", "--mock-data", "0", "-b", "2"};
+    TrainArgs b = parse(5, argv_bool);
+    const char* argv_bool2[] = {"train_gpt", "--mock-data=1"};
+    TrainArgs b2 = parse(2, argv_bool2);
+    check(b.mock_data == 0 && b.batch_size == 2 && b2.mock_data == 1, "flags: --mock-data 0 and --mock-data=1");
+
+    Argv bad_int = {3, {"train_gpt", "-b", "abc"}};
+    expect_failure("flags bad int", child_parse, &bad_int, 2, "--batch-size: bad value 'abc'");
+    Argv trailing = {3, {"train_gpt", "--max-steps", "5x"}};
+    expect_failure("flags int with trailing junk", child_parse, &trailing, 2, "--max-steps: bad value '5x'");
+    Argv zero_b = {3, {"train_gpt", "-b", "0"}};
+    expect_failure("flags int out of range", child_parse, &zero_b, 2, "expected an integer in [1, 2147483647]");
+    Argv huge = {3, {"train_gpt", "-t", "99999999999999999999"}};
+    expect_failure("flags int overflow", child_parse, &huge, 2, "--seq-len: bad value");
+    Argv nan_lr = {3, {"train_gpt", "--lr", "nan"}};
+    expect_failure("flags float not finite", child_parse, &nan_lr, 2, "--lr: bad value 'nan'");
+    Argv frac = {3, {"train_gpt", "-q", "1.5"}};
+    expect_failure("flags float out of range", child_parse, &frac, 2, "--final-lr-frac: bad value '1.5'");
+    Argv sched = {3, {"train_gpt", "-k", "cosin"}};
+    expect_failure("flags unknown schedule", child_parse, &sched, 2, "expected cosine, linear, constant or wsd");
+    Argv unknown = {3, {"train_gpt", "--max-step", "5"}};
+    expect_failure("flags unknown flag", child_parse, &unknown, 2, "unknown flag '--max-step', did you mean --max-steps?");
+    Argv unknown_eq = {2, {"train_gpt", "--lr-schedul=wsd"}};
+    expect_failure("flags unknown flag with =", child_parse, &unknown_eq, 2, "did you mean --lr-schedule?");
+    Argv far = {2, {"train_gpt", "--frobnicate"}};
+    expect_failure("flags unknown flag, nothing close", child_parse, &far, 2, "unknown flag '--frobnicate' (see");
+    Argv missing = {2, {"train_gpt", "-b"}};
+    expect_failure("flags missing value", child_parse, &missing, 2, "--batch-size: missing value");
+    Argv positional = {2, {"train_gpt", "data.bin"}};
+    expect_failure("flags positional argument", child_parse, &positional, 2, "unexpected argument 'data.bin'");
+    Argv zero_ok = {3, {"train_gpt", "-z", "0"}};
+    expect_failure("flags_reject at the default value passes", child_reject_zero, &zero_ok, 0, "");
+    Argv zero1 = {3, {"train_gpt", "-z", "1"}};
+    expect_failure("flags_reject non-default", child_reject_zero, &zero1, 2, "--zero 1 is not supported: the CPU trainer");
+
+    char md[512];
+    tmp_path(md, sizeof(md), "flags.md");
+    FILE* f = fopen_check(md, "w");
+    flags_print_markdown(f);
+    fclose_check(f, md);
+    f = fopen_check(md, "r");
+    char line[1024];
+    int rows = 0, listed = 0;
+    while (fgets(line, sizeof(line), f)) {
+        rows++;
+        for (int i = 0; i < FLAG_COUNT; i++) {
+            char cell[64];
+            snprintf(cell, sizeof(cell), "`%s`", FLAG_SPECS[i].long_name);
+            listed += strstr(line, cell) != NULL;
+        }
+    }
+    fclose_check(f, md);
+    check(FLAG_COUNT == 38 && rows == FLAG_COUNT + 3 && listed == FLAG_COUNT,
+          "flags --help-markdown: header + %d flag rows + --help, every long name listed once", FLAG_COUNT);
+}
+
+/* ----------------------------------------------------------------------------
+ * sampler */
+static void test_sampler(void) {
+    Rng r;
+    rng_seed(&r, 5);
+    float logits[6] = {0.5f, 2.0f, -1.0f, 1.0f, 2.0f, 0.0f};
+    int ok = sample_token(logits, 6, 0.0f, 0, &r) == 1 && sample_token(logits, 3, 0.0f, 0, &r) == 1 &&
+             sample_token(logits, 1, 1.0f, 0, &r) == 0;
+    for (int i = 0; i < 100; i++) ok &= sample_token(logits, 6, 1.0f, 1, &r) == 1;
+    check(ok, "sample_token: temperature 0 and top_k=1 give the argmax (lowest index among ties); V=1 gives 0");
+    /* empirical frequencies against softmax(l/T) computed here */
+    const int draws = 200000;
+    float temps[2] = {1.0f, 0.5f};
+    for (int t = 0; t < 2; t++) {
+        for (int top_k = 0; top_k <= 3; top_k += 3) {
+            int counts[6] = {0};
+            for (int i = 0; i < draws; i++) counts[sample_token(logits, 6, temps[t], top_k, &r)]++;
+            /* top 3: logits 2.0 (idx 1), 2.0 (idx 4), 1.0 (idx 3) */
+            double p[6], z = 0;
+            for (int i = 0; i < 6; i++) {
+                int kept = top_k == 0 || i == 1 || i == 4 || i == 3;
+                p[i] = kept ? exp(logits[i] / temps[t]) : 0;
+                z += p[i];
+            }
+            double worst = 0;
+            int outside = 0;
+            for (int i = 0; i < 6; i++) {
+                p[i] /= z;
+                double sd = sqrt(p[i] * (1 - p[i]) / draws) + 1e-12;
+                double dev = fabs((double)counts[i] / draws - p[i]) / sd;
+                if (p[i] == 0) outside += counts[i];
+                else if (dev > worst) worst = dev;
+            }
+            check(worst < 5 && outside == 0,
+                  "sample_token T=%.1f top_k=%d: frequencies of 2e5 draws vs softmax, worst deviation %.2f sigma, %d outside top-k",
+                  temps[t], top_k, worst, outside);
+        }
+    }
+    /* ties at the k-th value: exactly k kept, lower index first */
+    float tied[5] = {1.0f, 3.0f, 1.0f, 1.0f, 0.0f};
+    int seen[5] = {0};
+    for (int i = 0; i < 20000; i++) seen[sample_token(tied, 5, 1.0f, 2, &r)]++;
+    check(seen[1] > 0 && seen[0] > 0 && seen[2] == 0 && seen[3] == 0 && seen[4] == 0,
+          "sample_token top_k=2 with ties at the 2nd value: keeps index 1 and the first tie (index 0) only");
+}
+
+/* ----------------------------------------------------------------------------
+ * logger */
+static void test_logger(void) {
+    char dir[512], path[600];
+    tmp_path(dir, sizeof(dir), "logs");
+    make_dir_check(dir);
+    Logger L;
+    logger_init(&L, dir, 0);
+    logger_step(&L, 1, 10.5f, 3e-4f, 1.25f, 12.0f, 1000.0f);
+    logger_val(&L, 1, 9.75f);
+    logger_free(&L);
+    logger_init(&L, dir, 1);
+    logger_step(&L, 2, NAN, 3e-4f, INFINITY, 11.0f, 1100.0f);
+    logger_free(&L);
+    Logger none;
+    logger_init(&none, NULL, 0);
+    logger_step(&none, 1, 1, 1, 1, 1, 1);
+    logger_free(&none);
+    snprintf(path, sizeof(path), "%s/metrics.jsonl", dir);
+    FILE* f = fopen_check(path, "r");
+    char lines[3][256];
+    int n = 0;
+    while (n < 3 && fgets(lines[n], sizeof(lines[n]), f)) n++;
+    int extra = fgetc(f) != EOF;
+    fclose_check(f, path);
+    int step;
+    float loss, lr, norm, ms, toks, val;
+    int ok = n == 3 && !extra &&
+             sscanf(lines[0], "{\"step\":%d,\"loss\":%f,\"lr\":%f,\"norm\":%f,\"ms\":%f,\"tok_s\":%f}", &step, &loss, &lr,
+                    &norm, &ms, &toks) == 6 &&
+             step == 1 && loss == 10.5f && lr == 3e-4f && norm == 1.25f && ms == 12.0f && toks == 1000.0f;
+    ok = ok && sscanf(lines[1], "{\"step\":%d,\"val_loss\":%f}", &step, &val) == 2 && val == 9.75f;
+    ok = ok && strcmp(lines[2], "{\"step\":2,\"loss\":null,\"lr\":0.000300000014,\"norm\":null,\"ms\":11,\"tok_s\":1100}\n") == 0;
+    check(ok, "logger: 3 JSON lines (step, val, appended step with NaN/inf as null), values read back exactly");
+    logger_init(&L, dir, 0);
+    logger_free(&L);
+    f = fopen_check(path, "r");
+    int empty = fgetc(f) == EOF;
+    fclose_check(f, path);
+    check(empty, "logger: a fresh (non-resume) run truncates metrics.jsonl");
+}
+
+int main(void) {
+    snprintf(tmp_dir, sizeof(tmp_dir), "/tmp/test_infra_XXXXXX");
+    if (!mkdtemp(tmp_dir)) fatalf("mkdtemp: %s", strerror(errno));
+    test_crc_reference();
+    test_schedule();
+    test_rng();
+    test_dataloader_epochs();
+    test_dataloader_shard_order();
+    test_dataloader_resume();
+    test_dataloader_mock();
+    test_dataloader_errors();
+    test_model_file();
+    test_state_file();
+    test_checkpoint_dir();
+    test_flags();
+    test_sampler();
+    test_logger();
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp_dir);
+    if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", tmp_dir);
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,298 @@
+/*
+ * llmc/dataloader.h — batches of token windows from GTOK shards (doc/formats.md), for one rank.
+ *
+ * Data: the files matching a glob, in sorted order. At init every shard's header is checked
+ * (magic, version, length, fields); a shard's payload is read and its CRC and tokens checked
+ * each time it is loaded. Only the current shard is in memory.
+ *
+ * Batches: with B×T tokens per rank and `world` ranks, a global batch is a window of
+ * B·T·world + 1 consecutive tokens of one shard; shard k has (N_k − 1) / (B·T·world) of them,
+ * global batch b starting at token b·B·T·world. Rank r takes the B·T + 1 tokens starting at
+ * r·B·T of the window: inputs are the first B·T, targets the same shifted by one. Each epoch
+ * visits every global batch of every shard exactly once.
+ *
+ * Order: without shuffle, shards in glob order and batches in file order. With shuffle, each
+ * epoch starts from an Rng E (DataLoaderState.rng): a copy of E permutes the shard order,
+ * then draws one 64-bit seed per shard position, whose own Rng permutes that shard's batch
+ * order; the copy's final state is the next epoch's E. So (epoch, shard position, batch
+ * position, E) is the whole position: saving DataLoaderState and restoring it with
+ * dataloader_set_state continues the exact same sequence. All ranks must use the same seed
+ * (they then agree on every global batch, each taking its own slice).
+ *
+ * Mock data (dataloader_init_mock): one virtual shard of DL_MOCK_BATCHES global batches whose
+ * token j is splitmix64(seed-mixed j) mod V; no files. Deterministic per (seed, rank, batch).
+ *
+ * Errors (no match, bad shard, too few tokens, bad state) are one line naming the file or the
+ * pattern, exit status 1. Tokens ≥ the shard's own vocab size field are an error at load; the
+ * trainer checks dl->vocab_size (the largest field over shards) against its model.
+ */
+#ifndef LLMC_DATALOADER_H
+#define LLMC_DATALOADER_H
+
+#include <glob.h>
+#include <stdint.h>
+#include "llmc/fileio.h"
+#include "llmc/rng.h"
+
+#define GTOK_MAGIC 0x4B4F5447u
+#define GTOK_VERSION 1
+#define DL_MOCK_BATCHES 1000
+
+/* Position of the next batch: epoch, index into the epoch's shard order, index into the
+ * shard's batch order, and the Rng the epoch's permutations are drawn from. */
+typedef struct {
+    uint64_t epoch, shard, batch;
+    Rng rng;
+} DataLoaderState;
+
+typedef struct {
+    int B, T, rank, world, shuffle;
+    int* inputs;        /* B*T, this rank's inputs of the current batch */
+    int* targets;       /* B*T, inputs shifted by one */
+    int vocab_size;     /* largest vocab size field over the shards (mock: the given V) */
+    size_t num_tokens;  /* total over shards */
+    /* the shards */
+    int num_shards;
+    char** shard_paths;        /* NULL for mock data */
+    uint64_t* shard_tokens;    /* N_k */
+    int* shard_vocab;          /* vocab size field of each shard */
+    size_t* shard_batches;     /* global batches in each shard */
+    int mock;
+    uint64_t mock_seed;
+    /* position and this epoch's order */
+    DataLoaderState pos;
+    Rng initial_rng;           /* pos.rng of epoch 0 (dataloader_reset returns here) */
+    Rng next_epoch_rng;
+    uint32_t* shard_order;     /* num_shards, the epoch's shard permutation */
+    uint64_t* shard_seeds;     /* num_shards, seed of the batch permutation of each shard position */
+    uint32_t* batch_order;     /* batch permutation of the shard at position order_shard_pos */
+    int64_t order_shard_pos;   /* -1: batch_order not built for this epoch's current position */
+    int loaded_shard;          /* file index held in tokens, -1 none */
+    uint16_t* tokens;          /* the loaded shard's tokens (capacity: largest shard) */
+} DataLoader;
+
+static inline size_t dataloader_window_(const DataLoader* dl) { return (size_t)dl->B * dl->T * dl->world; }
+
+static inline void dataloader_alloc_(DataLoader* dl, int B, int T, int rank, int world, int num_shards) {
+    if (B <= 0 || T <= 0) fatalf("dataloader: batch size %d and sequence length %d must be positive", B, T);
+    if (world <= 0 || rank < 0 || rank >= world) fatalf("dataloader: rank %d is not in [0, world=%d)", rank, world);
+    dl->B = B;
+    dl->T = T;
+    dl->rank = rank;
+    dl->world = world;
+    dl->num_shards = num_shards;
+    dl->inputs = (int*)malloc_check((size_t)B * T * sizeof(int));
+    dl->targets = (int*)malloc_check((size_t)B * T * sizeof(int));
+    dl->shard_tokens = (uint64_t*)calloc_check((size_t)num_shards, sizeof(uint64_t));
+    dl->shard_vocab = (int*)calloc_check((size_t)num_shards, sizeof(int));
+    dl->shard_batches = (size_t*)calloc_check((size_t)num_shards, sizeof(size_t));
+    dl->shard_order = (uint32_t*)calloc_check((size_t)num_shards, sizeof(uint32_t));
+    dl->shard_seeds = (uint64_t*)calloc_check((size_t)num_shards, sizeof(uint64_t));
+    dl->loaded_shard = -1;
+    dl->order_shard_pos = -1;
+}
+
+static inline size_t dataloader_shard_batches_(const DataLoader* dl, const char* what, uint64_t ntok) {
+    size_t window = dataloader_window_(dl);
+    size_t batches = ntok > 0 ? (size_t)((ntok - 1) / window) : 0;
+    if (batches == 0)
+        fatalf("%s: token shard has %llu tokens, one batch needs B*T*world+1 = %zu (B=%d T=%d world=%d)", what,
+               (unsigned long long)ntok, window + 1, dl->B, dl->T, dl->world);
+    return batches;
+}
+
+/* Reads and checks a shard's header: common fields, bytes per token 2, vocab in [1, 65536],
+ * payload = 2·N bytes. Returns N; the vocab field goes to *vocab. */
+static inline uint64_t dataloader_shard_header_(FILE* f, const char* path, int* vocab, int32_t* h) {
+    header_read_check(f, path, "token shard", GTOK_MAGIC, GTOK_VERSION, h);
+    uint64_t n = header_get_u64(h, 5);
+    if (h[8] != 2) fatalf("%s: token shard has %d bytes per token, this build reads 2 (uint16)", path, h[8]);
+    if (h[7] <= 0 || h[7] > 65536) fatalf("%s: token shard vocab size %d is not in [1, 65536]", path, h[7]);
+    if (header_payload_bytes(h) != 2 * n)
+        fatalf("%s: token shard header says %llu tokens but %llu payload bytes (expected %llu)", path,
+               (unsigned long long)n, (unsigned long long)header_payload_bytes(h), (unsigned long long)(2 * n));
+    *vocab = h[7];
+    return n;
+}
+
+/* Computes this epoch's shard order and per-shard seeds from pos.rng (see the top comment). */
+static inline void dataloader_begin_epoch_(DataLoader* dl) {
+    Rng w = dl->pos.rng;
+    for (int k = 0; k < dl->num_shards; k++) dl->shard_order[k] = (uint32_t)k;
+    if (dl->shuffle) rng_shuffle_u32(&w, dl->shard_order, (size_t)dl->num_shards);
+    for (int k = 0; k < dl->num_shards; k++) dl->shard_seeds[k] = rng_u64(&w);
+    dl->next_epoch_rng = w;
+    dl->order_shard_pos = -1;
+}
+
+static inline void dataloader_setup_(DataLoader* dl, uint64_t seed) {
+    size_t max_batches = 0, max_tokens = 0;
+    dl->num_tokens = 0;
+    dl->vocab_size = 0;
+    for (int k = 0; k < dl->num_shards; k++) {
+        if (dl->shard_batches[k] > max_batches) max_batches = dl->shard_batches[k];
+        if (dl->shard_tokens[k] > max_tokens) max_tokens = (size_t)dl->shard_tokens[k];
+        if (dl->shard_vocab[k] > dl->vocab_size) dl->vocab_size = dl->shard_vocab[k];
+        dl->num_tokens += (size_t)dl->shard_tokens[k];
+    }
+    dl->batch_order = (uint32_t*)malloc_check(max_batches * sizeof(uint32_t));
+    dl->tokens = dl->mock ? NULL : (uint16_t*)malloc_check(max_tokens * sizeof(uint16_t));
+    rng_seed(&dl->initial_rng, seed);
+    dl->pos.epoch = dl->pos.shard = dl->pos.batch = 0;
+    dl->pos.rng = dl->initial_rng;
+    dataloader_begin_epoch_(dl);
+}
+
+static inline void dataloader_init(DataLoader* dl, const char* glob_pattern, int B, int T, int rank, int world,
+                                   int shuffle, uint64_t seed) {
+    memset(dl, 0, sizeof(*dl));
+    glob_t g;
+    int rc = glob(glob_pattern, 0, NULL, &g);
+    if (rc == GLOB_NOMATCH || (rc == 0 && g.gl_pathc == 0)) fatalf("%s: no files match this pattern", glob_pattern);
+    if (rc != 0) fatalf("%s: glob failed (code %d)", glob_pattern, rc);
+    if (g.gl_pathc > 0x7FFFFFFF) fatalf("%s: too many files (%zu)", glob_pattern, (size_t)g.gl_pathc);
+    dataloader_alloc_(dl, B, T, rank, world, (int)g.gl_pathc);
+    dl->shuffle = shuffle;
+    dl->shard_paths = (char**)calloc_check((size_t)dl->num_shards, sizeof(char*));
+    int32_t* h = (int32_t*)malloc_check(HEADER_BYTES);
+    for (int k = 0; k < dl->num_shards; k++) {
+        const char* path = g.gl_pathv[k];
+        dl->shard_paths[k] = (char*)malloc_check(strlen(path) + 1);
+        strcpy(dl->shard_paths[k], path);
+        FILE* f = fopen_check(path, "rb");
+        dl->shard_tokens[k] = dataloader_shard_header_(f, path, &dl->shard_vocab[k], h);
+        fclose_check(f, path);
+        dl->shard_batches[k] = dataloader_shard_batches_(dl, path, dl->shard_tokens[k]);
+    }
+    free(h);
+    globfree(&g);
+    dataloader_setup_(dl, seed);
+}
+
+static inline void dataloader_init_mock(DataLoader* dl, int B, int T, int vocab_size, int rank, int world, uint64_t seed) {
+    memset(dl, 0, sizeof(*dl));
+    if (vocab_size <= 0 || vocab_size > 65536) fatalf("dataloader: mock vocab size %d is not in [1, 65536]", vocab_size);
+    dataloader_alloc_(dl, B, T, rank, world, 1);
+    dl->mock = 1;
+    dl->mock_seed = seed;
+    dl->shard_batches[0] = DL_MOCK_BATCHES;
+    dl->shard_tokens[0] = (uint64_t)DL_MOCK_BATCHES * dataloader_window_(dl) + 1;
+    dl->shard_vocab[0] = vocab_size;
+    dataloader_setup_(dl, seed);
+}
+
+/* Reads shard file k into dl->tokens, checking header (again: the file may have changed since
+ * init), CRC and every token against the shard's vocab size field. */
+static inline void dataloader_load_shard_(DataLoader* dl, int k) {
+    const char* path = dl->shard_paths[k];
+    int32_t* h = (int32_t*)malloc_check(HEADER_BYTES);
+    FILE* f = fopen_check(path, "rb");
+    int vocab;
+    uint64_t n = dataloader_shard_header_(f, path, &vocab, h);
+    if (n != dl->shard_tokens[k] || vocab != dl->shard_vocab[k])
+        fatalf("%s: token shard changed since it was opened (%llu tokens, vocab %d; was %llu, %d)", path,
+               (unsigned long long)n, vocab, (unsigned long long)dl->shard_tokens[k], dl->shard_vocab[k]);
+    uint32_t crc = 0;
+    payload_read(f, path, dl->tokens, (size_t)n * sizeof(uint16_t), &crc);
+    fclose_check(f, path);
+    payload_crc_check(h, crc, path, "token shard");
+    free(h);
+    for (uint64_t i = 0; i < n; i++)
+        if (dl->tokens[i] >= vocab)
+            fatalf("%s: token %u at position %llu is not below the shard's vocab size %d", path, dl->tokens[i],
+                   (unsigned long long)i, vocab);
+    dl->loaded_shard = k;
+}
+
+/* Makes sure the shard at pos.shard is loaded and its batch order built. */
+static inline void dataloader_prepare_shard_(DataLoader* dl) {
+    int k = (int)dl->shard_order[dl->pos.shard];
+    if (!dl->mock && dl->loaded_shard != k) dataloader_load_shard_(dl, k);
+    if (dl->order_shard_pos != (int64_t)dl->pos.shard) {
+        size_t n = dl->shard_batches[k];
+        for (size_t i = 0; i < n; i++) dl->batch_order[i] = (uint32_t)i;
+        if (dl->shuffle) {
+            Rng r;
+            rng_seed(&r, dl->shard_seeds[dl->pos.shard]);
+            rng_shuffle_u32(&r, dl->batch_order, n);
+        }
+        dl->order_shard_pos = (int64_t)dl->pos.shard;
+    }
+}
+
+/* token j of the mock virtual shard: a hash of (seed, j), reduced mod V */
+static inline int dataloader_mock_token_(const DataLoader* dl, uint64_t j) {
+    uint64_t x = dl->mock_seed * 0xD1B54A32D192ED03ull + j;
+    return (int)(rng_splitmix64(&x) % (uint64_t)dl->vocab_size);
+}
+
+static inline void dataloader_next(DataLoader* dl) {
+    while (dl->pos.batch >= dl->shard_batches[dl->shard_order[dl->pos.shard]]) {
+        dl->pos.batch = 0;
+        if (++dl->pos.shard == (uint64_t)dl->num_shards) {
+            dl->pos.shard = 0;
+            dl->pos.epoch++;
+            dl->pos.rng = dl->next_epoch_rng;
+            dataloader_begin_epoch_(dl);
+        }
+    }
+    dataloader_prepare_shard_(dl);
+    size_t bt = (size_t)dl->B * dl->T;
+    size_t start = (size_t)dl->batch_order[dl->pos.batch] * dataloader_window_(dl) + (size_t)dl->rank * bt;
+    for (size_t i = 0; i < bt; i++) {
+        if (dl->mock) {
+            dl->inputs[i] = dataloader_mock_token_(dl, start + i);
+            dl->targets[i] = dataloader_mock_token_(dl, start + i + 1);
+        } else {
+            dl->inputs[i] = dl->tokens[start + i];
+            dl->targets[i] = dl->tokens[start + i + 1];
+        }
+    }
+    dl->pos.batch++;
+}
+
+static inline void dataloader_reset(DataLoader* dl) {
+    dl->pos.epoch = dl->pos.shard = dl->pos.batch = 0;
+    dl->pos.rng = dl->initial_rng;
+    dataloader_begin_epoch_(dl);
+}
+
+static inline void dataloader_get_state(const DataLoader* dl, DataLoaderState* st) { *st = dl->pos; }
+
+/* Restores a position saved by dataloader_get_state on a loader over the same data and
+ * settings; fails if the position does not exist in this data. */
+static inline void dataloader_set_state(DataLoader* dl, const DataLoaderState* st) {
+    if (st->shard >= (uint64_t)dl->num_shards)
+        fatalf("dataloader: saved position is in shard %llu of the epoch, but the data has %d shard(s)",
+               (unsigned long long)st->shard, dl->num_shards);
+    dl->pos = *st;
+    dataloader_begin_epoch_(dl);
+    size_t n = dl->shard_batches[dl->shard_order[st->shard]];
+    if (st->batch > n)
+        fatalf("dataloader: saved position is batch %llu of a shard that has %zu batches (data or B/T/world changed?)",
+               (unsigned long long)st->batch, n);
+}
+
+static inline size_t dataloader_batches_per_epoch(const DataLoader* dl) {
+    size_t total = 0;
+    for (int k = 0; k < dl->num_shards; k++) total += dl->shard_batches[k];
+    return total;
+}
+
+static inline void dataloader_free(DataLoader* dl) {
+    if (dl->shard_paths)
+        for (int k = 0; k < dl->num_shards; k++) free(dl->shard_paths[k]);
+    free(dl->shard_paths);
+    free(dl->inputs);
+    free(dl->targets);
+    free(dl->shard_tokens);
+    free(dl->shard_vocab);
+    free(dl->shard_batches);
+    free(dl->shard_order);
+    free(dl->shard_seeds);
+    free(dl->batch_order);
+    free(dl->tokens);
+    memset(dl, 0, sizeof(*dl));
+}
+
+#endif

@@ -1,0 +1,92 @@
+/*
+ * llmc/reference_state.h — reader of the reference states that train_gpt.py
+ * writes (doc/formats.md, "Reference state"): the batch, logits, loss, every
+ * gradient, the losses of K AdamW steps and the final weights, with the
+ * hyperparameters that produced them. Used by test_gpt.c and test_gpt.cu.
+ * Valid C11 and C++.
+ */
+#ifndef LLMC_REFERENCE_STATE_H
+#define LLMC_REFERENCE_STATE_H
+
+#include "fileio.h"
+
+#define REFERENCE_MAGIC 0x46455247u /* "GREF" */
+#define REFERENCE_VERSION 1
+
+typedef struct {
+    int B, T, K, V, Vp;
+    size_t num_params;
+    int schedule_kind, warmup, total_steps, seed;
+    float lr, final_lr_frac, weight_decay, beta1, beta2, eps, grad_clip, wsd_frac;
+    int* inputs;         /* (B, T) */
+    int* targets;        /* (B, T) */
+    float* logits;       /* (B, T, V) */
+    float loss;
+    float* grads;        /* (num_params), model-file order */
+    float* step_losses;  /* (K) */
+    float* final_params; /* (num_params) */
+} ReferenceState;
+
+static inline void reference_state_read(ReferenceState* r, const char* path) {
+    FILE* f = fopen_check(path, "rb");
+    int32_t h[HEADER_WORDS];
+    header_read_check(f, path, "reference state", REFERENCE_MAGIC, REFERENCE_VERSION, h);
+    memset(r, 0, sizeof(*r));
+    r->B = h[5];
+    r->T = h[6];
+    r->K = h[7];
+    r->V = h[8];
+    r->Vp = h[9];
+    r->num_params = (size_t)header_get_u64(h, 10);
+    r->schedule_kind = h[12];
+    r->warmup = h[13];
+    r->total_steps = h[14];
+    r->lr = header_get_f32(h, 16);
+    r->final_lr_frac = header_get_f32(h, 17);
+    r->weight_decay = header_get_f32(h, 18);
+    r->beta1 = header_get_f32(h, 19);
+    r->beta2 = header_get_f32(h, 20);
+    r->eps = header_get_f32(h, 21);
+    r->grad_clip = header_get_f32(h, 22);
+    r->wsd_frac = header_get_f32(h, 23);
+    r->seed = h[24];
+    if (r->B <= 0 || r->T <= 0 || r->K < 0 || r->V <= 0 || r->Vp < r->V || r->num_params == 0)
+        fatalf("%s: reference state has invalid sizes B=%d T=%d K=%d V=%d Vp=%d params=%zu", path, r->B, r->T, r->K, r->V, r->Vp,
+               r->num_params);
+    if (r->schedule_kind < 0 || r->schedule_kind > 3) fatalf("%s: unknown schedule id %d", path, r->schedule_kind);
+    size_t BT = (size_t)r->B * r->T;
+    uint64_t expect = 4 * (2 * BT + BT * (size_t)r->V + 1 + 2 * r->num_params + (size_t)r->K);
+    if (header_payload_bytes(h) != expect)
+        fatalf("%s: payload is %llu bytes but B=%d T=%d V=%d K=%d params=%zu need %llu", path,
+               (unsigned long long)header_payload_bytes(h), r->B, r->T, r->V, r->K, r->num_params, (unsigned long long)expect);
+    r->inputs = (int*)malloc_check(BT * sizeof(int));
+    r->targets = (int*)malloc_check(BT * sizeof(int));
+    r->logits = (float*)malloc_check(BT * r->V * sizeof(float));
+    r->grads = (float*)malloc_check(r->num_params * sizeof(float));
+    r->step_losses = (float*)malloc_check(((size_t)r->K + 1) * sizeof(float));
+    r->final_params = (float*)malloc_check(r->num_params * sizeof(float));
+    uint32_t crc = 0;
+    payload_read(f, path, r->inputs, BT * sizeof(int), &crc);
+    payload_read(f, path, r->targets, BT * sizeof(int), &crc);
+    payload_read(f, path, r->logits, BT * r->V * sizeof(float), &crc);
+    payload_read(f, path, &r->loss, sizeof(float), &crc);
+    payload_read(f, path, r->grads, r->num_params * sizeof(float), &crc);
+    payload_read(f, path, r->step_losses, (size_t)r->K * sizeof(float), &crc);
+    payload_read(f, path, r->final_params, r->num_params * sizeof(float), &crc);
+    fclose_check(f, path);
+    payload_crc_check(h, crc, path, "reference state");
+    for (size_t i = 0; i < BT; i++)
+        if (r->inputs[i] < 0 || r->inputs[i] >= r->V || r->targets[i] < 0 || r->targets[i] >= r->V)
+            fatalf("%s: token at position %zu is outside the vocabulary [0, %d)", path, i, r->V);
+}
+
+static inline void reference_state_free(ReferenceState* r) {
+    free(r->inputs);
+    free(r->targets);
+    free(r->logits);
+    free(r->grads);
+    free(r->step_losses);
+    free(r->final_params);
+}
+
+#endif

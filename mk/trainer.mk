@@ -1,0 +1,25 @@
+# The CPU trainer and its test against PyTorch reference states.
+
+TRAINER_HEADERS := $(wildcard llmc/*.h)
+
+train_gpt_cpu: train_gpt.c $(TRAINER_HEADERS)
+	$(CC) $(CFLAGS) -o $@ train_gpt.c $(LDLIBS)
+
+test_gpt_cpu: test_gpt.c train_gpt.c $(TRAINER_HEADERS)
+	$(CC) $(CFLAGS) -o $@ test_gpt.c $(LDLIBS)
+
+ALL_TARGETS += train_gpt_cpu test_gpt_cpu
+
+# reference states are produced here, by train_gpt.py from the current sources
+build/references/.stamp: train_gpt.py dev/gen_references.sh
+	rm -rf build/references
+	bash dev/gen_references.sh build/references
+	touch $@
+
+test-gpt-cpu: test_gpt_cpu build/references/.stamp
+	@bash dev/test_gpt_cpu.sh build/references
+
+test-trainer-cpu: train_gpt_cpu test_gpt_cpu
+	@bash dev/test_trainer_cpu.sh
+
+TEST_TARGETS += test-gpt-cpu test-trainer-cpu

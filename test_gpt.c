@@ -1,0 +1,136 @@
+/*
+ * test_gpt.c — checks the CPU trainer against a reference state written by
+ * train_gpt.py (PyTorch): `./test_gpt_cpu DIR` reads DIR/model.bin (initial
+ * weights) and DIR/reference.bin, then compares, as relative L2 errors
+ * ||ours - ref|| / ||ref||:
+ *   the logits and the loss of one forward pass, the gradient of every parameter
+ *   tensor, the loss before each of K AdamW steps on the same batch, and every
+ *   parameter tensor after the K steps.
+ * Each bound is 1e-5 (fp32 against fp32), except the key bias after K steps (1e-3,
+ * explained at its check). Prints one line per comparison, then
+ * the worst error, then "N passed, M failed"; exits non-zero on any failure.
+ */
+#define TESTING
+#include "train_gpt.c"
+#include "llmc/reference_state.h"
+
+#define BOUND 1e-5
+#define KEY_BIAS_BOUND 1e-3 /* see the final-weights check */
+
+static int passed = 0, failed = 0;
+static double worst = 0.0;
+static char worst_name[64] = "";
+
+/* ||a - b|| / ||b|| in double; if ||b|| is 0, the absolute norm ||a||. */
+static double rel_l2(const float* a, const float* b, size_t n) {
+    double diff = 0.0, ref = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)a[i] - (double)b[i];
+        diff += d * d;
+        ref += (double)b[i] * b[i];
+    }
+    if (!(diff == diff)) return INFINITY;
+    return ref > 0.0 ? sqrt(diff / ref) : sqrt(diff);
+}
+
+static void check_bound(const char* what, const char* name, double err, double bound) {
+    int ok = err <= bound;
+    printf("%-8s %-10s rel L2 %.3e  %s\n", what, name, err, ok ? "ok" : "FAIL");
+    if (ok) passed++;
+    else failed++;
+    if (!(err <= worst)) {
+        worst = err;
+        snprintf(worst_name, sizeof(worst_name), "%s %s", what, name);
+    }
+}
+static void check(const char* what, const char* name, double err) { check_bound(what, name, err, BOUND); }
+
+int main(int argc, char** argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s DIR   (DIR written by: python3 train_gpt.py --reference-out DIR ...)\n", argv[0]);
+        return 2;
+    }
+    char model_path[4096], ref_path[4096];
+    snprintf(model_path, sizeof(model_path), "%s/model.bin", argv[1]);
+    snprintf(ref_path, sizeof(ref_path), "%s/reference.bin", argv[1]);
+
+    GPT model;
+    gpt_load(&model, model_path);
+    ReferenceState ref;
+    reference_state_read(&ref, ref_path);
+    const GPTConfig* c = &model.config;
+    if (ref.num_params != model.num_params || ref.V != c->vocab_size || ref.Vp != c->padded_vocab_size)
+        fatalf("%s does not belong to %s: %zu parameters, vocab %d/%d vs %zu, %d/%d", ref_path, model_path, ref.num_params, ref.V,
+               ref.Vp, model.num_params, c->vocab_size, c->padded_vocab_size);
+    int B = ref.B, T = ref.T, V = c->vocab_size, Vp = c->padded_vocab_size;
+    size_t BT = (size_t)B * T;
+    printf("test_gpt_cpu: %s | L=%d NH=%d C=%d V=%d (Vp=%d) maxT=%d | B=%d T=%d K=%d | %zu parameters\n", argv[1], c->num_layers,
+           c->num_heads, c->channels, V, Vp, c->max_seq_len, B, T, ref.K, model.num_params);
+    gpt_alloc_activations(&model, B, T);
+
+    /* one forward and backward pass */
+    float loss = gpt_forward(&model, ref.inputs, ref.targets, B, T);
+    float* logits = (float*)malloc_check(BT * V * sizeof(float));
+    for (size_t i = 0; i < BT; i++) memcpy(logits + i * V, model.a.logits + i * Vp, V * sizeof(float));
+    check("forward", "logits", rel_l2(logits, ref.logits, BT * V));
+    check("forward", "loss", rel_l2(&loss, &ref.loss, 1));
+    free(logits);
+    gpt_zero_grad(&model);
+    gpt_backward(&model, ref.inputs, ref.targets, B, T, 1.0f);
+    size_t off = 0;
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
+        check("grad", GPT_PARAM_NAMES[i], rel_l2(model.grads + off, ref.grads + off, model.param_sizes[i]));
+        off += model.param_sizes[i];
+    }
+
+    /* K AdamW steps on the same batch */
+    Schedule sched = {(ScheduleKind)ref.schedule_kind, ref.lr, ref.final_lr_frac, ref.warmup, ref.total_steps, ref.wsd_frac};
+    OptimizerConfig oc = {ref.beta1, ref.beta2, ref.eps, ref.weight_decay, ref.grad_clip};
+    for (int s = 0; s < ref.K; s++) {
+        gpt_zero_grad(&model);
+        float step_loss = gpt_forward(&model, ref.inputs, ref.targets, B, T);
+        gpt_backward(&model, ref.inputs, ref.targets, B, T, 1.0f);
+        float lr = schedule_lr(&sched, s);
+        float norm = gpt_update(&model, &oc, lr, s + 1);
+        char name[32];
+        snprintf(name, sizeof(name), "%d", s);
+        printf("         step %d: loss %.7f (ref %.7f) lr %.4e norm %.4f\n", s, step_loss, ref.step_losses[s], lr, norm);
+        check("step", name, rel_l2(&step_loss, &ref.step_losses[s], 1));
+    }
+    /* Final weights, per tensor. The key bias is the exception: it adds q.bk to every score
+     * of a query row, which the softmax cancels, so its gradient is exactly zero and its
+     * AdamW update is rounding noise divided by (sqrt(v) + eps) -- noise in both programs.
+     * qkvb is therefore checked as its q, k and v thirds, k with KEY_BIAS_BOUND. */
+    off = 0;
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
+        if (strcmp(GPT_PARAM_NAMES[i], "qkvb") == 0) {
+            int C = c->channels;
+            const char* part_names[3] = {"qkvb.q", "qkvb.k", "qkvb.v"};
+            double errs[3];
+            for (int part = 0; part < 3; part++) {
+                double diff = 0.0, norm = 0.0;
+                for (int l = 0; l < c->num_layers; l++)
+                    for (int j = 0; j < C; j++) {
+                        size_t k = off + (size_t)l * 3 * C + (size_t)part * C + j;
+                        double d = (double)model.params[k] - ref.final_params[k];
+                        diff += d * d;
+                        norm += (double)ref.final_params[k] * ref.final_params[k];
+                    }
+                errs[part] = norm > 0.0 ? sqrt(diff / norm) : sqrt(diff);
+            }
+            check("weights", part_names[0], errs[0]);
+            check_bound("weights", part_names[1], errs[1], KEY_BIAS_BOUND);
+            check("weights", part_names[2], errs[2]);
+        } else {
+            check("weights", GPT_PARAM_NAMES[i], rel_l2(model.params + off, ref.final_params + off, model.param_sizes[i]));
+        }
+        off += model.param_sizes[i];
+    }
+    check("weights", "all", rel_l2(model.params, ref.final_params, model.num_params));
+
+    printf("worst relative error %.3e (%s)\n", worst, worst_name);
+    printf("%d passed, %d failed\n", passed, failed);
+    reference_state_free(&ref);
+    gpt_free(&model);
+    return failed ? 1 : 0;
+}

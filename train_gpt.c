@@ -1,0 +1,604 @@
+/*
+ * train_gpt.c — GPT-2 training on the CPU in fp32, with OpenMP.
+ *
+ * The whole model reads top to bottom: parameters and activations, the forward
+ * pass, the backward pass, the AdamW update, then the training loop. Each op
+ * (layernorm, matmul, attention, ...) lives once in llmc/cpu_ops.h, where its
+ * math is stated; file formats, the data loader, schedules, flags and
+ * checkpoints live in their own llmc/ headers. doc/formats.md describes every
+ * file this program reads or writes.
+ *
+ * test_gpt.c includes this file with TESTING defined, to reuse the model
+ * without main().
+ */
+#include <math.h>
+#include <time.h>
+#include <omp.h>
+
+#include "llmc/fileio.h"
+#include "llmc/rng.h"
+#include "llmc/schedule.h"
+#include "llmc/checkpoint.h"
+#include "llmc/dataloader.h"
+#include "llmc/cpu_ops.h"
+
+/* ----------------------------------------------------------------------------
+ * Parameters: one contiguous fp32 buffer in model-file order (doc/formats.md). */
+
+typedef struct {
+    float* wte;      /* (Vp, C) */
+    float* wpe;      /* (maxT, C) */
+    float* ln1w;     /* (L, C) */
+    float* ln1b;     /* (L, C) */
+    float* qkvw;     /* (L, 3C, C) */
+    float* qkvb;     /* (L, 3C) */
+    float* attprojw; /* (L, C, C) */
+    float* attprojb; /* (L, C) */
+    float* ln2w;     /* (L, C) */
+    float* ln2b;     /* (L, C) */
+    float* fcw;      /* (L, 4C, C) */
+    float* fcb;      /* (L, 4C) */
+    float* fcprojw;  /* (L, C, 4C) */
+    float* fcprojb;  /* (L, C) */
+    float* lnfw;     /* (C) */
+    float* lnfb;     /* (C) */
+} ParameterTensors;
+
+/* Points the 16 named tensors into one buffer laid out in file order. */
+static void point_parameters(ParameterTensors* p, float* base, const size_t sizes[NUM_PARAM_TENSORS]) {
+    float** ptrs[NUM_PARAM_TENSORS] = {&p->wte,  &p->wpe,      &p->ln1w,     &p->ln1b, &p->qkvw, &p->qkvb,
+                                       &p->attprojw, &p->attprojb, &p->ln2w, &p->ln2b, &p->fcw,  &p->fcb,
+                                       &p->fcprojw,  &p->fcprojb,  &p->lnfw, &p->lnfb};
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
+        *ptrs[i] = base;
+        base += sizes[i];
+    }
+}
+
+/* ----------------------------------------------------------------------------
+ * Activations kept from the forward pass for the backward pass, for a batch of
+ * up to B x T tokens. Per-layer tensors are stacked over layers; a layer's slice
+ * is taken with the batch's actual B*T, so smaller batches (sampling) reuse them. */
+
+typedef struct {
+    float* encoded;   /* (B, T, C)          x0 = wte[tok] + wpe[pos] */
+    float* ln1;       /* (L, B, T, C) */
+    float* ln1_mean;  /* (L, B, T) */
+    float* ln1_rstd;  /* (L, B, T) */
+    float* qkv;       /* (L, B, T, 3C) */
+    float* atty;      /* (L, B, T, C)       attention output, before its projection */
+    float* att;       /* (L, B, NH, T, T)   softmax probabilities */
+    float* attproj;   /* (L, B, T, C) */
+    float* residual2; /* (L, B, T, C)       x + attn(ln1(x)) */
+    float* ln2;       /* (L, B, T, C) */
+    float* ln2_mean;  /* (L, B, T) */
+    float* ln2_rstd;  /* (L, B, T) */
+    float* fch;       /* (L, B, T, 4C)      before GELU */
+    float* fch_gelu;  /* (L, B, T, 4C) */
+    float* fcproj;    /* (L, B, T, C) */
+    float* residual3; /* (L, B, T, C)       the layer's output */
+    float* lnf;       /* (B, T, C) */
+    float* lnf_mean;  /* (B, T) */
+    float* lnf_rstd;  /* (B, T) */
+    float* logits;    /* (B, T, Vp)         overwritten by their gradient in the backward pass */
+    float* losses;    /* (B, T) */
+} Activations;
+
+/* Gradients of activations: only one layer's worth is alive at a time. */
+typedef struct {
+    float* residual; /* (B, T, C)  gradient of the residual stream, carried down the layers */
+    float* ln;       /* (B, T, C)  gradient of a layernorm output */
+    float* atty;     /* (B, T, C) */
+    float* qkv;      /* (B, T, 3C) */
+    float* fch;      /* (B, T, 4C) */
+    float* fch_gelu; /* (B, T, 4C) */
+    float* losses;   /* (B, T) */
+} ActivationGrads;
+
+typedef struct {
+    float beta1, beta2, eps, weight_decay, grad_clip;
+} OptimizerConfig;
+
+typedef struct {
+    GPTConfig config;
+    size_t param_sizes[NUM_PARAM_TENSORS];
+    size_t num_params;
+    float* params;
+    float* grads;
+    float* adam_m; /* AdamW moments, allocated at the first update or on resume */
+    float* adam_v;
+    ParameterTensors w;
+    ParameterTensors g;
+    int batch_cap, seq_cap; /* activation capacity */
+    float* act_memory;
+    float* act_grad_memory;
+    Activations a;
+    ActivationGrads da;
+} GPT;
+
+static void gpt_setup(GPT* m, const GPTConfig* c) {
+    gpt_config_check(c, "model config");
+    memset(m, 0, sizeof(*m));
+    m->config = *c;
+    gpt_param_sizes(c, m->param_sizes);
+    m->num_params = gpt_num_params(c);
+    m->params = (float*)malloc_check(m->num_params * sizeof(float));
+    m->grads = (float*)calloc_check(m->num_params, sizeof(float));
+    point_parameters(&m->w, m->params, m->param_sizes);
+    point_parameters(&m->g, m->grads, m->param_sizes);
+}
+
+/* GPT-2 initialisation: weights N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)),
+ * biases 0, layernorm weights 1, padded vocabulary rows 0. */
+static inline void gpt_init_random(GPT* m, const GPTConfig* c, uint64_t seed) {
+    gpt_setup(m, c);
+    Rng rng;
+    rng_seed(&rng, seed);
+    float* p = m->params;
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
+        size_t n = m->param_sizes[i];
+        const char* name = GPT_PARAM_NAMES[i];
+        if (name[0] == 'l' && name[1] == 'n') {
+            float value = name[strlen(name) - 1] == 'w' ? 1.0f : 0.0f;
+            for (size_t j = 0; j < n; j++) p[j] = value;
+        } else if (!gpt_param_decays(i)) {
+            memset(p, 0, n * sizeof(float));
+        } else {
+            float std = gpt_param_is_residual_proj(i) ? 0.02f / sqrtf(2.0f * (float)c->num_layers) : 0.02f;
+            rng_fill_normal(&rng, p, n, 0.0f, std);
+        }
+        p += n;
+    }
+    size_t C = (size_t)c->channels;
+    memset(m->w.wte + (size_t)c->vocab_size * C, 0, (size_t)(c->padded_vocab_size - c->vocab_size) * C * sizeof(float));
+}
+
+static void gpt_load(GPT* m, const char* path) {
+    GPTConfig c;
+    size_t n;
+    float* params = model_file_read(path, &c, &n);
+    gpt_setup(m, &c);
+    if (n != m->num_params) fatalf("%s: holds %zu parameters, its config needs %zu", path, n, m->num_params);
+    memcpy(m->params, params, n * sizeof(float));
+    free(params);
+}
+
+static void gpt_alloc_activations(GPT* m, int B, int T) {
+    const GPTConfig* c = &m->config;
+    size_t L = c->num_layers, C = c->channels, NH = c->num_heads, Vp = c->padded_vocab_size;
+    size_t BT = (size_t)B * T;
+    size_t sizes[] = {BT * C,     L * BT * C, L * BT,     L * BT,         L * BT * 3 * C, L * BT * C, L * B * NH * T * T,
+                      L * BT * C, L * BT * C, L * BT * C, L * BT,         L * BT,         L * BT * 4 * C, L * BT * 4 * C,
+                      L * BT * C, L * BT * C, BT * C,     BT,             BT,             BT * Vp,        BT};
+    float** ptrs[] = {&m->a.encoded,  &m->a.ln1,      &m->a.ln1_mean, &m->a.ln1_rstd,  &m->a.qkv,      &m->a.atty,
+                      &m->a.att,      &m->a.attproj,  &m->a.residual2, &m->a.ln2,      &m->a.ln2_mean, &m->a.ln2_rstd,
+                      &m->a.fch,      &m->a.fch_gelu, &m->a.fcproj,   &m->a.residual3, &m->a.lnf,      &m->a.lnf_mean,
+                      &m->a.lnf_rstd, &m->a.logits,   &m->a.losses};
+    size_t count = sizeof(sizes) / sizeof(sizes[0]), total = 0;
+    for (size_t i = 0; i < count; i++) total += sizes[i];
+    m->act_memory = (float*)malloc_check(total * sizeof(float));
+    float* p = m->act_memory;
+    for (size_t i = 0; i < count; i++) {
+        *ptrs[i] = p;
+        p += sizes[i];
+    }
+    size_t gsizes[] = {BT * C, BT * C, BT * C, BT * 3 * C, BT * 4 * C, BT * 4 * C, BT};
+    float** gptrs[] = {&m->da.residual, &m->da.ln, &m->da.atty, &m->da.qkv, &m->da.fch, &m->da.fch_gelu, &m->da.losses};
+    size_t gtotal = 0;
+    for (size_t i = 0; i < 7; i++) gtotal += gsizes[i];
+    m->act_grad_memory = (float*)malloc_check(gtotal * sizeof(float));
+    p = m->act_grad_memory;
+    for (size_t i = 0; i < 7; i++) {
+        *gptrs[i] = p;
+        p += gsizes[i];
+    }
+    m->batch_cap = B;
+    m->seq_cap = T;
+}
+
+static void gpt_free(GPT* m) {
+    free(m->params);
+    free(m->grads);
+    free(m->adam_m);
+    free(m->adam_v);
+    free(m->act_memory);
+    free(m->act_grad_memory);
+}
+
+/* ----------------------------------------------------------------------------
+ * Forward pass: tokens (B, T) -> final layernorm output; then the classifier. */
+
+static void check_batch_shape(const GPT* m, int B, int T) {
+    if (T > m->config.max_seq_len)
+        fatalf("sequence length %d exceeds the model's maximum %d", T, m->config.max_seq_len);
+    if ((size_t)B * T > (size_t)m->batch_cap * m->seq_cap || T > m->seq_cap)
+        fatalf("batch %dx%d exceeds the allocated %dx%d", B, T, m->batch_cap, m->seq_cap);
+}
+
+static void gpt_forward_body(GPT* m, const int* inputs, int B, int T) {
+    check_batch_shape(m, B, T);
+    const GPTConfig* c = &m->config;
+    int L = c->num_layers, C = c->channels, NH = c->num_heads;
+    int V = c->vocab_size;
+    size_t BT = (size_t)B * T;
+    for (size_t i = 0; i < BT; i++)
+        if (inputs[i] < 0 || inputs[i] >= V) fatalf("input token %d at position %zu is outside the vocabulary [0, %d)", inputs[i], i, V);
+    ParameterTensors* w = &m->w;
+    Activations* a = &m->a;
+
+    encoder_forward(a->encoded, inputs, w->wte, w->wpe, B, T, C);
+    for (int l = 0; l < L; l++) {
+        const float* residual = l == 0 ? a->encoded : a->residual3 + (size_t)(l - 1) * BT * C;
+        size_t o = (size_t)l * BT * C, o3 = 3 * o, o4 = 4 * o, ot = (size_t)l * BT;
+        layernorm_forward(a->ln1 + o, a->ln1_mean + ot, a->ln1_rstd + ot, residual, w->ln1w + l * C, w->ln1b + l * C, (int)BT, C);
+        matmul_forward(a->qkv + o3, a->ln1 + o, w->qkvw + (size_t)l * 3 * C * C, w->qkvb + l * 3 * C, (int)BT, C, 3 * C);
+        attention_forward(a->atty + o, a->att + (size_t)l * B * NH * T * T, a->qkv + o3, B, T, C, NH);
+        matmul_forward(a->attproj + o, a->atty + o, w->attprojw + (size_t)l * C * C, w->attprojb + l * C, (int)BT, C, C);
+        residual_forward(a->residual2 + o, residual, a->attproj + o, BT * C);
+        layernorm_forward(a->ln2 + o, a->ln2_mean + ot, a->ln2_rstd + ot, a->residual2 + o, w->ln2w + l * C, w->ln2b + l * C, (int)BT, C);
+        matmul_forward(a->fch + o4, a->ln2 + o, w->fcw + (size_t)l * 4 * C * C, w->fcb + l * 4 * C, (int)BT, C, 4 * C);
+        gelu_forward(a->fch_gelu + o4, a->fch + o4, BT * 4 * C);
+        matmul_forward(a->fcproj + o, a->fch_gelu + o4, w->fcprojw + (size_t)l * 4 * C * C, w->fcprojb + l * C, (int)BT, 4 * C, C);
+        residual_forward(a->residual3 + o, a->residual2 + o, a->fcproj + o, BT * C);
+    }
+    layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, a->residual3 + (size_t)(L - 1) * BT * C, w->lnfw, w->lnfb, (int)BT, C);
+}
+
+/* Full forward: logits (B, T, Vp) and, given targets, the per-token losses;
+ * returns the mean loss, or -1 without targets. */
+static float gpt_forward(GPT* m, const int* inputs, const int* targets, int B, int T) {
+    const GPTConfig* c = &m->config;
+    int BT = B * T, V = c->vocab_size, Vp = c->padded_vocab_size;
+    gpt_forward_body(m, inputs, B, T);
+    matmul_forward(m->a.logits, m->a.lnf, m->w.wte, NULL, BT, c->channels, Vp);
+    if (!targets) return -1.0f;
+    for (int i = 0; i < BT; i++)
+        if (targets[i] < 0 || targets[i] >= V) fatalf("target token %d at position %d is outside the vocabulary [0, %d)", targets[i], i, V);
+    crossentropy_forward(m->a.losses, m->a.logits, targets, BT, V, Vp);
+    double sum = 0.0;
+    for (int i = 0; i < BT; i++) sum += m->a.losses[i];
+    return (float)(sum / BT);
+}
+
+/* Logits of the last position only (for sampling): (Vp). */
+static inline const float* gpt_forward_last(GPT* m, const int* inputs, int T) {
+    const GPTConfig* c = &m->config;
+    gpt_forward_body(m, inputs, 1, T);
+    matmul_forward(m->a.logits, m->a.lnf + (size_t)(T - 1) * c->channels, m->w.wte, NULL, 1, c->channels, c->padded_vocab_size);
+    return m->a.logits;
+}
+
+static void gpt_zero_grad(GPT* m) { memset(m->grads, 0, m->num_params * sizeof(float)); }
+
+/* ----------------------------------------------------------------------------
+ * Backward pass: accumulates d(loss_scale * mean loss)/d(params) into m->grads.
+ * Must follow gpt_forward with the same batch and targets. The logits buffer is
+ * overwritten by its gradient. */
+static void gpt_backward(GPT* m, const int* inputs, const int* targets, int B, int T, float loss_scale) {
+    const GPTConfig* c = &m->config;
+    int L = c->num_layers, C = c->channels, NH = c->num_heads, V = c->vocab_size, Vp = c->padded_vocab_size;
+    size_t BT = (size_t)B * T;
+    ParameterTensors* w = &m->w;
+    ParameterTensors* g = &m->g;
+    Activations* a = &m->a;
+    ActivationGrads* d = &m->da;
+
+    float dloss = loss_scale / (float)BT;
+    for (size_t i = 0; i < BT; i++) d->losses[i] = dloss;
+    crossentropy_backward(a->logits, a->logits, targets, d->losses, (int)BT, V, Vp);
+    memset(d->ln, 0, BT * C * sizeof(float));
+    matmul_backward(d->ln, g->wte, NULL, a->logits, a->lnf, w->wte, (int)BT, C, Vp);
+    memset(d->residual, 0, BT * C * sizeof(float));
+    layernorm_backward(d->residual, g->lnfw, g->lnfb, d->ln, a->residual3 + (size_t)(L - 1) * BT * C, w->lnfw, a->lnf_mean,
+                       a->lnf_rstd, (int)BT, C);
+
+    for (int l = L - 1; l >= 0; l--) {
+        const float* residual = l == 0 ? a->encoded : a->residual3 + (size_t)(l - 1) * BT * C;
+        size_t o = (size_t)l * BT * C, o3 = 3 * o, o4 = 4 * o, ot = (size_t)l * BT;
+        /* MLP: residual3 = residual2 + fcproj(gelu(fc(ln2(residual2)))); d->residual flows through unchanged */
+        memset(d->fch_gelu, 0, BT * 4 * C * sizeof(float));
+        matmul_backward(d->fch_gelu, g->fcprojw + (size_t)l * 4 * C * C, g->fcprojb + l * C, d->residual, a->fch_gelu + o4,
+                        w->fcprojw + (size_t)l * 4 * C * C, (int)BT, 4 * C, C);
+        memset(d->fch, 0, BT * 4 * C * sizeof(float));
+        gelu_backward(d->fch, a->fch + o4, d->fch_gelu, BT * 4 * C);
+        memset(d->ln, 0, BT * C * sizeof(float));
+        matmul_backward(d->ln, g->fcw + (size_t)l * 4 * C * C, g->fcb + l * 4 * C, d->fch, a->ln2 + o, w->fcw + (size_t)l * 4 * C * C,
+                        (int)BT, C, 4 * C);
+        layernorm_backward(d->residual, g->ln2w + l * C, g->ln2b + l * C, d->ln, a->residual2 + o, w->ln2w + l * C,
+                           a->ln2_mean + ot, a->ln2_rstd + ot, (int)BT, C);
+        /* attention: residual2 = residual + attproj(attention(qkv(ln1(residual)))) */
+        memset(d->atty, 0, BT * C * sizeof(float));
+        matmul_backward(d->atty, g->attprojw + (size_t)l * C * C, g->attprojb + l * C, d->residual, a->atty + o,
+                        w->attprojw + (size_t)l * C * C, (int)BT, C, C);
+        memset(d->qkv, 0, BT * 3 * C * sizeof(float));
+        attention_backward(d->qkv, d->atty, a->qkv + o3, a->att + (size_t)l * B * NH * T * T, B, T, C, NH);
+        memset(d->ln, 0, BT * C * sizeof(float));
+        matmul_backward(d->ln, g->qkvw + (size_t)l * 3 * C * C, g->qkvb + l * 3 * C, d->qkv, a->ln1 + o,
+                        w->qkvw + (size_t)l * 3 * C * C, (int)BT, C, 3 * C);
+        layernorm_backward(d->residual, g->ln1w + l * C, g->ln1b + l * C, d->ln, residual, w->ln1w + l * C, a->ln1_mean + ot,
+                           a->ln1_rstd + ot, (int)BT, C);
+    }
+    encoder_backward(g->wte, g->wpe, d->residual, inputs, B, T, C);
+}
+
+/* ----------------------------------------------------------------------------
+ * AdamW update with global-norm clipping. Returns the gradient norm before
+ * clipping. t is the 1-based step count for bias correction. */
+static float gpt_update(GPT* m, const OptimizerConfig* oc, float lr, int t) {
+    if (!m->adam_m) {
+        m->adam_m = (float*)calloc_check(m->num_params, sizeof(float));
+        m->adam_v = (float*)calloc_check(m->num_params, sizeof(float));
+    }
+    float norm = (float)sqrt(global_norm_squared(m->grads, m->num_params));
+    float scale = 1.0f;
+    if (oc->grad_clip > 0.0f && norm > oc->grad_clip) scale = oc->grad_clip / (norm + 1e-6f);
+    size_t offset = 0;
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
+        size_t n = m->param_sizes[i];
+        float wd = gpt_param_decays(i) ? oc->weight_decay : 0.0f;
+        adamw_update(m->params + offset, m->grads + offset, m->adam_m + offset, m->adam_v + offset, n, lr, oc->beta1, oc->beta2,
+                     oc->eps, wd, scale, t);
+        offset += n;
+    }
+    return norm;
+}
+
+#ifndef TESTING
+#include "llmc/flags.h"
+#include "llmc/logger.h"
+#include "llmc/sampler.h"
+#include "llmc/tokenizer.h"
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Mean loss over the first `batches` batches of the validation loader. */
+static float evaluate(GPT* m, DataLoader* val, int batches) {
+    dataloader_reset(val);
+    double sum = 0.0;
+    for (int i = 0; i < batches; i++) {
+        dataloader_next(val);
+        sum += gpt_forward(m, val->inputs, val->targets, val->B, val->T);
+    }
+    return (float)(sum / batches);
+}
+
+/* Generates `count` tokens after an end-of-text token, printing them as they come. */
+static void sample_text(GPT* m, const Tokenizer* tok, int have_tokenizer, int eot, int count, int window, float temperature,
+                        int top_k, Rng* rng) {
+    int* ctx = (int*)malloc_check((size_t)(count + 1) * sizeof(int));
+    int n = 0;
+    ctx[n++] = eot;
+    printf("---- sample\n");
+    for (int i = 0; i < count; i++) {
+        int start = n > window ? n - window : 0;
+        const float* logits = gpt_forward_last(m, ctx + start, n - start);
+        int next = sample_token(logits, m->config.vocab_size, temperature, top_k, rng);
+        ctx[n++] = next;
+        if (have_tokenizer) {
+            size_t len;
+            const unsigned char* bytes = tokenizer_token_bytes(tok, next, &len);
+            fwrite(bytes, 1, len, stdout);
+        } else {
+            printf("%d ", next);
+        }
+        fflush(stdout);
+    }
+    printf("\n----\n");
+    free(ctx);
+}
+
+static void save_checkpoint(GPT* m, const char* dir, const TrainState* st) {
+    char model_path[4200], state_path[4200], done_path[4200];
+    checkpoint_paths(model_path, state_path, done_path, sizeof(model_path), dir, st->step, 0);
+    model_file_write(model_path, &m->config, m->params);
+    state_file_write(state_path, st, m->adam_m, m->adam_v, NULL);
+    checkpoint_mark_done(dir, st->step, 1);
+    printf("checkpoint: step %d written to %s\n", st->step, dir);
+}
+
+int main(int argc, char** argv) {
+    TrainArgs args;
+    flags_parse(&args, argc, argv, "train_gpt_cpu");
+    flags_reject(&args, "zero", "the CPU trainer has no ZeRO sharding (it runs as one process)");
+    flags_reject(&args, "recompute", "the CPU trainer keeps all activations; recompute is a GPU-trainer option");
+    flags_reject(&args, "master-weights", "the CPU trainer always trains in fp32");
+    if (args.threads > 0) omp_set_num_threads(args.threads);
+
+    /* model */
+    GPT model;
+    int from_preset = 0;
+    GPTConfig config;
+    int from_scratch = args.n_layer > 0 || args.n_head > 0 || args.n_embd > 0;
+    if (args.init[0] && gpt_preset(args.init, &config)) from_preset = 1;
+    if (from_scratch) {
+        if (args.init[0]) fatalf("--init %s and --n-layer/--n-head/--n-embd both give the model: choose one", args.init);
+        if (args.n_layer <= 0 || args.n_head <= 0 || args.n_embd <= 0)
+            fatalf("a model from scratch needs all of --n-layer, --n-head and --n-embd");
+        config.num_layers = args.n_layer;
+        config.num_heads = args.n_head;
+        config.channels = args.n_embd;
+        config.vocab_size = args.vocab_size > 0 ? args.vocab_size : 50257;
+        config.padded_vocab_size = padded_vocab(config.vocab_size);
+        config.max_seq_len = args.max_seq_len > 0 ? args.max_seq_len : args.seq_len;
+        gpt_init_random(&model, &config, args.seed);
+    } else if (from_preset) {
+        if (args.max_seq_len > 0) config.max_seq_len = args.max_seq_len;
+        if (args.vocab_size > 0) {
+            config.vocab_size = args.vocab_size;
+            config.padded_vocab_size = padded_vocab(args.vocab_size);
+        }
+        gpt_init_random(&model, &config, args.seed);
+    } else if (args.init[0]) {
+        gpt_load(&model, args.init);
+        if (args.vocab_size > 0 && args.vocab_size != model.config.vocab_size)
+            fatalf("%s: the model's vocabulary is %d tokens but --vocab-size is %d", args.init, model.config.vocab_size, args.vocab_size);
+        if (args.max_seq_len > 0 && args.max_seq_len != model.config.max_seq_len)
+            fatalf("%s: the model's maximum sequence length is %d but --max-seq-len is %d", args.init, model.config.max_seq_len,
+                   args.max_seq_len);
+    } else {
+        fatalf("no model: give --init FILE, --init d12 (or another preset), or --n-layer/--n-head/--n-embd");
+    }
+    const GPTConfig* c = &model.config;
+    int B = args.batch_size, T = args.seq_len;
+    if (T > c->max_seq_len) fatalf("--seq-len %d is longer than the model's maximum sequence length %d", T, c->max_seq_len);
+
+    /* data */
+    DataLoader train, val;
+    int have_val = 0;
+    if (args.mock_data) {
+        dataloader_init_mock(&train, B, T, c->vocab_size, 0, 1, args.seed);
+        dataloader_init_mock(&val, B, T, c->vocab_size, 0, 1, args.seed + 1);
+        have_val = 1;
+    } else {
+        if (!args.train_data[0]) fatalf("no training data: give --train-data GLOB (or --mock-data)");
+        dataloader_init(&train, args.train_data, B, T, 0, 1, 1, args.seed);
+        if (train.vocab_size > c->vocab_size)
+            fatalf("%s: the shards hold tokens up to %d but the model's vocabulary is %d", args.train_data, train.vocab_size,
+                   c->vocab_size);
+        if (args.val_data[0]) {
+            dataloader_init(&val, args.val_data, B, T, 0, 1, 0, args.seed);
+            have_val = 1;
+        }
+    }
+    size_t tokens_per_micro = (size_t)B * T;
+    long long total_batch = args.total_batch > 0 ? args.total_batch : (long long)tokens_per_micro;
+    if (total_batch % (long long)tokens_per_micro != 0)
+        fatalf("--total-batch %lld is not a multiple of micro-batch x sequence length = %d x %d = %zu tokens", total_batch, B, T,
+               tokens_per_micro);
+    int accum = (int)(total_batch / (long long)tokens_per_micro);
+    int max_steps = args.max_steps;
+    if (max_steps < 0) {
+        max_steps = (int)(dataloader_batches_per_epoch(&train) / (size_t)accum);
+        if (max_steps < 1) max_steps = 1;
+    }
+    gpt_alloc_activations(&model, B, T);
+
+    Schedule sched;
+    if (!schedule_parse(args.lr_schedule, &sched.kind)) fatalf("--lr-schedule %s: unknown schedule", args.lr_schedule);
+    sched.max_lr = args.lr;
+    sched.final_frac = args.final_lr_frac;
+    sched.warmup = args.warmup;
+    sched.total = max_steps;
+    sched.wsd_frac = args.wsd_frac;
+    OptimizerConfig oc = {args.beta1, args.beta2, args.eps, args.weight_decay, args.grad_clip};
+    /* the run-defining part of a checkpoint's training state; step, rng and loader are set when saving */
+    TrainState run;
+    memset(&run, 0, sizeof(run));
+    run.rank = 0;
+    run.world = 1;
+    run.num_params = model.num_params;
+    run.shard_offset = 0;
+    run.shard_count = model.num_params;
+    run.schedule = sched;
+    run.weight_decay = oc.weight_decay;
+    run.beta1 = oc.beta1;
+    run.beta2 = oc.beta2;
+    run.eps = oc.eps;
+    run.grad_clip = oc.grad_clip;
+    run.has_master = 0;
+    if (args.output_dir[0]) make_dir_check(args.output_dir);
+
+    Tokenizer tokenizer;
+    int have_tokenizer = 0;
+    if (args.sample_every > 0 && access(args.tokenizer, R_OK) == 0) {
+        tokenizer_load(&tokenizer, args.tokenizer);
+        have_tokenizer = 1;
+    }
+    int eot = have_tokenizer ? tokenizer.eot_token : c->vocab_size - 1;
+
+    Rng rng;
+    rng_seed(&rng, args.seed ^ 0x5A4D504C45ULL);
+    int start_step = 0;
+    if (args.resume) {
+        if (!args.output_dir[0]) fatalf("--resume 1 needs --output-dir, where the checkpoints are");
+        int last = checkpoint_latest(args.output_dir);
+        if (last < 0) {
+            printf("resume: no complete checkpoint in %s, starting from scratch\n", args.output_dir);
+        } else {
+            char model_path[4200], state_path[4200], done_path[4200];
+            checkpoint_paths(model_path, state_path, done_path, sizeof(model_path), args.output_dir, last, 0);
+            GPTConfig saved;
+            size_t n;
+            float* params = model_file_read(model_path, &saved, &n);
+            if (n != model.num_params || memcmp(&saved, c, sizeof(saved)) != 0)
+                fatalf("%s: the checkpoint's model config differs from this run's", model_path);
+            memcpy(model.params, params, n * sizeof(float));
+            free(params);
+            TrainState st;
+            float *mm, *vv, *master;
+            state_file_read(state_path, &st, &mm, &vv, &master);
+            if (st.num_params != model.num_params || st.shard_count != model.num_params)
+                fatalf("%s: optimizer state holds %zu of %zu parameters, this run needs all %zu", state_path, st.shard_count,
+                       st.num_params, model.num_params);
+            if (state_compare(state_path, &st, &run, stdout) > 0)
+                printf("resume: warning: the settings above differ from the checkpoint's run; continuing with this run's\n");
+            free(master);
+            model.adam_m = mm;
+            model.adam_v = vv;
+            rng = st.rng;
+            dataloader_set_state(&train, &st.train_loader);
+            start_step = st.step;
+            printf("resume: step %d from %s\n", start_step, args.output_dir);
+        }
+    }
+
+    Logger logger;
+    logger_init(&logger, args.output_dir[0] ? args.output_dir : NULL, args.resume);
+    double flops_per_token = 6.0 * (double)model.num_params + 6.0 * c->num_layers * (double)c->channels * T;
+    printf("train_gpt_cpu: %d layers, %d heads, %d channels, vocab %d (padded %d), max seq len %d\n", c->num_layers, c->num_heads,
+           c->channels, c->vocab_size, c->padded_vocab_size, c->max_seq_len);
+    printf("parameters: %zu | batch %d x %d, %d micro-steps per step (%lld tokens) | %d steps | %d threads\n", model.num_params, B,
+           T, accum, total_batch, max_steps, omp_get_max_threads());
+
+    for (int step = start_step; step < max_steps; step++) {
+        int last_step = step == max_steps - 1;
+        if (have_val && args.val_every > 0 && (step % args.val_every == 0 || last_step)) {
+            float vl = evaluate(&model, &val, args.val_batches);
+            printf("step %5d/%d | val loss %.6f\n", step, max_steps, vl);
+            logger_val(&logger, step, vl); /* evaluated after `step` completed steps */
+        }
+        if (args.sample_every > 0 && step > 0 && step % args.sample_every == 0)
+            sample_text(&model, &tokenizer, have_tokenizer, eot, args.sample_tokens, T, args.temperature, args.top_k, &rng);
+
+        double t0 = now_seconds();
+        gpt_zero_grad(&model);
+        double loss_sum = 0.0;
+        for (int micro = 0; micro < accum; micro++) {
+            dataloader_next(&train);
+            loss_sum += gpt_forward(&model, train.inputs, train.targets, B, T);
+            gpt_backward(&model, train.inputs, train.targets, B, T, 1.0f / accum);
+        }
+        float lr = schedule_lr(&sched, step);
+        float norm = gpt_update(&model, &oc, lr, step + 1);
+        double ms = (now_seconds() - t0) * 1000.0;
+        float loss = (float)(loss_sum / accum);
+        double tok_s = (double)total_batch / (ms / 1000.0);
+        printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.1f ms | %.0f tok/s | %.1f GFLOP/s\n", step + 1, max_steps, loss, lr,
+               norm, ms, tok_s, tok_s * flops_per_token * 1e-9);
+        fflush(stdout);
+        logger_step(&logger, step + 1, loss, lr, norm, ms, tok_s);
+
+        int done = step + 1;
+        if (args.output_dir[0] && args.checkpoint_every > 0 && (done % args.checkpoint_every == 0 || done == max_steps)) {
+            TrainState st = run;
+            st.step = done;
+            st.rng = rng;
+            dataloader_get_state(&train, &st.train_loader);
+            save_checkpoint(&model, args.output_dir, &st);
+        }
+    }
+    if (args.sample_every > 0)
+        sample_text(&model, &tokenizer, have_tokenizer, eot, args.sample_tokens, T, args.temperature, args.top_k, &rng);
+
+    logger_free(&logger);
+    if (have_tokenizer) tokenizer_free(&tokenizer);
+    dataloader_free(&train);
+    if (have_val) dataloader_free(&val);
+    gpt_free(&model);
+    return 0;
+}
+#endif
