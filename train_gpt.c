@@ -455,7 +455,7 @@ int main(int argc, char** argv) {
         have_val = 1;
     } else {
         if (!args.train_data[0]) fatalf("no training data: give --train-data GLOB (or --mock-data)");
-        dataloader_init(&train, args.train_data, B, T, 0, 1, 1, args.seed);
+        dataloader_init(&train, args.train_data, B, T, 0, 1, args.shuffle, args.seed);
         if (train.vocab_size > c->vocab_size)
             fatalf("%s: the shards hold tokens up to %d but the model's vocabulary is %d", args.train_data, train.vocab_size,
                    c->vocab_size);

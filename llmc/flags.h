@@ -76,6 +76,7 @@ typedef enum { FLAG_STR, FLAG_INT, FLAG_FLOAT, FLAG_BOOL, FLAG_SCHED } FlagType;
     X(master_weights, "-w", "--master-weights", FLAG_INT, "1", 0, 1, "keep fp32 master weights (1) or not (0)")                      \
     X(seed, NULL, "--seed", FLAG_INT, "1337", 0, FLAG_INT_MAX, "random seed (init, data order, sampling)")                           \
     X(mock_data, NULL, "--mock-data", FLAG_BOOL, "0", 0, 1, "train on deterministic random tokens, no files")                        \
+    X(shuffle, NULL, "--shuffle", FLAG_INT, "1", 0, 1, "1: shuffle shard and batch order each epoch; 0: read in order")             \
     X(tokenizer, NULL, "--tokenizer", FLAG_STR, "data/gpt2_tokenizer.bin", 0, 0, "tokenizer file (GBPE), to print samples")          \
     X(threads, NULL, "--threads", FLAG_INT, "0", 0, 4096, "CPU threads (0: the OpenMP default)")
 

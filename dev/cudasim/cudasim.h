@@ -1,0 +1,115 @@
+/*
+ * dev/cudasim/cudasim.h — a CPU simulator of CUDA, so that the project's .cu/.cuh sources, compiled by the
+ * host C++ compiler with -DCUDASIM (llmc/cuda_common.cuh then includes this header instead of the CUDA
+ * headers), run on machines without a GPU and can be compared with the CPU reference.
+ *
+ * Execution model (cudasim_exec.h)
+ *   - A grid's blocks are dealt round-robin over OS threads (an OpenMP team; CUDASIM_THREADS=n sets the
+ *     count, default omp_get_max_threads()). Each OS thread owns one executor and runs one block at a
+ *     time, to completion.
+ *   - A block's threads are fibers on that OS thread, cooperatively scheduled from a FIFO ready queue: a
+ *     thread runs until it exits or blocks in __syncthreads / a warp operation, then the next ready thread
+ *     runs. The switch is a user-space context switch (x86-64 asm saving the callee-saved registers and
+ *     rsp; elsewhere, or with -DCUDASIM_UCONTEXT, glibc swapcontext). Fiber stacks come from one mmap per
+ *     executor, CUDASIM_STACK_KB (default 256) each plus a guard page. Scheduling is deterministic, so a
+ *     kernel without atomics gives bit-identical results for any number of OS threads.
+ *   - __syncthreads: an arrival counter and a waiter list, O(1) per arrival; the last arrival puts all
+ *     waiters back on the ready queue. Warp operations (__shfl*_sync, __ballot/__all/__any_sync,
+ *     __syncwarp, and the mma/ldmatrix wrappers of llmc/mma.cuh) are 32-lane rendezvous: each lane
+ *     leaves a pointer to its input and output, the last lane of the mask to arrive computes every
+ *     lane's result at once, so the exact CUDA semantics (width, out-of-segment lanes) are one function.
+ *   - Static __shared__ is `static thread_local` (all fibers of a block share their OS thread; blocks on
+ *     other OS threads get their own copy). Dynamic shared memory: kernels write DYNAMIC_SMEM(T, name)
+ *     (llmc/cuda_common.cuh); here it is a malloc'd buffer of exactly the launch's size (so ASan sees
+ *     overflows), 128-byte aligned, one per executor and launch.
+ *   - threadIdx/blockIdx/blockDim/gridDim read the current fiber and executor (thread_local pointers).
+ * Errors a GPU would hide — each is one line "cudasim: error: kernel K block (x,y,z): ..." on stderr and
+ * exit status 1:
+ *   - __syncthreads reached at different call sites by threads of one block, or while some threads of the
+ *     block have exited, or a thread exiting while others wait at a barrier;
+ *   - a warp operation whose mask lacks the calling lane, names lanes that do not exist, names a lane that
+ *     has exited, or whose lanes disagree on the operation, mask or width; a deadlock (every remaining
+ *     thread blocked) is reported with what each group waits for.
+ *   - Launch checks (returned through cudaGetLastError, as on a GPU): block dims > (1024,1024,64) or
+ *     more than 1024 threads, grid dims > (2^31-1,65535,65535), zero dims, dynamic shared memory above
+ *     48 KiB, or above the cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize) value
+ *     (at most 227 KiB).
+ *   - Out-of-bounds global accesses are caught by AddressSanitizer (the sim tests build with
+ *     -fsanitize=address,undefined; fiber switches are annotated for ASan).
+ * Limits (documented, not hidden): one pending rendezvous per warp, so two disjoint lane groups of one
+ * warp doing warp operations with different masks at the same time are reported as a mask mismatch;
+ * a shuffle reading a lane outside the mask gets 0xFFFF... (NaN for floats) instead of undefined data;
+ * cp.async copies at issue (commit/wait are ordering points only); static shared memory is not counted
+ * against the shared-memory limit; all streams are synchronous.
+ *
+ * Global mutable state (all documented here): the allocation table (cudasim_runtime.h, mutex-guarded), the
+ * per-function dynamic-smem limits set by cudaFuncSetAttribute (mutex-guarded), and thread_local: the last
+ * error, the current executor and fiber.
+ */
+#ifndef CUDASIM_H
+#define CUDASIM_H
+
+#ifndef __cplusplus
+#error "cudasim.h is C++ (compile the .cu sources with g++ -x c++ -DCUDASIM)"
+#endif
+
+#include <math.h>
+#include <stdint.h>
+#include <stddef.h>
+#include <algorithm>
+
+/* ---- function and variable qualifiers ---- */
+#define __global__
+#define __device__
+#define __host__
+#define __constant__
+#define __forceinline__ inline __attribute__((always_inline))
+#define __noinline__ __attribute__((noinline))
+#define __launch_bounds__(...)
+#define __align__(n) __attribute__((aligned(n)))
+#define __shared__ static thread_local
+
+/* ---- vector types (alignment as in CUDA's vector_types.h) ---- */
+#define CUDASIM_VEC2(T, name, align) \
+    struct alignas(align) name { T x, y; }; \
+    static inline name make_##name(T x, T y) { name v; v.x = x; v.y = y; return v; }
+#define CUDASIM_VEC3(T, name) \
+    struct name { T x, y, z; }; \
+    static inline name make_##name(T x, T y, T z) { name v; v.x = x; v.y = y; v.z = z; return v; }
+#define CUDASIM_VEC4(T, name, align) \
+    struct alignas(align) name { T x, y, z, w; }; \
+    static inline name make_##name(T x, T y, T z, T w) { name v; v.x = x; v.y = y; v.z = z; v.w = w; return v; }
+CUDASIM_VEC2(float, float2, 8)
+CUDASIM_VEC3(float, float3)
+CUDASIM_VEC4(float, float4, 16)
+CUDASIM_VEC2(double, double2, 16)
+CUDASIM_VEC2(int, int2, 8)
+CUDASIM_VEC3(int, int3)
+CUDASIM_VEC4(int, int4, 16)
+CUDASIM_VEC2(unsigned int, uint2, 8)
+CUDASIM_VEC3(unsigned int, uint3)
+CUDASIM_VEC4(unsigned int, uint4, 16)
+CUDASIM_VEC2(short, short2, 4)
+CUDASIM_VEC2(unsigned short, ushort2, 4)
+CUDASIM_VEC4(unsigned short, ushort4, 8)
+CUDASIM_VEC4(unsigned char, uchar4, 4)
+CUDASIM_VEC4(signed char, char4, 4)
+CUDASIM_VEC2(long long, longlong2, 16)
+CUDASIM_VEC2(unsigned long long, ulonglong2, 16)
+#undef CUDASIM_VEC2
+#undef CUDASIM_VEC3
+#undef CUDASIM_VEC4
+
+struct dim3 {
+    unsigned int x, y, z;
+    constexpr dim3(unsigned int vx = 1, unsigned int vy = 1, unsigned int vz = 1) : x(vx), y(vy), z(vz) {}
+    constexpr dim3(uint3 v) : x(v.x), y(v.y), z(v.z) {}
+    constexpr operator uint3() const { return uint3{x, y, z}; }
+};
+
+#include "cudasim_bf16.h"
+#include "cudasim_runtime.h"
+#include "cudasim_exec.h"
+#include "cudasim_device.h"
+
+#endif /* CUDASIM_H */

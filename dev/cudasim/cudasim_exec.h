@@ -1,0 +1,649 @@
+/*
+ * dev/cudasim/cudasim_exec.h — the simulator's execution model: fibers, block barrier, warp rendezvous,
+ * grid launch. The design is described at the top of cudasim.h. Included by cudasim.h only.
+ */
+#ifndef CUDASIM_EXEC_H
+#define CUDASIM_EXEC_H
+
+#include <errno.h>
+#include <omp.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#if defined(__x86_64__) && !defined(CUDASIM_UCONTEXT)
+#define CUDASIM_ASM_SWITCH 1
+#else
+#include <ucontext.h>
+#endif
+
+#if defined(__SANITIZE_ADDRESS__)
+#define CUDASIM_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CUDASIM_ASAN 1
+#endif
+#endif
+#ifdef CUDASIM_ASAN
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#endif
+
+#ifdef CUDASIM_ASM_SWITCH
+/* cudasim_switch_context(save, load): pushes the callee-saved registers (rbp rbx r12-r15) on the current
+ * stack, stores rsp into *save, loads rsp = load, pops the registers saved there and returns into that
+ * context. A new fiber's stack is prepared to look like a saved context whose return address is
+ * cudasim_fiber_trampoline, which calls the function held in r13. Emitted in a COMDAT group, so every
+ * translation unit that includes this header may carry it. The x87/MXCSR control words are not switched:
+ * all fibers of the process share one floating-point environment. */
+__asm__(
+    ".pushsection .text.cudasim_switch_context,\"axG\",@progbits,cudasim_switch_context,comdat\n"
+    ".weak cudasim_switch_context\n"
+    ".type cudasim_switch_context,@function\n"
+    "cudasim_switch_context:\n"
+    "  pushq %rbp\n  pushq %rbx\n  pushq %r12\n  pushq %r13\n  pushq %r14\n  pushq %r15\n"
+    "  movq %rsp, (%rdi)\n"
+    "  movq %rsi, %rsp\n"
+    "  popq %r15\n  popq %r14\n  popq %r13\n  popq %r12\n  popq %rbx\n  popq %rbp\n"
+    "  ret\n"
+    ".size cudasim_switch_context, .-cudasim_switch_context\n"
+    ".popsection\n"
+    ".pushsection .text.cudasim_fiber_trampoline,\"axG\",@progbits,cudasim_fiber_trampoline,comdat\n"
+    ".weak cudasim_fiber_trampoline\n"
+    ".type cudasim_fiber_trampoline,@function\n"
+    "cudasim_fiber_trampoline:\n"
+    "  callq *%r13\n"
+    "  ud2\n"
+    ".size cudasim_fiber_trampoline, .-cudasim_fiber_trampoline\n"
+    ".popsection\n");
+extern "C" void cudasim_switch_context(void** save_sp, void* load_sp);
+extern "C" void cudasim_fiber_trampoline(void);
+#endif
+
+namespace cudasim {
+
+struct Fiber {
+    void* sp; /* saved stack pointer while switched out (asm switch) */
+#ifndef CUDASIM_ASM_SWITCH
+    ucontext_t uc;
+#endif
+    void* asan_fake_stack;
+    char* stack_lo;
+    uint3 thread_idx;
+    unsigned linear; /* x + y*bx + z*bx*by; lane = linear % 32, warp = linear / 32 */
+};
+
+struct Warp;
+/* A warp operation's semantics: called once, by the last lane of the mask to arrive, with every lane's
+ * input and output pointers (wp.in[lane], wp.out[lane], for the lanes of wp.mask). */
+typedef void (*WarpFn)(const Warp& wp);
+
+struct Warp {
+    unsigned arrived; /* lanes of the pending operation that have arrived */
+    unsigned exited;  /* lanes whose thread has returned from the kernel */
+    unsigned mask;
+    WarpFn fn;
+    const char* op;
+    const char* file;
+    int line;
+    unsigned first_lane;
+    const void* in[32];
+    void* out[32];
+};
+
+struct Executor {
+    /* fiber stacks: one mapping, `capacity` slots of (guard page + stack_bytes) */
+    char* stack_region = nullptr;
+    size_t stack_bytes = 0, slot_bytes = 0, region_bytes = 0;
+    unsigned capacity = 0;
+    Fiber fibers[kMaxThreadsPerBlock];
+    unsigned ready[kMaxThreadsPerBlock]; /* FIFO ring of fiber indices */
+    unsigned ready_head = 0, ready_count = 0;
+    unsigned nthreads = 0, live = 0, exited = 0, first_exited = 0;
+    /* __syncthreads */
+    unsigned bar_arrived = 0;
+    const char* bar_file = nullptr;
+    int bar_line = 0;
+    unsigned bar_first = 0;
+    unsigned bar_waiters[kMaxThreadsPerBlock];
+    Warp warps[kMaxThreadsPerBlock / 32];
+    /* the launch */
+    const char* kernel_text = nullptr;
+    void (*entry)(void*) = nullptr;
+    void* entry_ctx = nullptr;
+    uint3 block_idx;
+    dim3 block_dim, grid_dim;
+    void* dyn_smem = nullptr;
+    /* the OS thread's own context, resumed when the block's last thread exits */
+    void* sched_sp = nullptr;
+#ifndef CUDASIM_ASM_SWITCH
+    ucontext_t sched_uc;
+#endif
+    void* sched_fake_stack = nullptr;
+    void* sched_stack_lo = nullptr;
+    size_t sched_stack_size = 0;
+
+    ~Executor() {
+        if (stack_region) munmap(stack_region, region_bytes);
+    }
+};
+
+inline thread_local Executor* t_exec = nullptr;
+inline thread_local Fiber* t_cur = nullptr;
+
+/* ---- failure reports ---- */
+
+/* the kernel's name: the launch text up to its first top-level comma */
+inline void kernel_name(const char* text, char* buf, size_t n) {
+    size_t i = 0;
+    int depth = 0;
+    for (; text && text[i] && i + 1 < n; i++) {
+        char c = text[i];
+        if (c == '<' || c == '(') depth++;
+        if (c == '>' || c == ')') depth--;
+        if (c == ',' && depth <= 0) break;
+        buf[i] = c;
+    }
+    buf[i] = 0;
+}
+
+/* prints "error: cudasim: kernel K block (x,y,z) thread (x,y,z): <message>" and exits with status 1 */
+__attribute__((noreturn, format(printf, 1, 2))) inline void fail(const char* fmt, ...) {
+    char name[128];
+    Executor* ex = t_exec;
+    fflush(stdout);
+    if (ex) {
+        kernel_name(ex->kernel_text, name, sizeof name);
+        fprintf(stderr, "error: cudasim: kernel %s block (%u,%u,%u)", name, ex->block_idx.x, ex->block_idx.y, ex->block_idx.z);
+        if (t_cur) fprintf(stderr, " thread (%u,%u,%u)", t_cur->thread_idx.x, t_cur->thread_idx.y, t_cur->thread_idx.z);
+        fputs(": ", stderr);
+    } else {
+        fputs("error: cudasim: ", stderr);
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    fflush(stderr);
+    _Exit(1);
+}
+
+inline uint3 thread_of(const Executor* ex, unsigned linear) { return ex->fibers[linear].thread_idx; }
+
+/* Every remaining thread is blocked: say what the first blocked group waits for. */
+__attribute__((noreturn)) inline void deadlock(Executor* ex) {
+    t_cur = nullptr;
+    if (ex->bar_arrived) {
+        uint3 t = thread_of(ex, ex->bar_first);
+        fail("deadlock: %u of %u threads wait at __syncthreads (%s:%d), first thread (%u,%u,%u); the others wait "
+             "in warp operations",
+             ex->bar_arrived, ex->nthreads, ex->bar_file, ex->bar_line, t.x, t.y, t.z);
+    }
+    for (unsigned w = 0; w * 32 < ex->nthreads; w++) {
+        const Warp& wp = ex->warps[w];
+        if (wp.arrived)
+            fail("deadlock: warp %u lanes 0x%08x wait at %s (%s:%d) for lanes 0x%08x of mask 0x%08x, which never arrive",
+                 w, wp.arrived, wp.op, wp.file, wp.line, wp.mask & ~wp.arrived, wp.mask);
+    }
+    fail("deadlock: %u threads blocked", ex->live);
+}
+
+/* ---- fiber switching ---- */
+
+inline void push_ready(Executor* ex, unsigned linear) {
+    ex->ready[(ex->ready_head + ex->ready_count) % kMaxThreadsPerBlock] = linear;
+    ex->ready_count++;
+}
+inline Fiber* pop_ready(Executor* ex) {
+    Fiber* f = &ex->fibers[ex->ready[ex->ready_head]];
+    ex->ready_head = (ex->ready_head + 1) % kMaxThreadsPerBlock;
+    ex->ready_count--;
+    return f;
+}
+
+/* switches from `from` (nullptr: the OS thread's context; dying: never resumed) to `to` (nullptr: the
+ * OS thread's context) */
+inline void switch_fiber(Executor* ex, Fiber* from, Fiber* to, bool dying) {
+    t_cur = to;
+#ifdef CUDASIM_ASAN
+    void** fake = dying ? nullptr : (from ? &from->asan_fake_stack : &ex->sched_fake_stack);
+    if (to) __sanitizer_start_switch_fiber(fake, to->stack_lo, ex->stack_bytes);
+    else __sanitizer_start_switch_fiber(fake, ex->sched_stack_lo, ex->sched_stack_size);
+#else
+    (void)dying;
+#endif
+#ifdef CUDASIM_ASM_SWITCH
+    cudasim_switch_context(from ? &from->sp : &ex->sched_sp, to ? to->sp : ex->sched_sp);
+#else
+    if (swapcontext(from ? &from->uc : &ex->sched_uc, to ? &to->uc : &ex->sched_uc) != 0) fail("swapcontext failed");
+#endif
+#ifdef CUDASIM_ASAN
+    __sanitizer_finish_switch_fiber(from ? from->asan_fake_stack : ex->sched_fake_stack, nullptr, nullptr);
+#endif
+}
+
+/* the current fiber waits: run the next ready fiber */
+inline void block_current(Executor* ex, Fiber* f) {
+    if (ex->ready_count == 0) deadlock(ex);
+    switch_fiber(ex, f, pop_ready(ex), false);
+}
+
+/* a thread returned from the kernel */
+[[noreturn]] inline void thread_exit(Executor* ex, Fiber* f) {
+    unsigned lane = f->linear % 32;
+    Warp& wp = ex->warps[f->linear / 32];
+    if (ex->bar_arrived) {
+        uint3 t = thread_of(ex, ex->bar_first);
+        fail("thread exited while %u threads wait at __syncthreads (%s:%d), e.g. thread (%u,%u,%u): divergent barrier",
+             ex->bar_arrived, ex->bar_file, ex->bar_line, t.x, t.y, t.z);
+    }
+    if (wp.arrived && (wp.mask >> lane & 1u))
+        fail("lane %u exited while lanes 0x%08x wait for it at %s (%s:%d) with mask 0x%08x: divergent warp operation",
+             lane, wp.arrived, wp.op, wp.file, wp.line, wp.mask);
+    wp.exited |= 1u << lane;
+    if (ex->exited++ == 0) ex->first_exited = f->linear;
+    ex->live--;
+#ifdef CUDASIM_ASAN
+    /* this stack's remaining frames never return: clear their redzones before the slot is reused */
+    char* frame = (char*)__builtin_frame_address(0);
+    char* lo = frame - 4096 > f->stack_lo ? frame - 4096 : f->stack_lo;
+    __asan_unpoison_memory_region(lo, (size_t)(f->stack_lo + ex->stack_bytes - lo));
+#endif
+    if (ex->live == 0) switch_fiber(ex, f, nullptr, true);
+    else if (ex->ready_count == 0) deadlock(ex);
+    else switch_fiber(ex, f, pop_ready(ex), true);
+    __builtin_unreachable();
+}
+
+inline void fiber_main(void) {
+#ifdef CUDASIM_ASAN
+    __sanitizer_finish_switch_fiber(nullptr, nullptr, nullptr);
+#endif
+    Executor* ex = t_exec;
+    ex->entry(ex->entry_ctx);
+    thread_exit(ex, t_cur);
+}
+
+/* ---- executors: one per OS thread ---- */
+
+inline size_t stack_kib_setting() {
+    const char* s = getenv("CUDASIM_STACK_KB");
+    long kb = s ? atol(s) : 256;
+    return kb >= 16 ? (size_t)kb : 16;
+}
+
+/* makes room for n fiber stacks (one mapping; the lowest page of each slot is a guard page) */
+inline void reserve_fibers(Executor* ex, unsigned n) {
+    if (n <= ex->capacity) return;
+    if (ex->stack_region) munmap(ex->stack_region, ex->region_bytes);
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    ex->stack_bytes = (stack_kib_setting() * 1024 + page - 1) / page * page;
+    ex->slot_bytes = ex->stack_bytes + page;
+    ex->region_bytes = ex->slot_bytes * n;
+    void* region = mmap(nullptr, ex->region_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (region == MAP_FAILED) fail("cannot map %zu bytes of fiber stacks: %s", ex->region_bytes, strerror(errno));
+    ex->stack_region = (char*)region;
+    for (unsigned i = 0; i < n; i++) {
+        char* slot = ex->stack_region + (size_t)i * ex->slot_bytes;
+        if (mprotect(slot, page, PROT_NONE) != 0) fail("mprotect of a fiber guard page failed: %s", strerror(errno));
+        ex->fibers[i].stack_lo = slot + page;
+    }
+    ex->capacity = n;
+}
+
+inline Executor* this_thread_executor() {
+    static thread_local Executor* ex = nullptr;
+    static thread_local struct Owner { Executor** p; ~Owner() { delete *p; } } owner{&ex};
+    (void)owner;
+    if (!ex) {
+        ex = new Executor();
+        pthread_attr_t attr;
+        if (pthread_getattr_np(pthread_self(), &attr) != 0) fail("pthread_getattr_np failed");
+        if (pthread_attr_getstack(&attr, &ex->sched_stack_lo, &ex->sched_stack_size) != 0) fail("pthread_attr_getstack failed");
+        pthread_attr_destroy(&attr);
+    }
+    return ex;
+}
+
+#ifndef CUDASIM_ASM_SWITCH
+/* a fresh context that enters fiber_main on the fiber's stack (own frame: getcontext returns twice) */
+inline void init_ucontext(Executor* ex, Fiber* f) {
+    if (getcontext(&f->uc) != 0) fail("getcontext failed");
+    f->uc.uc_stack.ss_sp = f->stack_lo;
+    f->uc.uc_stack.ss_size = ex->stack_bytes;
+    f->uc.uc_link = nullptr;
+    makecontext(&f->uc, fiber_main, 0);
+}
+#endif
+
+/* runs block `b` (linear block index, x fastest) of the current launch to completion */
+inline void run_block(Executor* ex, unsigned long long b) {
+    dim3 g = ex->grid_dim, bd = ex->block_dim;
+    ex->block_idx = uint3{(unsigned)(b % g.x), (unsigned)(b / g.x % g.y), (unsigned)(b / ((unsigned long long)g.x * g.y))};
+    unsigned n = bd.x * bd.y * bd.z;
+    ex->nthreads = n;
+    ex->live = n;
+    ex->exited = 0;
+    ex->bar_arrived = 0;
+    ex->ready_head = 0;
+    ex->ready_count = 0;
+    for (unsigned w = 0; w * 32 < n; w++) {
+        ex->warps[w].arrived = 0;
+        ex->warps[w].exited = 0;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        Fiber* f = &ex->fibers[i];
+        f->linear = i;
+        f->thread_idx = uint3{i % bd.x, i / bd.x % bd.y, i / (bd.x * bd.y)};
+        f->asan_fake_stack = nullptr;
+#ifdef CUDASIM_ASM_SWITCH
+        /* a saved context: r15 r14 r13=fiber_main r12 rbx rbp=0, then the return address; after the
+         * ret, rsp is 16-byte aligned so the trampoline's call enters fiber_main with the ABI alignment */
+        void** sp = (void**)(f->stack_lo + ex->stack_bytes - 72);
+        sp[0] = nullptr;
+        sp[1] = nullptr;
+        sp[2] = (void*)&fiber_main;
+        sp[3] = nullptr;
+        sp[4] = nullptr;
+        sp[5] = nullptr;
+        sp[6] = (void*)&cudasim_fiber_trampoline;
+        f->sp = sp;
+#else
+        init_ucontext(ex, f);
+#endif
+        push_ready(ex, i);
+    }
+    switch_fiber(ex, nullptr, pop_ready(ex), false);
+}
+
+/* ---- __syncthreads: O(1) per arrival; the last arrival releases the waiters in arrival order ---- */
+inline void syncthreads_at(const char* file, int line) {
+    Executor* ex = t_exec;
+    Fiber* f = t_cur;
+    if (ex->exited) {
+        uint3 t = thread_of(ex, ex->first_exited);
+        fail("__syncthreads (%s:%d) reached after %u threads of the block exited (e.g. thread (%u,%u,%u)): divergent barrier",
+             file, line, ex->exited, t.x, t.y, t.z);
+    }
+    if (ex->bar_arrived == 0) {
+        ex->bar_file = file;
+        ex->bar_line = line;
+        ex->bar_first = f->linear;
+    } else if (ex->bar_line != line || (ex->bar_file != file && strcmp(ex->bar_file, file) != 0)) {
+        uint3 t = thread_of(ex, ex->bar_first);
+        fail("waits at __syncthreads (%s:%d) while thread (%u,%u,%u) waits at __syncthreads (%s:%d): divergent barrier",
+             file, line, t.x, t.y, t.z, ex->bar_file, ex->bar_line);
+    }
+    if (ex->bar_arrived + 1 < ex->nthreads) {
+        ex->bar_waiters[ex->bar_arrived++] = f->linear;
+        block_current(ex, f);
+        return;
+    }
+    for (unsigned i = 0; i < ex->bar_arrived; i++) push_ready(ex, ex->bar_waiters[i]);
+    ex->bar_arrived = 0;
+}
+
+/* ---- warp rendezvous ---- */
+
+inline unsigned lanes_in_warp(const Executor* ex, unsigned w) {
+    unsigned n = ex->nthreads - 32 * w;
+    return n >= 32 ? 0xffffffffu : (1u << n) - 1u;
+}
+
+/* The calling lane joins warp operation `op` over the lanes of `mask`, leaving its input and output
+ * pointers; the last lane to arrive runs fn for all lanes and wakes the others. */
+inline void warp_collective(const char* op, unsigned mask, WarpFn fn, const void* in, void* out, const char* file, int line) {
+    Executor* ex = t_exec;
+    Fiber* f = t_cur;
+    unsigned lane = f->linear % 32, w = f->linear / 32;
+    Warp& wp = ex->warps[w];
+    if (!(mask >> lane & 1u)) fail("%s (%s:%d): mask 0x%08x does not include the calling lane %u", op, file, line, mask, lane);
+    if (mask & ~lanes_in_warp(ex, w))
+        fail("%s (%s:%d): mask 0x%08x names lanes 0x%08x that do not exist (warp %u of a %u-thread block)", op, file, line,
+             mask, mask & ~lanes_in_warp(ex, w), w, ex->nthreads);
+    if (mask & wp.exited)
+        fail("%s (%s:%d): mask 0x%08x names lanes 0x%08x that have exited: divergent warp operation", op, file, line, mask,
+             mask & wp.exited);
+    if (wp.arrived == 0) {
+        wp.mask = mask;
+        wp.fn = fn;
+        wp.op = op;
+        wp.file = file;
+        wp.line = line;
+        wp.first_lane = lane;
+    } else if (wp.fn != fn || wp.mask != mask || strcmp(wp.op, op) != 0) {
+        fail("%s (%s:%d) with mask 0x%08x while lane %u waits at %s (%s:%d) with mask 0x%08x: lanes disagree on the warp operation",
+             op, file, line, mask, wp.first_lane, wp.op, wp.file, wp.line, wp.mask);
+    }
+    wp.in[lane] = in;
+    wp.out[lane] = out;
+    wp.arrived |= 1u << lane;
+    if (wp.arrived != mask) {
+        block_current(ex, f);
+        return;
+    }
+    fn(wp);
+    wp.arrived = 0;
+    for (unsigned others = mask & ~(1u << lane); others; others &= others - 1)
+        push_ready(ex, 32 * w + (unsigned)__builtin_ctz(others));
+}
+
+/* ---- shuffles: the PTX shfl.sync definition. With segment mask s = 32 - width:
+ * minLane = lane & s, maxLane = minLane | (c & ~s) where c = 31 (idx/down/bfly) or 0 (up), b = arg & 31;
+ * idx: j = minLane | (b & ~s); up: j = lane - b, valid if j >= maxLane; down: j = lane + b, valid if
+ * j <= maxLane; bfly: j = lane ^ b, valid if j <= maxLane. An invalid j returns the lane's own value. */
+enum ShflMode { SHFL_IDX, SHFL_UP, SHFL_DOWN, SHFL_BFLY };
+struct ShflIn {
+    uint64_t bits;
+    int arg;
+    int width;
+};
+
+template <int mode>
+inline void shfl_fn(const Warp& wp) {
+    const ShflIn* first = (const ShflIn*)wp.in[wp.first_lane];
+    int width = first->width;
+    if (width < 1 || width > 32 || (width & (width - 1)))
+        fail("%s (%s:%d): width %d is not a power of two in [1, 32]", wp.op, wp.file, wp.line, width);
+    int seg = 32 - width;
+    int cval = mode == SHFL_UP ? 0 : 31;
+    for (unsigned m = wp.mask; m; m &= m - 1) {
+        int lane = __builtin_ctz(m);
+        const ShflIn* in = (const ShflIn*)wp.in[lane];
+        if (in->width != width)
+            fail("%s (%s:%d): lane %d passes width %d, lane %u width %d", wp.op, wp.file, wp.line, lane, in->width,
+                 wp.first_lane, width);
+        int b = in->arg & 31;
+        int min_lane = lane & seg, max_lane = min_lane | (cval & ~seg);
+        int j;
+        bool valid;
+        switch (mode) {
+        case SHFL_IDX: j = min_lane | (b & ~seg); valid = j <= max_lane; break;
+        case SHFL_UP: j = lane - b; valid = j >= max_lane; break;
+        case SHFL_DOWN: j = lane + b; valid = j <= max_lane; break;
+        default: j = lane ^ b; valid = j <= max_lane; break;
+        }
+        uint64_t r;
+        if (!valid) r = in->bits;
+        else if (!(wp.mask >> j & 1u)) r = ~0ull; /* reading a lane outside the mask: undefined on a GPU */
+        else r = ((const ShflIn*)wp.in[j])->bits;
+        *(uint64_t*)wp.out[lane] = r;
+    }
+}
+
+template <int mode, typename T>
+inline T shfl(const char* op, unsigned mask, T var, int arg, int width, const char* file, int line) {
+    static_assert(sizeof(T) <= 8 && std::is_trivially_copyable<T>::value, "shuffles move 4 or 8 bytes");
+    ShflIn in;
+    in.bits = 0;
+    memcpy(&in.bits, &var, sizeof(T));
+    in.arg = arg;
+    in.width = width;
+    uint64_t out;
+    warp_collective(op, mask, shfl_fn<mode>, &in, &out, file, line);
+    T r;
+    memcpy(&r, &out, sizeof(T));
+    return r;
+}
+
+/* ballot / all / any: in = the lane's predicate (int), out = the ballot of the mask's lanes */
+inline void ballot_fn(const Warp& wp) {
+    unsigned ballot = 0;
+    for (unsigned m = wp.mask; m; m &= m - 1) {
+        unsigned lane = (unsigned)__builtin_ctz(m);
+        if (*(const int*)wp.in[lane]) ballot |= 1u << lane;
+    }
+    for (unsigned m = wp.mask; m; m &= m - 1) *(unsigned*)wp.out[__builtin_ctz(m)] = ballot;
+}
+inline void syncwarp_fn(const Warp& wp) { (void)wp; }
+
+/* ---- launches ---- */
+
+/* per-kernel dynamic shared memory limits set by cudaFuncSetAttribute */
+struct FuncAttrTable {
+    std::mutex lock;
+    std::map<const void*, size_t> max_dynamic_smem;
+};
+inline FuncAttrTable& func_attr_table() { static FuncAttrTable t; return t; }
+
+inline size_t dynamic_smem_limit(const void* kernel) {
+    FuncAttrTable& t = func_attr_table();
+    std::lock_guard<std::mutex> guard(t.lock);
+    auto it = t.max_dynamic_smem.find(kernel);
+    return it == t.max_dynamic_smem.end() ? kSmemDefaultMax : it->second;
+}
+
+/* the launch's configuration errors, as the CUDA runtime reports them */
+inline cudaError_t check_launch(const void* kernel, dim3 grid, dim3 block, size_t smem) {
+    if (block.x == 0 || block.y == 0 || block.z == 0 || block.x > 1024 || block.y > 1024 || block.z > 64 ||
+        (unsigned long long)block.x * block.y * block.z > kMaxThreadsPerBlock)
+        return cudaErrorInvalidConfiguration;
+    if (grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.x > 2147483647u || grid.y > 65535 || grid.z > 65535)
+        return cudaErrorInvalidConfiguration;
+    if (smem > dynamic_smem_limit(kernel)) return cudaErrorInvalidValue;
+    return cudaSuccess;
+}
+
+inline int os_threads_for(unsigned long long nblocks) {
+    const char* s = getenv("CUDASIM_THREADS");
+    long n = s ? atol(s) : omp_get_max_threads();
+    if (n < 1) n = 1;
+    return (unsigned long long)n > nblocks ? (int)nblocks : (int)n;
+}
+
+/* runs `blocks` blocks on the calling OS thread's executor; the launch fields are per executor */
+inline void run_blocks_here(const char* text, void (*entry)(void*), void* ctx, dim3 grid, dim3 block, size_t smem,
+                            unsigned long long begin, unsigned long long step, unsigned long long end) {
+    Executor* ex = this_thread_executor();
+    reserve_fibers(ex, block.x * block.y * block.z);
+    ex->kernel_text = text;
+    ex->entry = entry;
+    ex->entry_ctx = ctx;
+    ex->grid_dim = grid;
+    ex->block_dim = block;
+    if (posix_memalign(&ex->dyn_smem, 128, smem ? smem : 1) != 0) fail("out of memory for %zu bytes of shared memory", smem);
+    t_exec = ex;
+    for (unsigned long long b = begin; b < end; b += step) run_block(ex, b);
+    t_exec = nullptr;
+    free(ex->dyn_smem);
+    ex->dyn_smem = nullptr;
+}
+
+/* Runs kernel(args...) over grid x block; configuration errors are recorded for cudaGetLastError and
+ * nothing runs. Blocks are dealt round-robin over the OS threads (block b on thread b % n), so which
+ * thread runs a block is fixed; each block's result does not depend on it. */
+template <typename... P, typename... A>
+inline void launch(const char* text, void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, A&&... args) {
+    (void)stream;
+    cudaError_t err = check_launch((const void*)kernel, grid, block, smem);
+    if (err != cudaSuccess) {
+        set_error(err);
+        return;
+    }
+    struct Call {
+        void (*kernel)(P...);
+        std::tuple<std::decay_t<P>...> params;
+    } call{kernel, std::tuple<std::decay_t<P>...>(std::forward<A>(args)...)};
+    void (*entry)(void*) = [](void* c) { std::apply(((Call*)c)->kernel, ((Call*)c)->params); };
+    unsigned long long nblocks = (unsigned long long)grid.x * grid.y * grid.z;
+    int nt = os_threads_for(nblocks);
+    if (nt <= 1) {
+        run_blocks_here(text, entry, &call, grid, block, smem, 0, 1, nblocks);
+        return;
+    }
+#pragma omp parallel num_threads(nt)
+    run_blocks_here(text, entry, &call, grid, block, smem, (unsigned long long)omp_get_thread_num(),
+                    (unsigned long long)omp_get_num_threads(), nblocks);
+}
+
+inline void* dynamic_smem() { return t_exec->dyn_smem; }
+
+} /* namespace cudasim */
+
+/* ---- the kernel-side built-ins ---- */
+#define threadIdx (static_cast<const uint3&>(::cudasim::t_cur->thread_idx))
+#define blockIdx (static_cast<const uint3&>(::cudasim::t_exec->block_idx))
+#define blockDim (static_cast<const dim3&>(::cudasim::t_exec->block_dim))
+#define gridDim (static_cast<const dim3&>(::cudasim::t_exec->grid_dim))
+constexpr int warpSize = 32;
+
+#define CUDASIM_SITE const char *cudasim_file = __builtin_FILE(), int cudasim_line = __builtin_LINE()
+
+inline void __syncthreads(CUDASIM_SITE) { cudasim::syncthreads_at(cudasim_file, cudasim_line); }
+inline void __syncwarp(unsigned mask = 0xffffffffu, CUDASIM_SITE) {
+    cudasim::warp_collective("__syncwarp", mask, cudasim::syncwarp_fn, nullptr, nullptr, cudasim_file, cudasim_line);
+}
+template <typename T>
+inline T __shfl_sync(unsigned mask, T var, int src_lane, int width = 32, CUDASIM_SITE) {
+    return cudasim::shfl<cudasim::SHFL_IDX>("__shfl_sync", mask, var, src_lane, width, cudasim_file, cudasim_line);
+}
+template <typename T>
+inline T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = 32, CUDASIM_SITE) {
+    return cudasim::shfl<cudasim::SHFL_UP>("__shfl_up_sync", mask, var, (int)delta, width, cudasim_file, cudasim_line);
+}
+template <typename T>
+inline T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = 32, CUDASIM_SITE) {
+    return cudasim::shfl<cudasim::SHFL_DOWN>("__shfl_down_sync", mask, var, (int)delta, width, cudasim_file, cudasim_line);
+}
+template <typename T>
+inline T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = 32, CUDASIM_SITE) {
+    return cudasim::shfl<cudasim::SHFL_BFLY>("__shfl_xor_sync", mask, var, lane_mask, width, cudasim_file, cudasim_line);
+}
+inline unsigned __ballot_sync(unsigned mask, int pred, CUDASIM_SITE) {
+    unsigned ballot;
+    cudasim::warp_collective("__ballot_sync", mask, cudasim::ballot_fn, &pred, &ballot, cudasim_file, cudasim_line);
+    return ballot;
+}
+inline int __all_sync(unsigned mask, int pred, CUDASIM_SITE) {
+    unsigned ballot;
+    cudasim::warp_collective("__all_sync", mask, cudasim::ballot_fn, &pred, &ballot, cudasim_file, cudasim_line);
+    return ballot == mask;
+}
+inline int __any_sync(unsigned mask, int pred, CUDASIM_SITE) {
+    unsigned ballot;
+    cudasim::warp_collective("__any_sync", mask, cudasim::ballot_fn, &pred, &ballot, cudasim_file, cudasim_line);
+    return ballot != 0;
+}
+
+/* cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes): raises the kernel's
+ * dynamic shared memory limit, at most to the H100's 227 KiB */
+template <typename F>
+inline cudaError_t cudaFuncSetAttribute(F* kernel, cudaFuncAttribute attr, int value) {
+    if (attr == cudaFuncAttributePreferredSharedMemoryCarveout) return cudaSuccess;
+    if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize || value < 0 || (size_t)value > cudasim::kSmemOptinMax)
+        return cudasim::set_error(cudaErrorInvalidValue);
+    cudasim::FuncAttrTable& t = cudasim::func_attr_table();
+    std::lock_guard<std::mutex> guard(t.lock);
+    t.max_dynamic_smem[(const void*)kernel] = (size_t)value;
+    return cudaSuccess;
+}
+
+#endif /* CUDASIM_EXEC_H */
