@@ -502,13 +502,21 @@ int main(int argc, char** argv) {
     run.has_master = 0;
     if (args.output_dir[0]) make_dir_check(args.output_dir);
 
+    /* samples are decoded with the tokenizer when its vocabulary is the model's; otherwise
+     * they are printed as token ids, starting from token 0 */
     Tokenizer tokenizer;
     int have_tokenizer = 0;
     if (args.sample_every > 0 && access(args.tokenizer, R_OK) == 0) {
         tokenizer_load(&tokenizer, args.tokenizer);
         have_tokenizer = 1;
+        if (tokenizer.vocab_size != c->vocab_size) {
+            printf("samples: %s has %d tokens, the model %d: printing token ids\n", args.tokenizer, tokenizer.vocab_size,
+                   c->vocab_size);
+            tokenizer_free(&tokenizer);
+            have_tokenizer = 0;
+        }
     }
-    int eot = have_tokenizer ? tokenizer.eot_token : c->vocab_size - 1;
+    int eot = have_tokenizer ? tokenizer.eot_token : 0;
 
     Rng rng;
     rng_seed(&rng, args.seed ^ 0x5A4D504C45ULL);

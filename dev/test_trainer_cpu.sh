@@ -10,6 +10,7 @@
 # Token shards are written here by a small Python writer that follows doc/formats.md,
 # not by the code under test. Ends with "N passed, M failed".
 set -u
+set -f # the shard globs below are for the trainer to expand, not the shell
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 PYTHON=${PYTHON:-/usr/bin/python3}
@@ -128,8 +129,10 @@ fi
 
 # ---------------------------------------------------------------- side by side with PyTorch
 "$PYTHON" train_gpt.py --train-data "$tmp/data/train_*.bin" --n-layer 2 --n-head 2 --n-embd 32 --vocab-size 256 \
-    -t 32 -b 4 --steps 6 --lr 3e-3 --warmup 2 --seed 11 --write-model "$tmp/py_init.bin" --threads 2 >"$tmp/py.log" 2>&1
-./train_gpt_cpu -e "$tmp/py_init.bin" -i "$tmp/data/train_*.bin" --shuffle 0 -b 4 -t 32 -x 6 -l 3e-3 -u 2 $quiet \
+    -t 32 -b 4 --steps 6 --lr 3e-3 --warmup 2 --final-lr-frac 0.1 --weight-decay 0.1 --grad-clip 1.0 --seed 11 \
+    --write-model "$tmp/py_init.bin" --threads 2 >"$tmp/py.log" 2>&1
+./train_gpt_cpu -e "$tmp/py_init.bin" -i "$tmp/data/train_*.bin" --shuffle 0 -b 4 -t 32 -x 6 -l 3e-3 -u 2 -q 0.1 -c 0.1 \
+    --grad-clip 1.0 $quiet \
     >"$tmp/c.log" 2>&1
 grep -E '^step +[0-9]+/6 \| loss' "$tmp/py.log" | sed -E 's/.*loss ([0-9.]+).*/\1/' >"$tmp/py_losses"
 grep -E '^step +[0-9]+/6 \| loss' "$tmp/c.log" | sed -E 's/.*loss ([0-9.]+).*/\1/' >"$tmp/c_losses"
