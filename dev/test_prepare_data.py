@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""Tests of ./prepare_data and the tools' bad-input handling.
+
+  * one 2.6 MB document (cut into chunks inside prepare_data) equals tiktoken on the whole text;
+  * JSON lines written by Python's json (escapes, surrogate pairs, nested values, other fields,
+    blank lines) equal tiktoken on each decoded "text" field, with the documented val rule;
+  * shards are byte-identical with --threads 1 and 2, and stale shards of an earlier run go away;
+  * bad input (missing file, directory without text, broken JSON line, missing field, unwritable
+    output directory, bad tokenizer files, bad ids): non-zero exit, one line naming the file (and
+    line), no *.tmp left, every shard left under a final name complete (header, length, CRC).
+Ends with "N passed, M failed".
+"""
+import glob
+import json
+import math
+import os
+import random
+import struct
+import subprocess
+import sys
+import tempfile
+import zlib
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_tokenizer_exact import EOT, ROOT, check, first_diff, fortune_files, fortunes_dir, read_shards, ref_encode  # noqa: E402
+import test_tokenizer_exact as common  # noqa: E402
+
+
+def prepare(*args):
+    return subprocess.run(["./prepare_data", *args], capture_output=True, cwd=ROOT, text=True)
+
+
+def shard_bytes(d):
+    return {os.path.basename(p): open(p, "rb").read() for p in sorted(glob.glob(os.path.join(d, "*.bin")))}
+
+
+def expected_split(docs, fraction):
+    expect = {"train": [], "val": []}
+    for i, doc in enumerate(docs):
+        split = "val" if math.floor((i + 1) * fraction) > math.floor(i * fraction) else "train"
+        expect[split] += [EOT] + ref_encode(doc)
+    return expect
+
+
+def compare_splits(name, out_dir, expect):
+    for split in ("train", "val"):
+        tokens, sizes = read_shards(out_dir, split)
+        ok = tokens == expect[split]
+        j = first_diff(tokens or [], expect[split])
+        check(ok, f"{name} {split}: {len(tokens or [])} tokens vs {len(expect[split])} from tiktoken: "
+                  f"{'identical' if ok else f'first difference at {j}'}")
+
+
+def expect_failure(name, result, must_name):
+    line = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else ""
+    ok = result.returncode != 0 and must_name in line and line.startswith("error:")
+    check(ok, f"{name}: exit {result.returncode}, message: {line!r}")
+
+
+def shards_intact(out_dir):
+    """every final-named shard is complete, and no temporary file is left"""
+    tmps = glob.glob(os.path.join(out_dir, "*.tmp"))
+    for path in glob.glob(os.path.join(out_dir, "*.bin")):
+        blob = open(path, "rb").read()
+        h = struct.unpack("<256I", blob[:1024])
+        if h[0] != 0x4B4F5447 or h[3] != len(blob) - 1024 or h[2] != zlib.crc32(blob[1024:]):
+            return False, path
+    return not tmps, tmps
+
+
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        src = fortunes_dir()
+        corpus = b"".join(open(p, "rb").read() for p in fortune_files(src))
+
+        # one big document: prepare_data cuts it into chunks; the tokens must not change
+        big = os.path.join(tmp, "big.txt")
+        open(big, "wb").write(corpus)
+        r = prepare("--input", big, "--output-dir", os.path.join(tmp, "big"), "--val-fraction", "0")
+        check(r.returncode == 0, f"prepare_data on one {len(corpus)}-byte document: exit {r.returncode}")
+        compare_splits("one 2.6 MB document (chunked)", os.path.join(tmp, "big"), {"train": [EOT] + ref_encode(corpus), "val": []})
+
+        # determinism over thread counts, separators inside a large file
+        outs = []
+        for threads in ("1", "2"):
+            d = os.path.join(tmp, f"t{threads}")
+            r = prepare("--input", big, "--input", src, "--output-dir", d, "--doc-separator", "%",
+                        "--shard-tokens", "50000", "--threads", threads, "--val-fraction", "0.01")
+            outs.append(shard_bytes(d))
+        check(outs[0] == outs[1] and len(outs[0]) > 10,
+              f"--threads 1 and 2 give byte-identical shards ({len(outs[0])} files, {sum(map(len, outs[0].values()))} bytes)")
+
+        # stale shards of an earlier run are removed
+        d = os.path.join(tmp, "t1")
+        r = prepare("--input", src, "--output-dir", d, "--doc-separator", "%", "--val-fraction", "0.01")
+        names = sorted(os.listdir(d))
+        check(r.returncode == 0 and names == ["train_000000.bin", "val_000000.bin"],
+              f"a second run into the same directory leaves only its own shards: {names}")
+
+        # JSON lines
+        rng = random.Random(7)
+        words = ["hello", " world", "naïve", "日本語", "😀", "'s", "\n", "\t", "\"quoted\"", "back\\slash", "\u2028", "123", "  "]
+        docs, lines = [], []
+        for i in range(3000):
+            text = "".join(rng.choice(words) for _ in range(rng.randrange(1, 30)))
+            obj = {"id": i, "meta": {"tags": ["a", {"b": [1, 2.5e3, None, True]}]}, "text": text, "z": "}"}
+            lines.append(json.dumps(obj, ensure_ascii=bool(i % 2)))
+            docs.append(text.encode("utf-8"))
+            if i % 500 == 0:
+                lines.append("")
+        jsonl = os.path.join(tmp, "docs.jsonl")
+        open(jsonl, "w", encoding="utf-8").write("\n".join(lines) + "\n")
+        r = prepare("--input", jsonl, "--output-dir", os.path.join(tmp, "json"), "--val-fraction", "0.1")
+        check(r.returncode == 0, f"prepare_data on {len(docs)} JSON lines: exit {r.returncode} {r.stderr.strip()[-200:]}")
+        compare_splits("JSON lines", os.path.join(tmp, "json"), expected_split(docs, 0.1))
+
+        # bad input
+        expect_failure("missing input file", prepare("--input", os.path.join(tmp, "nope.txt"), "--output-dir", tmp), "nope.txt")
+        bindir = os.path.join(tmp, "bin_only")
+        os.mkdir(bindir)
+        open(os.path.join(bindir, "x.dat"), "wb").write(b"\x00\x01\x02")
+        expect_failure("directory without text files", prepare("--input", bindir, "--output-dir", tmp), "bin_only: directory has no text")
+        broken = os.path.join(tmp, "broken.jsonl")
+        good = [json.dumps({"text": "line %d " % i * 50}) for i in range(4000)]
+        open(broken, "w").write("\n".join(good + ['{"text": "unterminated}'] + good[:5]) + "\n")
+        out_dir = os.path.join(tmp, "broken_out")
+        r = prepare("--input", broken, "--output-dir", out_dir, "--shard-tokens", "20000")
+        expect_failure("broken JSON line", r, f"broken.jsonl:{len(good) + 1}:")
+        intact, what = shards_intact(out_dir)
+        check(intact, f"after the failure every shard under a final name is complete and no .tmp is left "
+                      f"({len(glob.glob(os.path.join(out_dir, '*.bin')))} complete shards; {what or 'none bad'})")
+        nofield = os.path.join(tmp, "nofield.jsonl")
+        open(nofield, "w").write('{"text": "a"}\n{"body": "b"}\n')
+        expect_failure("JSON line without the field", prepare("--input", nofield, "--output-dir", tmp), "nofield.jsonl:2:")
+        afile = os.path.join(tmp, "afile")
+        open(afile, "w").write("x")
+        expect_failure("output directory under a file", prepare("--input", big, "--output-dir", afile + "/out"), "afile/out")
+        expect_failure("output directory on a read-only file system", prepare("--input", big, "--output-dir", "/proc/llmc_out"), "/proc/llmc_out")
+        expect_failure("unknown flag", prepare("--input", big, "--bogus", "1"), "--bogus")
+        expect_failure("bad --val-fraction", prepare("--input", big, "--output-dir", tmp, "--val-fraction", "1.5"), "--val-fraction")
+
+        # ./tokenize bad input
+        def tokenize(*args, stdin=b""):
+            return subprocess.run(["./tokenize", *args], input=stdin, capture_output=True, cwd=ROOT)
+
+        def text_of(r):
+            return subprocess.CompletedProcess(r.args, r.returncode, r.stdout, r.stderr.decode("utf-8", "replace"))
+        expect_failure("tokenize: missing file", text_of(tokenize("--ids", os.path.join(tmp, "missing.txt"))), "missing.txt")
+        expect_failure("tokenize --text: id out of range", text_of(tokenize("--text", stdin=b"15496 50257 1")), "token 1")
+        expect_failure("tokenize --text: not a number", text_of(tokenize("--text", stdin=b"15496 12x")), "token 1")
+        real = open(os.path.join(ROOT, "data", "gpt2_tokenizer.bin"), "rb").read()
+        for name, blob, must in [
+            ("truncated", real[:-5], "truncated"),
+            ("corrupt payload", real[:5000] + bytes([real[5000] ^ 1]) + real[5001:], "CRC"),
+            ("wrong magic", b"XXXX" + real[4:], "magic"),
+            ("header only", real[:1024], "truncated"),
+        ]:
+            path = os.path.join(tmp, "tok_" + name.replace(" ", "_") + ".bin")
+            open(path, "wb").write(blob)
+            expect_failure(f"tokenizer file {name}", text_of(tokenize("--tokenizer", path, "--ids", big)), path)
+    print(f"{common.passed} passed, {common.failed} failed")
+    return common.failed != 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,776 @@
+/*
+ * prepare_data — turns a text corpus into GPT-2 token shards (GTOK, doc/formats.md).
+ *
+ *   ./prepare_data --input PATH... --output-dir DIR [--val-fraction 0.005] [--shard-tokens 100000000]
+ *                  [--json-field text] [--doc-separator LINE] [--threads N] [--tokenizer PATH]
+ *
+ * Inputs, in command-line order: a file, or a directory searched recursively (entries in byte order
+ * of their paths; hidden entries, symbolic links and files with a NUL byte in their first 8 KiB
+ * skipped). Files named *.jsonl or *.json are JSON lines: one object per line, the document is its
+ * string field --json-field; blank lines are skipped. Other files are text: the whole file is one
+ * document, or, with --doc-separator LINE, the documents are the runs of lines between lines equal
+ * to LINE (e.g. "%" for fortune files); empty documents are skipped.
+ *
+ * Output: DIR/train_000000.bin, ... and DIR/val_000000.bin, ...; each document is written as
+ * <|endoftext|> followed by its tokens; shards hold --shard-tokens tokens (the last one fewer), and
+ * a document may continue into the next shard. Document i (0-based, in input order) goes to val
+ * when floor((i+1)·f) > floor(i·f) for f = --val-fraction: one document in every 1/f, evenly spread.
+ * Stale train_/val_ shards of an earlier run beyond the ones written are removed at the end.
+ *
+ * Deterministic: the shards depend only on the inputs and flags, never on --threads. Parallelism:
+ * the input is read in batches of about 64 MiB, cut into chunks of about 1 MiB at JSON-line ends,
+ * document separators, or points inside a document where cutting cannot change the tokens
+ * (tokenizer_can_cut); the threads encode chunks (OpenMP dynamic schedule) and one thread writes
+ * the chunks' tokens in input order.
+ */
+#include <dirent.h>
+#include <math.h>
+#include <omp.h>
+#include <time.h>
+
+#include "llmc/tokenizer.h"
+
+#define GTOK_MAGIC 0x4B4F5447u
+#define GTOK_VERSION 1
+#define CHUNK_BYTES (1u << 20)
+#define READ_BYTES (16u << 20)
+#define BATCH_BYTES (64u << 20)
+
+/* ----------------------------------------------------------------------------
+ * command line: one table drives the parser and --help */
+typedef enum { FLAG_STRING, FLAG_STRINGS, FLAG_LONG, FLAG_DOUBLE } FlagType;
+typedef struct {
+    const char* name;
+    FlagType type;
+    void* value;
+    const char* help;
+} Flag;
+
+typedef struct {
+    const char** inputs;
+    int num_inputs;
+    const char* output_dir;
+    double val_fraction;
+    long shard_tokens;
+    const char* json_field;
+    const char* doc_separator;
+    long threads;
+    const char* tokenizer_path;
+} Options;
+
+/* prints the help (to stderr, then `error` as the last line, if error is non-NULL) and exits */
+static void usage(const Flag* flags, int n, const char* error, const char* arg) {
+    FILE* out = error ? stderr : stdout;
+    fprintf(out, "usage: prepare_data --input PATH... --output-dir DIR [flags]\n");
+    for (int i = 0; i < n; i++) fprintf(out, "  --%-15s %s\n", flags[i].name, flags[i].help);
+    if (error) fprintf(out, "error: %s%s\n", error, arg);
+    exit(error ? 2 : 0);
+}
+
+static void parse_options(int argc, char** argv, Options* o) {
+    memset(o, 0, sizeof(*o));
+    o->val_fraction = 0.005;
+    o->shard_tokens = 100000000;
+    o->json_field = "text";
+    o->tokenizer_path = "data/gpt2_tokenizer.bin";
+    o->inputs = (const char**)malloc_check((size_t)argc * sizeof(char*));
+    const Flag flags[] = {
+        {"input", FLAG_STRINGS, NULL, "PATH: text file, JSON-lines file (*.jsonl, *.json) or directory; repeatable"},
+        {"output-dir", FLAG_STRING, &o->output_dir, "DIR: where train_NNNNNN.bin and val_NNNNNN.bin go (created)"},
+        {"val-fraction", FLAG_DOUBLE, &o->val_fraction, "F: one document in every 1/F goes to val (default 0.005)"},
+        {"shard-tokens", FLAG_LONG, &o->shard_tokens, "N: tokens per shard (default 100000000)"},
+        {"json-field", FLAG_STRING, &o->json_field, "NAME: the document field of JSON lines (default text)"},
+        {"doc-separator", FLAG_STRING, &o->doc_separator, "LINE: split text files into documents at lines equal to LINE"},
+        {"threads", FLAG_LONG, &o->threads, "N: encoding threads (default: all cores)"},
+        {"tokenizer", FLAG_STRING, &o->tokenizer_path, "PATH: GBPE tokenizer file (default data/gpt2_tokenizer.bin)"},
+    };
+    int nflags = (int)(sizeof(flags) / sizeof(flags[0]));
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) usage(flags, nflags, NULL, "");
+        const Flag* f = NULL;
+        for (int k = 0; k < nflags; k++)
+            if (strncmp(argv[i], "--", 2) == 0 && strcmp(argv[i] + 2, flags[k].name) == 0) f = &flags[k];
+        if (!f) usage(flags, nflags, "unknown argument ", argv[i]);
+        if (i + 1 >= argc) fatalf("--%s needs a value", f->name);
+        const char* v = argv[++i];
+        char* end = NULL;
+        errno = 0;
+        switch (f->type) {
+        case FLAG_STRINGS: o->inputs[o->num_inputs++] = v; break;
+        case FLAG_STRING: *(const char**)f->value = v; break;
+        case FLAG_LONG:
+            *(long*)f->value = strtol(v, &end, 10);
+            if (errno || *end || end == v) fatalf("--%s: '%s' is not an integer", f->name, v);
+            break;
+        case FLAG_DOUBLE:
+            *(double*)f->value = strtod(v, &end);
+            if (errno || *end || end == v) fatalf("--%s: '%s' is not a number", f->name, v);
+            break;
+        }
+    }
+    if (o->num_inputs == 0 || !o->output_dir) usage(flags, nflags, "--input and --output-dir are required", "");
+    if (!(o->val_fraction >= 0 && o->val_fraction < 1)) fatalf("--val-fraction %g is outside [0, 1)", o->val_fraction);
+    if (o->shard_tokens < 1) fatalf("--shard-tokens %ld must be positive", o->shard_tokens);
+    if (o->threads < 0 || o->threads > 1024) fatalf("--threads %ld is outside [0, 1024]", o->threads);
+    if (o->threads == 0) o->threads = omp_get_num_procs();
+    if (o->doc_separator && strchr(o->doc_separator, '\n')) fatalf("--doc-separator must be a single line");
+}
+
+/* ----------------------------------------------------------------------------
+ * input files */
+typedef struct {
+    char** paths;
+    int* is_jsonl;
+    long long* sizes;
+    int count, capacity;
+    long long total_bytes;
+} FileList;
+
+static int ends_with(const char* s, const char* suffix) {
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+static void file_list_add(FileList* l, const char* path, long long size) {
+    if (l->count == l->capacity) {
+        l->capacity = l->capacity ? 2 * l->capacity : 64;
+        l->paths = (char**)realloc(l->paths, l->capacity * sizeof(char*));
+        l->is_jsonl = (int*)realloc(l->is_jsonl, l->capacity * sizeof(int));
+        l->sizes = (long long*)realloc(l->sizes, l->capacity * sizeof(long long));
+        if (!l->paths || !l->is_jsonl || !l->sizes) fatalf("out of memory listing input files");
+    }
+    l->paths[l->count] = strdup(path);
+    if (!l->paths[l->count]) fatalf("out of memory listing input files");
+    l->is_jsonl[l->count] = ends_with(path, ".jsonl") || ends_with(path, ".json");
+    l->sizes[l->count] = size;
+    l->total_bytes += size;
+    l->count++;
+}
+
+/* true if the first 8 KiB of path contain a NUL byte */
+static int looks_binary(const char* path) {
+    FILE* f = fopen_check(path, "rb");
+    unsigned char buf[8192];
+    size_t n = fread(buf, 1, sizeof(buf), f);
+    if (ferror(f)) fatalf("%s: read failed: %s", path, strerror(errno));
+    fclose_check(f, path);
+    return memchr(buf, 0, n) != NULL;
+}
+
+static int compare_strings(const void* a, const void* b) { return strcmp(*(char* const*)a, *(char* const*)b); }
+
+/* adds the text files under dir, recursively, in byte order of their paths; counts skipped binaries */
+static void add_directory(FileList* l, const char* dir, int* binaries) {
+    DIR* d = opendir(dir);
+    if (!d) fatalf("%s: cannot open directory: %s", dir, strerror(errno));
+    char** names = NULL;
+    int n = 0, cap = 0;
+    struct dirent* e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.') continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 64;
+            names = (char**)realloc(names, cap * sizeof(char*));
+            if (!names) fatalf("out of memory listing %s", dir);
+        }
+        size_t len = strlen(dir) + strlen(e->d_name) + 2;
+        names[n] = (char*)malloc_check(len);
+        snprintf(names[n++], len, "%s/%s", dir, e->d_name);
+    }
+    closedir(d);
+    qsort(names, n, sizeof(char*), compare_strings);
+    for (int i = 0; i < n; i++) {
+        struct stat st;
+        if (lstat(names[i], &st) != 0) fatalf("%s: cannot stat: %s", names[i], strerror(errno));
+        if (S_ISDIR(st.st_mode)) add_directory(l, names[i], binaries);
+        else if (S_ISREG(st.st_mode) && !looks_binary(names[i])) file_list_add(l, names[i], st.st_size);
+        else if (S_ISREG(st.st_mode)) (*binaries)++;
+        free(names[i]);
+    }
+    free(names);
+}
+
+static void gather_inputs(FileList* l, const Options* o) {
+    memset(l, 0, sizeof(*l));
+    for (int i = 0; i < o->num_inputs; i++) {
+        struct stat st;
+        if (stat(o->inputs[i], &st) != 0) fatalf("%s: cannot read input: %s", o->inputs[i], strerror(errno));
+        if (S_ISDIR(st.st_mode)) {
+            int before = l->count, binaries = 0;
+            add_directory(l, o->inputs[i], &binaries);
+            if (l->count == before)
+                fatalf("%s: directory has no text files (%d binary files skipped)", o->inputs[i], binaries);
+        } else {
+            if (access(o->inputs[i], R_OK) != 0) fatalf("%s: cannot read input: %s", o->inputs[i], strerror(errno));
+            file_list_add(l, o->inputs[i], st.st_size);
+        }
+    }
+}
+
+/* ----------------------------------------------------------------------------
+ * JSON lines: the string value of one top-level field of an object */
+
+typedef struct {
+    const unsigned char* s;
+    size_t n, i;
+    const char* error; /* first error, or NULL */
+} JsonCursor;
+
+static void json_ws(JsonCursor* c) {
+    while (c->i < c->n && (c->s[c->i] == ' ' || c->s[c->i] == '\t' || c->s[c->i] == '\r')) c->i++;
+}
+static int json_fail(JsonCursor* c, const char* what) {
+    if (!c->error) c->error = what;
+    return 0;
+}
+static void put_utf8(unsigned char* out, size_t* len, uint32_t cp) {
+    if (cp < 0x80) out[(*len)++] = (unsigned char)cp;
+    else if (cp < 0x800) {
+        out[(*len)++] = (unsigned char)(0xC0 | (cp >> 6));
+        out[(*len)++] = (unsigned char)(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+        out[(*len)++] = (unsigned char)(0xE0 | (cp >> 12));
+        out[(*len)++] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+        out[(*len)++] = (unsigned char)(0x80 | (cp & 0x3F));
+    } else {
+        out[(*len)++] = (unsigned char)(0xF0 | (cp >> 18));
+        out[(*len)++] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
+        out[(*len)++] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+        out[(*len)++] = (unsigned char)(0x80 | (cp & 0x3F));
+    }
+}
+static int json_hex4(JsonCursor* c, uint32_t* v) {
+    if (c->i + 4 > c->n) return json_fail(c, "truncated \\u escape");
+    *v = 0;
+    for (int k = 0; k < 4; k++) {
+        unsigned char h = c->s[c->i++];
+        int d = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+        if (d < 0) return json_fail(c, "bad hex digit in \\u escape");
+        *v = *v * 16 + (uint32_t)d;
+    }
+    return 1;
+}
+/* Parses a string at c->i (which is '"'). If out is non-NULL, writes its decoded UTF-8 there (it
+ * needs at most as many bytes as the literal) and sets *len. Raw bytes >= 0x80 pass through. */
+static int json_string(JsonCursor* c, unsigned char* out, size_t* len) {
+    size_t used = 0;
+    c->i++;
+    for (;;) {
+        if (c->i >= c->n) return json_fail(c, "unterminated string");
+        unsigned char ch = c->s[c->i++];
+        if (ch == '"') break;
+        if (ch < 0x20) return json_fail(c, "control character inside a string");
+        if (ch != '\\') {
+            if (out) out[used++] = ch;
+            continue;
+        }
+        if (c->i >= c->n) return json_fail(c, "unterminated string");
+        unsigned char e = c->s[c->i++];
+        uint32_t cp;
+        switch (e) {
+        case '"': cp = '"'; break;
+        case '\\': cp = '\\'; break;
+        case '/': cp = '/'; break;
+        case 'b': cp = '\b'; break;
+        case 'f': cp = '\f'; break;
+        case 'n': cp = '\n'; break;
+        case 'r': cp = '\r'; break;
+        case 't': cp = '\t'; break;
+        case 'u':
+            if (!json_hex4(c, &cp)) return 0;
+            if (cp >= 0xDC00 && cp <= 0xDFFF) return json_fail(c, "lone low surrogate in \\u escape");
+            if (cp >= 0xD800 && cp <= 0xDBFF) {
+                uint32_t lo;
+                if (c->i + 2 > c->n || c->s[c->i] != '\\' || c->s[c->i + 1] != 'u')
+                    return json_fail(c, "lone high surrogate in \\u escape");
+                c->i += 2;
+                if (!json_hex4(c, &lo)) return 0;
+                if (lo < 0xDC00 || lo > 0xDFFF) return json_fail(c, "lone high surrogate in \\u escape");
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+            }
+            break;
+        default: return json_fail(c, "unknown escape in string");
+        }
+        if (out) put_utf8(out, &used, cp);
+    }
+    if (len) *len = used;
+    return 1;
+}
+/* Skips any JSON value (checked loosely: brackets must match, literals and numbers are scanned). */
+static int json_skip_value(JsonCursor* c, int depth) {
+    json_ws(c);
+    if (c->i >= c->n) return json_fail(c, "missing value");
+    if (depth > 512) return json_fail(c, "nesting deeper than 512");
+    unsigned char ch = c->s[c->i];
+    if (ch == '"') return json_string(c, NULL, NULL);
+    if (ch == '{' || ch == '[') {
+        unsigned char close = ch == '{' ? '}' : ']';
+        c->i++;
+        json_ws(c);
+        if (c->i < c->n && c->s[c->i] == close) {
+            c->i++;
+            return 1;
+        }
+        for (;;) {
+            if (close == '}') {
+                json_ws(c);
+                if (c->i >= c->n || c->s[c->i] != '"') return json_fail(c, "expected a string key");
+                if (!json_string(c, NULL, NULL)) return 0;
+                json_ws(c);
+                if (c->i >= c->n || c->s[c->i] != ':') return json_fail(c, "expected ':' after a key");
+                c->i++;
+            }
+            if (!json_skip_value(c, depth + 1)) return 0;
+            json_ws(c);
+            if (c->i < c->n && c->s[c->i] == ',') {
+                c->i++;
+                continue;
+            }
+            if (c->i < c->n && c->s[c->i] == close) {
+                c->i++;
+                return 1;
+            }
+            return json_fail(c, close == '}' ? "expected ',' or '}' in an object" : "expected ',' or ']' in an array");
+        }
+    }
+    static const char* literals[] = {"true", "false", "null"};
+    for (int k = 0; k < 3; k++) {
+        size_t m = strlen(literals[k]);
+        if (c->i + m <= c->n && memcmp(c->s + c->i, literals[k], m) == 0) {
+            c->i += m;
+            return 1;
+        }
+    }
+    size_t start = c->i;
+    while (c->i < c->n && (strchr("+-.eE", c->s[c->i]) || (c->s[c->i] >= '0' && c->s[c->i] <= '9'))) c->i++;
+    return c->i > start ? 1 : json_fail(c, "unexpected character where a value should be");
+}
+static const char JSON_NO_FIELD[] = "the object has no string field named";
+
+/* Extracts field `field` (a string) of the object on line s[0..n) into out; returns NULL or an error. */
+static const char* json_line_field(const unsigned char* s, size_t n, const char* field, unsigned char* out, size_t* len) {
+    JsonCursor c = {s, n, 0, NULL};
+    size_t field_len = strlen(field);
+    int found = 0;
+    json_ws(&c);
+    if (c.i >= n || s[c.i] != '{') return "line is not a JSON object";
+    c.i++;
+    json_ws(&c);
+    if (c.i < n && s[c.i] == '}') c.i++;
+    else
+        for (;;) {
+            json_ws(&c);
+            if (c.i >= n || s[c.i] != '"') return "expected a string key";
+            size_t key_start = c.i + 1;
+            if (!json_string(&c, NULL, NULL)) return c.error;
+            int is_field = c.i - 1 - key_start == field_len && memcmp(s + key_start, field, field_len) == 0;
+            json_ws(&c);
+            if (c.i >= n || s[c.i] != ':') return "expected ':' after a key";
+            c.i++;
+            json_ws(&c);
+            if (is_field) {
+                if (c.i >= n || s[c.i] != '"') return "the document field is not a string";
+                if (!json_string(&c, out, len)) return c.error;
+                found = 1;
+            } else if (!json_skip_value(&c, 1)) {
+                return c.error;
+            }
+            json_ws(&c);
+            if (c.i < n && s[c.i] == ',') {
+                c.i++;
+                continue;
+            }
+            if (c.i < n && s[c.i] == '}') {
+                c.i++;
+                break;
+            }
+            return "expected ',' or '}' in the object";
+        }
+    json_ws(&c);
+    if (c.i != n) return "text after the object";
+    if (!found) return JSON_NO_FIELD;
+    return NULL;
+}
+
+/* ----------------------------------------------------------------------------
+ * chunks: a piece of one file, encoded by one thread */
+typedef struct {
+    int starts_document; /* this segment begins a new document (else it continues the previous one) */
+    size_t first, count; /* its tokens: the chunk's output.ids[first .. first+count) */
+} Segment;
+
+typedef struct {
+    const unsigned char* data;
+    size_t len;
+    int file;
+    int starts_document; /* text files: the chunk begins a new document */
+    long long first_line; /* JSON lines: line number of the chunk's first line */
+    /* results */
+    TokenizerOutput output;
+    Segment* segments;
+    int num_segments, cap_segments;
+    char error[256];
+} Chunk;
+
+static void chunk_add_segment(Chunk* ch, const Tokenizer* t, const unsigned char* s, size_t n, int starts_document) {
+    if (n == 0) return;
+    if (ch->num_segments == ch->cap_segments) {
+        ch->cap_segments = ch->cap_segments ? 2 * ch->cap_segments : 16;
+        ch->segments = (Segment*)realloc(ch->segments, ch->cap_segments * sizeof(Segment));
+        if (!ch->segments) fatalf("out of memory");
+    }
+    Segment* sg = &ch->segments[ch->num_segments++];
+    sg->starts_document = starts_document;
+    sg->first = ch->output.count;
+    tokenizer_encode_append(t, s, n, &ch->output);
+    sg->count = ch->output.count - sg->first;
+}
+
+/* length of the line starting at s[i] without its '\n' (and a '\r' before it), and where the next starts */
+static size_t line_end(const unsigned char* s, size_t n, size_t i, size_t* next) {
+    const unsigned char* nl = (const unsigned char*)memchr(s + i, '\n', n - i);
+    size_t end = nl ? (size_t)(nl - s) : n;
+    *next = nl ? end + 1 : n;
+    return end > i && s[end - 1] == '\r' ? end - 1 : end;
+}
+
+static int is_separator_line(const unsigned char* s, size_t n, size_t i, const char* sep, size_t* next) {
+    size_t end = line_end(s, n, i, next);
+    size_t m = strlen(sep);
+    return end - i == m && memcmp(s + i, sep, m) == 0;
+}
+
+/* Encodes one chunk into segments; errors (broken JSON lines) go to ch->error. */
+static void encode_chunk(Chunk* ch, const Tokenizer* t, const Options* o, const FileList* files) {
+    const unsigned char* s = ch->data;
+    size_t n = ch->len;
+    if (files->is_jsonl[ch->file]) {
+        unsigned char* text = (unsigned char*)malloc_check(n);
+        long long line = ch->first_line;
+        for (size_t i = 0, next; i < n; i = next, line++) {
+            size_t end = line_end(s, n, i, &next);
+            size_t k = i;
+            while (k < end && (s[k] == ' ' || s[k] == '\t')) k++;
+            if (k == end) continue;
+            size_t len = 0;
+            const char* err = json_line_field(s + i, end - i, o->json_field, text, &len);
+            if (err) {
+                snprintf(ch->error, sizeof(ch->error), "%s:%lld: broken JSON line: %s%s%s", files->paths[ch->file], line,
+                         err, err == JSON_NO_FIELD ? " " : "", err == JSON_NO_FIELD ? o->json_field : "");
+                break;
+            }
+            if (len == 0) continue;
+            chunk_add_segment(ch, t, text, len, 1);
+        }
+        free(text);
+    } else if (o->doc_separator) {
+        int starts = ch->starts_document;
+        size_t doc = 0, next;
+        for (size_t i = 0; i < n; i = next) {
+            if (is_separator_line(s, n, i, o->doc_separator, &next)) {
+                chunk_add_segment(ch, t, s + doc, i - doc, starts);
+                doc = next;
+                starts = 1;
+            }
+        }
+        chunk_add_segment(ch, t, s + doc, n - doc, starts);
+    } else {
+        chunk_add_segment(ch, t, s, n, ch->starts_document);
+    }
+}
+
+/* First cut point at or after `from` in s[0..n) (n is what has been read of the file so far) at
+ * which a chunk may end: after a JSON line's '\n'; after a separator line (then the next chunk
+ * starts a document); or inside a document where tokenizer_can_cut holds. Returns 0 if none. */
+static size_t find_cut(const unsigned char* s, size_t n, size_t from, int jsonl, const char* sep, int* starts_document) {
+    if (from < 1) from = 1;
+    if (jsonl) {
+        const unsigned char* nl = from - 1 < n ? (const unsigned char*)memchr(s + from - 1, '\n', n - from + 1) : NULL;
+        return nl ? (size_t)(nl - s) + 1 : 0;
+    }
+    for (size_t p = from; p < n; p++) {
+        if (s[p - 1] != '\n') continue;
+        size_t next;
+        if (sep && p < n && is_separator_line(s, n, p, sep, &next) && next < n && s[next - 1] == '\n') {
+            *starts_document = 1;
+            return next;
+        }
+        if (tokenizer_can_cut(s, n, p)) {
+            *starts_document = 0;
+            return p;
+        }
+    }
+    return 0;
+}
+
+/* ----------------------------------------------------------------------------
+ * output shards */
+typedef struct {
+    const char* name; /* "train" or "val" */
+    const char* dir;
+    long shard_tokens;
+    int vocab_size;
+    AtomicFile file;
+    int open;
+    int shards_done;
+    uint64_t in_shard, total;
+    uint32_t crc;
+    uint16_t buf[1 << 15];
+    size_t buffered;
+} ShardWriter;
+
+/* The writers whose .tmp files are removed if the program exits with an error (atexit). This is
+ * the program's only mutable global: exit() gives no other way to reach them. */
+static ShardWriter* open_writers_[2];
+
+static void remove_tmp_files(void) {
+    for (int i = 0; i < 2; i++)
+        if (open_writers_[i] && open_writers_[i]->open) unlink(open_writers_[i]->file.tmp_path);
+}
+
+static void shard_flush(ShardWriter* w) {
+    fwrite_check(w->buf, 2, w->buffered, w->file.f, w->file.tmp_path);
+    w->crc = crc32_update(w->crc, w->buf, w->buffered * 2);
+    w->buffered = 0;
+}
+
+static void shard_finish(ShardWriter* w) {
+    shard_flush(w);
+    int32_t h[HEADER_WORDS];
+    header_init(h, GTOK_MAGIC, GTOK_VERSION);
+    header_set_payload(h, w->in_shard * 2, w->crc);
+    header_set_u64(h, 5, w->in_shard);
+    h[7] = w->vocab_size;
+    h[8] = 2;
+    fseek_check(w->file.f, 0, SEEK_SET, w->file.tmp_path);
+    fwrite_check(h, 4, HEADER_WORDS, w->file.f, w->file.tmp_path);
+    atomic_commit(&w->file);
+    w->open = 0;
+    w->shards_done++;
+}
+
+static void shard_write(ShardWriter* w, const int* tokens, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (!w->open) {
+            char path[4096];
+            snprintf(path, sizeof(path), "%s/%s_%06d.bin", w->dir, w->name, w->shards_done);
+            atomic_open(&w->file, path);
+            w->open = 1;
+            w->in_shard = 0;
+            w->crc = 0;
+            int32_t zeros[HEADER_WORDS] = {0};
+            fwrite_check(zeros, 4, HEADER_WORDS, w->file.f, w->file.tmp_path);
+        }
+        w->buf[w->buffered++] = (uint16_t)tokens[i];
+        w->in_shard++;
+        w->total++;
+        if (w->buffered == sizeof(w->buf) / sizeof(w->buf[0])) shard_flush(w);
+        if (w->in_shard == (uint64_t)w->shard_tokens) shard_finish(w);
+    }
+}
+
+/* removes DIR/<name>_NNNNNN.bin for NNNNNN >= first (left from an earlier, larger run) */
+static int remove_stale_shards(const char* dir, const char* name, int first) {
+    int removed = 0;
+    for (int k = first;; k++) {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/%s_%06d.bin", dir, name, k);
+        if (unlink(path) != 0) break;
+        removed++;
+    }
+    return removed;
+}
+
+/* ----------------------------------------------------------------------------
+ * driver */
+typedef struct {
+    FILE* f;
+    int file; /* index of the open file, or -1 */
+    unsigned char* carry;
+    size_t carry_len;
+    size_t read_size;
+    int starts_document;
+    long long line;
+} Reader;
+
+typedef struct {
+    Chunk* chunks;
+    int num_chunks, cap_chunks;
+    unsigned char** blocks;
+    int num_blocks, cap_blocks;
+    size_t bytes;
+} Batch;
+
+static Chunk* batch_add_chunk(Batch* b) {
+    if (b->num_chunks == b->cap_chunks) {
+        b->cap_chunks = b->cap_chunks ? 2 * b->cap_chunks : 256;
+        b->chunks = (Chunk*)realloc(b->chunks, b->cap_chunks * sizeof(Chunk));
+        if (!b->chunks) fatalf("out of memory");
+    }
+    Chunk* c = &b->chunks[b->num_chunks++];
+    memset(c, 0, sizeof(*c));
+    return c;
+}
+
+static void batch_add_block(Batch* b, unsigned char* block) {
+    if (b->num_blocks == b->cap_blocks) {
+        b->cap_blocks = b->cap_blocks ? 2 * b->cap_blocks : 64;
+        b->blocks = (unsigned char**)realloc(b->blocks, b->cap_blocks * sizeof(unsigned char*));
+        if (!b->blocks) fatalf("out of memory");
+    }
+    b->blocks[b->num_blocks++] = block;
+}
+
+static long long count_lines(const unsigned char* s, size_t n) {
+    long long k = 0;
+    for (const unsigned char* p = s; (p = (const unsigned char*)memchr(p, '\n', n - (size_t)(p - s))) != NULL; p++) k++;
+    return k;
+}
+
+/* Reads the next block of the current file (opening the next file when needed) and cuts it into
+ * chunks appended to b; bytes after the last cut carry over to the next block. Returns 0 when all
+ * files are done. */
+static int read_block(Reader* r, Batch* b, const FileList* files, const Options* o) {
+    if (!r->f) {
+        if (r->file + 1 >= files->count) return 0;
+        r->file++;
+        r->f = fopen_check(files->paths[r->file], "rb");
+        r->starts_document = 1;
+        r->line = 1;
+        r->read_size = READ_BYTES;
+    }
+    const char* path = files->paths[r->file];
+    int jsonl = files->is_jsonl[r->file];
+    unsigned char* block = (unsigned char*)malloc_check(r->carry_len + r->read_size);
+    memcpy(block, r->carry, r->carry_len);
+    size_t got = fread(block + r->carry_len, 1, r->read_size, r->f);
+    if (ferror(r->f)) fatalf("%s: read failed: %s", path, strerror(errno));
+    size_t n = r->carry_len + got;
+    int eof = got < r->read_size;
+    free(r->carry);
+    r->carry = NULL;
+    r->carry_len = 0;
+    batch_add_block(b, block);
+    size_t pos = 0;
+    while (pos < n) {
+        int next_starts = 0;
+        size_t cut = n - pos <= CHUNK_BYTES && eof ? n : find_cut(block, n, pos + CHUNK_BYTES, jsonl, o->doc_separator, &next_starts);
+        if (cut == 0 && eof) cut = n;
+        if (cut == 0) break;
+        Chunk* c = batch_add_chunk(b);
+        c->data = block + pos;
+        c->len = cut - pos;
+        c->file = r->file;
+        c->starts_document = r->starts_document;
+        c->first_line = r->line;
+        if (jsonl) r->line += count_lines(block + pos, cut - pos);
+        r->starts_document = next_starts;
+        b->bytes += cut - pos;
+        pos = cut;
+    }
+    if (pos < n) {
+        r->carry_len = n - pos;
+        r->carry = (unsigned char*)malloc_check(r->carry_len);
+        memcpy(r->carry, block + pos, r->carry_len);
+        if (pos == 0) r->read_size *= 2; /* no cut point yet: read more next time */
+    }
+    if (eof) {
+        fclose_check(r->f, path);
+        r->f = NULL;
+    }
+    return 1;
+}
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+int main(int argc, char** argv) {
+    Options o;
+    parse_options(argc, argv, &o);
+    Tokenizer t;
+    tokenizer_load(&t, o.tokenizer_path);
+    if (t.vocab_size > 65536) fatalf("%s: vocab size %d does not fit the uint16 shards", o.tokenizer_path, t.vocab_size);
+    FileList files;
+    gather_inputs(&files, &o);
+    if (mkdir(o.output_dir, 0777) != 0 && errno != EEXIST)
+        fatalf("%s: cannot create output directory: %s", o.output_dir, strerror(errno));
+    struct stat st;
+    if (stat(o.output_dir, &st) != 0 || !S_ISDIR(st.st_mode)) fatalf("%s: output path is not a directory", o.output_dir);
+    if (access(o.output_dir, W_OK | X_OK) != 0) fatalf("%s: output directory is not writable: %s", o.output_dir, strerror(errno));
+
+    static ShardWriter train, val; /* large buffers: not on the stack */
+    train.name = "train";
+    val.name = "val";
+    train.dir = val.dir = o.output_dir;
+    train.shard_tokens = val.shard_tokens = o.shard_tokens;
+    train.vocab_size = val.vocab_size = t.vocab_size;
+    open_writers_[0] = &train;
+    open_writers_[1] = &val;
+    atexit(remove_tmp_files);
+
+    int progress_tty = isatty(2);
+    double start = now_seconds(), last_report = start;
+    long long documents = 0, val_documents = 0, bytes_done = 0;
+    ShardWriter* current = &train;
+    Reader reader = {NULL, -1, NULL, 0, READ_BYTES, 1, 1};
+    for (int more = 1; more;) {
+        Batch b;
+        memset(&b, 0, sizeof(b));
+        while (b.bytes < BATCH_BYTES && (more = read_block(&reader, &b, &files, &o))) {}
+#pragma omp parallel for schedule(dynamic, 1) num_threads((int)o.threads)
+        for (int c = 0; c < b.num_chunks; c++) encode_chunk(&b.chunks[c], &t, &o, &files);
+        for (int c = 0; c < b.num_chunks; c++) {
+            Chunk* ch = &b.chunks[c];
+            if (ch->error[0]) fatalf("%s", ch->error);
+            for (int k = 0; k < ch->num_segments; k++) {
+                Segment* sg = &ch->segments[k];
+                if (sg->starts_document) {
+                    int is_val = floor((double)(documents + 1) * o.val_fraction) > floor((double)documents * o.val_fraction);
+                    current = is_val ? &val : &train;
+                    val_documents += is_val;
+                    documents++;
+                    shard_write(current, &t.eot_token, 1);
+                }
+                shard_write(current, ch->output.ids + sg->first, sg->count);
+            }
+            free(ch->segments);
+            tokenizer_output_free(&ch->output);
+            bytes_done += (long long)ch->len;
+        }
+        for (int k = 0; k < b.num_blocks; k++) free(b.blocks[k]);
+        free(b.blocks);
+        free(b.chunks);
+        double now = now_seconds();
+        if (now - last_report > (progress_tty ? 0.25 : 5.0) || !more) {
+            double rate = bytes_done / 1e6 / (now - start + 1e-9);
+            double eta = rate > 0 ? (files.total_bytes - bytes_done) / 1e6 / rate : 0;
+            fprintf(stderr, "%s%.1f/%.1f MB, %.1f MB/s, %llu tokens, ETA %.0f s%s", progress_tty ? "\r" : "",
+                    bytes_done / 1e6, files.total_bytes / 1e6, rate, (unsigned long long)(train.total + val.total), eta,
+                    progress_tty ? "   " : "\n");
+            last_report = now;
+        }
+    }
+    if (documents == 0) fatalf("%s: the inputs hold no documents (all empty)", o.inputs[0]);
+    if (train.total == 0) fatalf("%s: every document went to val (%lld documents, --val-fraction %g)", o.inputs[0], documents, o.val_fraction);
+    if (train.open) shard_finish(&train);
+    if (val.open) shard_finish(&val);
+    int stale = remove_stale_shards(o.output_dir, "train", train.shards_done) + remove_stale_shards(o.output_dir, "val", val.shards_done);
+    double elapsed = now_seconds() - start;
+    fprintf(stderr, "%s%lld documents from %d files (%.1f MB) in %.2f s, %.1f MB/s, %ld threads\n", progress_tty ? "\r" : "",
+            documents, files.count, bytes_done / 1e6, elapsed, bytes_done / 1e6 / elapsed, o.threads);
+    fprintf(stderr, "train: %llu tokens in %d shards; val: %llu tokens (%lld documents) in %d shards -> %s%s\n",
+            (unsigned long long)train.total, train.shards_done, (unsigned long long)val.total, val_documents,
+            val.shards_done, o.output_dir, stale ? " (removed stale shards of an earlier run)" : "");
+    if (val.total == 0 && o.val_fraction > 0)
+        fprintf(stderr, "warning: val is empty: %lld documents are fewer than 1/%g\n", documents, o.val_fraction);
+    for (int i = 0; i < files.count; i++) free(files.paths[i]);
+    free(files.paths);
+    free(files.is_jsonl);
+    free(files.sizes);
+    free(o.inputs);
+    tokenizer_free(&t);
+    return 0;
+}
