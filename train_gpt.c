@@ -366,13 +366,19 @@ static float evaluate(GPT* m, DataLoader* val, int batches) {
     return (float)(sum / batches);
 }
 
-/* Generates `count` tokens after an end-of-text token, printing them as they come. */
-static void sample_text(GPT* m, const Tokenizer* tok, int have_tokenizer, int eot, int count, int window, float temperature,
-                        int top_k, Rng* rng) {
-    int* ctx = (int*)malloc_check((size_t)(count + 1) * sizeof(int));
-    int n = 0;
-    ctx[n++] = eot;
+/* Generates `count` tokens after the context `prompt` (n_prompt tokens), printing them as they
+ * come; the model sees at most `window` tokens. */
+static void sample_text(GPT* m, const Tokenizer* tok, int have_tokenizer, const int* prompt, int n_prompt, int count, int window,
+                        float temperature, int top_k, Rng* rng) {
+    int* ctx = (int*)malloc_check((size_t)(count + n_prompt) * sizeof(int));
+    memcpy(ctx, prompt, (size_t)n_prompt * sizeof(int));
+    int n = n_prompt;
     printf("---- sample\n");
+    for (int i = 1; i < n_prompt && have_tokenizer; i++) {
+        size_t len;
+        const unsigned char* bytes = tokenizer_token_bytes(tok, prompt[i], &len);
+        fwrite(bytes, 1, len, stdout);
+    }
     for (int i = 0; i < count; i++) {
         int start = n > window ? n - window : 0;
         const float* logits = gpt_forward_last(m, ctx + start, n - start);
@@ -516,7 +522,22 @@ int main(int argc, char** argv) {
             have_tokenizer = 0;
         }
     }
-    int eot = have_tokenizer ? tokenizer.eot_token : 0;
+    /* the sampling context: <|endoftext|> (token 0 without a tokenizer), then the prompt's tokens */
+    int* prompt = (int*)malloc_check(sizeof(int));
+    int n_prompt = 1;
+    prompt[0] = have_tokenizer ? tokenizer.eot_token : 0;
+    if (args.prompt[0]) {
+        if (!have_tokenizer) fatalf("--prompt needs a tokenizer whose vocabulary is the model's (--tokenizer %s)", args.tokenizer);
+        int* ids;
+        size_t n = tokenizer_encode(&tokenizer, (const unsigned char*)args.prompt, strlen(args.prompt), &ids);
+        if (n + 1 > (size_t)T) fatalf("--prompt is %zu tokens, longer than the sequence length %d", n, T);
+        prompt = (int*)realloc(prompt, (n + 1) * sizeof(int));
+        if (!prompt) fatalf("out of memory");
+        memcpy(prompt + 1, ids, n * sizeof(int));
+        free(ids);
+        n_prompt = (int)n + 1;
+        printf("prompt: %d tokens\n", n_prompt - 1);
+    }
 
     Rng rng;
     rng_seed(&rng, args.seed ^ 0x5A4D504C45ULL);
@@ -570,7 +591,7 @@ int main(int argc, char** argv) {
             logger_val(&logger, step, vl); /* evaluated after `step` completed steps */
         }
         if (args.sample_every > 0 && step > 0 && step % args.sample_every == 0)
-            sample_text(&model, &tokenizer, have_tokenizer, eot, args.sample_tokens, T, args.temperature, args.top_k, &rng);
+            sample_text(&model, &tokenizer, have_tokenizer, prompt, n_prompt, args.sample_tokens, T, args.temperature, args.top_k, &rng);
 
         double t0 = now_seconds();
         gpt_zero_grad(&model);
@@ -600,8 +621,9 @@ int main(int argc, char** argv) {
         }
     }
     if (args.sample_every > 0)
-        sample_text(&model, &tokenizer, have_tokenizer, eot, args.sample_tokens, T, args.temperature, args.top_k, &rng);
+        sample_text(&model, &tokenizer, have_tokenizer, prompt, n_prompt, args.sample_tokens, T, args.temperature, args.top_k, &rng);
 
+    free(prompt);
     logger_free(&logger);
     if (have_tokenizer) tokenizer_free(&tokenizer);
     dataloader_free(&train);

@@ -67,6 +67,7 @@ typedef enum { FLAG_STR, FLAG_INT, FLAG_FLOAT, FLAG_BOOL, FLAG_SCHED } FlagType;
     X(sample_every, "-s", "--sample-every", FLAG_INT, "20", 0, FLAG_INT_MAX, "generate a sample every this many steps (0: never)")   \
     X(sample_tokens, "-g", "--sample-tokens", FLAG_INT, "64", 0, FLAG_INT_MAX, "tokens per generated sample")                        \
     X(temperature, NULL, "--temperature", FLAG_FLOAT, "1.0", 0, 1e30, "sampling temperature (0: argmax)")                            \
+    X(prompt, NULL, "--prompt", FLAG_STR, "", 0, 0, "text that samples continue (after <|endoftext|>); needs the tokenizer")     \
     X(top_k, NULL, "--top-k", FLAG_INT, "0", 0, FLAG_INT_MAX, "sample among the k most likely tokens (0: all)")                      \
     X(checkpoint_every, "-n", "--checkpoint-every", FLAG_INT, "0", 0, FLAG_INT_MAX,                                                  \
       "write a checkpoint every this many steps (0: never)")                                                                         \
