@@ -23,3 +23,11 @@ test-trainer-cpu: train_gpt_cpu test_gpt_cpu
 	@bash dev/test_trainer_cpu.sh
 
 TEST_TARGETS += test-gpt-cpu test-trainer-cpu
+
+readme-flags: train_gpt_cpu
+	@bash dev/readme_flags.sh update
+
+test-readme-flags: train_gpt_cpu
+	@bash dev/readme_flags.sh check
+
+TEST_TARGETS += test-readme-flags
