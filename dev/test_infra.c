@@ -927,7 +927,7 @@ static void test_flags(void) {
         }
     }
     fclose_check(f, md);
-    check(FLAG_COUNT == 38 && rows == FLAG_COUNT + 3 && listed == FLAG_COUNT,
+    check(rows == FLAG_COUNT + 3 && listed == FLAG_COUNT,
           "flags --help-markdown: header + %d flag rows + --help, every long name listed once", FLAG_COUNT);
 }
 
