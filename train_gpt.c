@@ -344,6 +344,7 @@ static float gpt_update(GPT* m, const OptimizerConfig* oc, float lr, int t) {
 }
 
 #ifndef TESTING
+#include "llmc/cpu_peak.h"
 #include "llmc/flags.h"
 #include "llmc/logger.h"
 #include "llmc/sampler.h"
@@ -578,10 +579,13 @@ int main(int argc, char** argv) {
     Logger logger;
     logger_init(&logger, args.output_dir[0] ? args.output_dir : NULL, args.resume);
     double flops_per_token = 6.0 * (double)model.num_params + 6.0 * c->num_layers * (double)c->channels * T;
+    double peak_gflops = cpu_fma_peak_best(5L * 1000 * 1000, 3);
     printf("train_gpt_cpu: %d layers, %d heads, %d channels, vocab %d (padded %d), max seq len %d\n", c->num_layers, c->num_heads,
            c->channels, c->vocab_size, c->padded_vocab_size, c->max_seq_len);
     printf("parameters: %zu | batch %d x %d, %d micro-steps per step (%lld tokens) | %d steps | %d threads\n", model.num_params, B,
            T, accum, total_batch, max_steps, omp_get_max_threads());
+    printf("FP32 FMA peak of this machine, measured now: %.1f GFLOP/s (%s, %d threads); flops per token %.4g\n", peak_gflops,
+           cpu_isa_name(cpu_matmul_isa()), omp_get_max_threads(), flops_per_token);
 
     for (int step = start_step; step < max_steps; step++) {
         int last_step = step == max_steps - 1;
@@ -606,8 +610,9 @@ int main(int argc, char** argv) {
         double ms = (now_seconds() - t0) * 1000.0;
         float loss = (float)(loss_sum / accum);
         double tok_s = (double)total_batch / (ms / 1000.0);
-        printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.1f ms | %.0f tok/s | %.1f GFLOP/s\n", step + 1, max_steps, loss, lr,
-               norm, ms, tok_s, tok_s * flops_per_token * 1e-9);
+        double gflops = tok_s * flops_per_token * 1e-9;
+        printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.1f ms | %.0f tok/s | %.1f GFLOP/s (%.1f%% of peak)\n", step + 1,
+               max_steps, loss, lr, norm, ms, tok_s, gflops, 100.0 * gflops / peak_gflops);
         fflush(stdout);
         logger_step(&logger, step + 1, loss, lr, norm, ms, tok_s);
 

@@ -14,52 +14,12 @@
 #include <string.h>
 #include <time.h>
 #include "llmc/cpu_ops.h"
+#include "llmc/cpu_peak.h"
 
 static double now_seconds(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-/* FMA chains of one thread: acc[i] = acc[i]*x + y, 12 chains x iters; returns a value to keep
- * the work alive. One body, three widths. */
-#define PEAK_LOOP(NAME, TARGET, VEC, SET1, FMA, ADD, TOFLOAT)                 \
-    TARGET static float NAME(long iters) {                                     \
-        VEC acc[12], x = SET1(0.999f), y = SET1(0.001f);                       \
-        for (int i = 0; i < 12; i++) acc[i] = SET1((float)i);                  \
-        for (long it = 0; it < iters; it++) {                                  \
-            _Pragma("GCC unroll 12") for (int i = 0; i < 12; i++) acc[i] = FMA(acc[i], x, y); \
-        }                                                                      \
-        VEC s = acc[0];                                                        \
-        for (int i = 1; i < 12; i++) s = ADD(s, acc[i]);                       \
-        return TOFLOAT(s);                                                     \
-    }
-#define SCALAR_FMA(a, b, c) ((a) * (b) + (c))
-#define SCALAR_ADD(a, b) ((a) + (b))
-#define SCALAR_SET1(x) (x)
-#define SCALAR_TOFLOAT(x) (x)
-#define M256_TOFLOAT(x) _mm256_cvtss_f32(x)
-#define M512_TOFLOAT(x) _mm512_cvtss_f32(x)
-PEAK_LOOP(peak_scalar, , float, SCALAR_SET1, SCALAR_FMA, SCALAR_ADD, SCALAR_TOFLOAT)
-PEAK_LOOP(peak_avx2, __attribute__((target("avx2,fma"))), __m256, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps,
-          M256_TOFLOAT)
-PEAK_LOOP(peak_avx512, __attribute__((target("avx512f,fma"))), __m512, _mm512_set1_ps, _mm512_fmadd_ps,
-          _mm512_add_ps, M512_TOFLOAT)
-
-/* measured FP32 peak in GFLOP/s over all threads for `isa` */
-static double measure_peak(int isa) {
-    long iters = 50L * 1000 * 1000;
-    int width = isa == CPU_ISA_AVX512 ? 16 : isa == CPU_ISA_AVX2 ? 8 : 1;
-    if (isa == CPU_ISA_SCALAR) iters /= 8;
-    float sink = 0.0f;
-    int threads = omp_get_max_threads();
-    double t0 = now_seconds();
-#pragma omp parallel reduction(+ : sink)
-    sink += isa == CPU_ISA_AVX512 ? peak_avx512(iters) : isa == CPU_ISA_AVX2 ? peak_avx2(iters) : peak_scalar(iters);
-    double dt = now_seconds() - t0;
-    if (sink == 12345.0f) printf(" ");
-    /* the scalar loop counts a multiply and an add (no FMA in the portable baseline) as 2 flops too */
-    return (double)threads * iters * 12 * 2 * width / dt / 1e9;
 }
 
 static void fill(float* x, size_t n, unsigned seed) {
@@ -93,7 +53,7 @@ int main(int argc, char** argv) {
     isa = cpu_matmul_isa();
     double peak = 0.0; /* the best of 3: other processes on the machine only ever lower it */
     for (int r = 0; r < 3; r++) {
-        double p = measure_peak(isa);
+        double p = cpu_fma_peak_gflops(isa, 50L * 1000 * 1000);
         if (p > peak) peak = p;
     }
     printf("isa %s, %d threads, measured FP32 FMA peak %.1f GFLOP/s\n", cpu_isa_name(isa), omp_get_max_threads(), peak);
