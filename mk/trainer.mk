@@ -31,3 +31,9 @@ test-readme-flags: train_gpt_cpu
 	@bash dev/readme_flags.sh check
 
 TEST_TARGETS += test-readme-flags
+
+# test_gpt_cpu must fail on deliberately broken copies of the trainer
+test-mutations: build/references/.stamp
+	@bash dev/test_mutations.sh build/references/b_L2_H3_C96_T37_V300
+
+TEST_TARGETS += test-mutations

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Shows that test_gpt_cpu can fail: each mutation below breaks the CPU trainer slightly
+# (a copy of the sources in a temporary directory), and test_gpt_cpu must then fail on a
+# reference state. A mutation whose text is no longer in the sources counts as a failure,
+# so this list follows the code. Ends with "N passed, M failed".
+set -u
+here=$(cd "$(dirname "$0")/.." && pwd)
+ref=${1:?usage: test_mutations.sh REFERENCE_DIR}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+# file | text | replacement | what it breaks
+mutations=(
+    "llmc/cpu_ops.h|(1.0f + 3.0f * 0.044715f * x * x)|(1.0f + 3.0f * 0.045715f * x * x)|GELU derivative: 0.044715 -> 0.045715"
+    "train_gpt.c|float wd = gpt_param_decays(i) ? oc->weight_decay : 0.0f;|float wd = oc->weight_decay;|weight decay on every tensor"
+    "train_gpt.c|scale = oc->grad_clip / (norm + 1e-6f);|scale = oc->grad_clip / (norm + 1e-3f);|clipping coefficient epsilon 1e-6 -> 1e-3"
+)
+for m in "${mutations[@]}"; do
+    IFS='|' read -r file text replacement what <<<"$m"
+    rm -rf "$tmp/src"
+    mkdir -p "$tmp/src"
+    cp -r "$here/train_gpt.c" "$here/test_gpt.c" "$here/llmc" "$tmp/src/"
+    if ! grep -qF "$text" "$tmp/src/$file"; then
+        echo "FAIL  $what: text not found in $file (update this mutation)"
+        fail=$((fail + 1))
+        continue
+    fi
+    TEXT="$text" REPL="$replacement" perl -0pi -e 's/\Q$ENV{TEXT}\E/$ENV{REPL}/' "$tmp/src/$file"
+    if ! gcc -O2 -std=c11 -D_GNU_SOURCE -fopenmp -I"$tmp/src" -o "$tmp/t" "$tmp/src/test_gpt.c" -lm -lpthread; then
+        echo "FAIL  $what: mutant does not compile"
+        fail=$((fail + 1))
+        continue
+    fi
+    out=$(OMP_NUM_THREADS=2 "$tmp/t" "$ref" 2>&1)
+    if [ $? -ne 0 ]; then
+        echo "ok    $what: test_gpt fails ($(echo "$out" | grep -E '^worst'))"
+        pass=$((pass + 1))
+    else
+        echo "FAIL  $what: test_gpt still passes"
+        fail=$((fail + 1))
+    fi
+done
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]
