@@ -20,8 +20,9 @@
  * Deterministic: the shards depend only on the inputs and flags, never on --threads. Parallelism:
  * the input is read in batches of about 64 MiB, cut into chunks of about 1 MiB at JSON-line ends,
  * document separators, or points inside a document where cutting cannot change the tokens
- * (tokenizer_can_cut); the threads encode chunks (OpenMP dynamic schedule) and one thread writes
- * the chunks' tokens in input order.
+ * (tokenizer_can_cut). The threads encode a batch's chunks (OpenMP dynamic schedule) and write
+ * each chunk's tokens as soon as all earlier chunks are written (omp ordered), while one of them
+ * first reads the next batch: reading and writing overlap encoding instead of running alone.
  */
 #include <dirent.h>
 #include <math.h>
@@ -395,35 +396,49 @@ static const char* json_line_field(const unsigned char* s, size_t n, const char*
 /* ----------------------------------------------------------------------------
  * chunks: a piece of one file, encoded by one thread */
 typedef struct {
-    int starts_document; /* this segment begins a new document (else it continues the previous one) */
-    size_t first, count; /* its tokens: the chunk's output.ids[first .. first+count) */
-} Segment;
-
-typedef struct {
     const unsigned char* data;
     size_t len;
     int file;
     int starts_document; /* text files: the chunk begins a new document */
     long long first_line; /* JSON lines: line number of the chunk's first line */
-    /* results */
+} Chunk;
+
+typedef struct {
+    int starts_document; /* this segment begins a new document (else it continues the previous one) */
+    size_t first, count; /* its tokens: output.ids[first .. first+count) */
+} Segment;
+
+/* One chunk's tokens, cut into segments at document starts. Each thread owns one and reuses it for
+ * every chunk it encodes (the chunk is written before the thread takes the next), so its buffers
+ * are allocated and faulted in once, not per chunk. */
+typedef struct {
     TokenizerOutput output;
     Segment* segments;
     int num_segments, cap_segments;
-    char error[256];
-} Chunk;
+    unsigned char* json_text; /* JSON lines: the decoded document field */
+    size_t json_capacity;
+    char error[256];          /* the chunk's first error (a broken JSON line), or "" */
+} Encoded;
 
-static void chunk_add_segment(Chunk* ch, const Tokenizer* t, const unsigned char* s, size_t n, int starts_document) {
+static void encoded_free(Encoded* e) {
+    tokenizer_output_free(&e->output);
+    free(e->segments);
+    free(e->json_text);
+    memset(e, 0, sizeof(*e));
+}
+
+static void encoded_add_segment(Encoded* e, const Tokenizer* t, const unsigned char* s, size_t n, int starts_document) {
     if (n == 0) return;
-    if (ch->num_segments == ch->cap_segments) {
-        ch->cap_segments = ch->cap_segments ? 2 * ch->cap_segments : 16;
-        ch->segments = (Segment*)realloc(ch->segments, ch->cap_segments * sizeof(Segment));
-        if (!ch->segments) fatalf("out of memory");
+    if (e->num_segments == e->cap_segments) {
+        e->cap_segments = e->cap_segments ? 2 * e->cap_segments : 16;
+        e->segments = (Segment*)realloc(e->segments, e->cap_segments * sizeof(Segment));
+        if (!e->segments) fatalf("out of memory");
     }
-    Segment* sg = &ch->segments[ch->num_segments++];
+    Segment* sg = &e->segments[e->num_segments++];
     sg->starts_document = starts_document;
-    sg->first = ch->output.count;
-    tokenizer_encode_append(t, s, n, &ch->output);
-    sg->count = ch->output.count - sg->first;
+    sg->first = e->output.count;
+    tokenizer_encode_append(t, s, n, &e->output);
+    sg->count = e->output.count - sg->first;
 }
 
 /* length of the line starting at s[i] without its '\n' (and a '\r' before it), and where the next starts */
@@ -440,12 +455,20 @@ static int is_separator_line(const unsigned char* s, size_t n, size_t i, const c
     return end - i == m && memcmp(s + i, sep, m) == 0;
 }
 
-/* Encodes one chunk into segments; errors (broken JSON lines) go to ch->error. */
-static void encode_chunk(Chunk* ch, const Tokenizer* t, const Options* o, const FileList* files) {
+/* Encodes one chunk into e's segments (replacing what e held); errors (broken JSON lines) go to e->error. */
+static void encode_chunk(const Chunk* ch, Encoded* e, const Tokenizer* t, const Options* o, const FileList* files) {
     const unsigned char* s = ch->data;
     size_t n = ch->len;
+    e->output.count = 0;
+    e->num_segments = 0;
+    e->error[0] = 0;
     if (files->is_jsonl[ch->file]) {
-        unsigned char* text = (unsigned char*)malloc_check(n);
+        if (e->json_capacity < n) { /* a decoded field is never longer than its line */
+            free(e->json_text);
+            e->json_text = (unsigned char*)malloc_check(n);
+            e->json_capacity = n;
+        }
+        unsigned char* text = e->json_text;
         long long line = ch->first_line;
         for (size_t i = 0, next; i < n; i = next, line++) {
             size_t end = line_end(s, n, i, &next);
@@ -455,27 +478,26 @@ static void encode_chunk(Chunk* ch, const Tokenizer* t, const Options* o, const 
             size_t len = 0;
             const char* err = json_line_field(s + i, end - i, o->json_field, text, &len);
             if (err) {
-                snprintf(ch->error, sizeof(ch->error), "%s:%lld: broken JSON line: %s%s%s", files->paths[ch->file], line,
+                snprintf(e->error, sizeof(e->error), "%s:%lld: broken JSON line: %s%s%s", files->paths[ch->file], line,
                          err, err == JSON_NO_FIELD ? " " : "", err == JSON_NO_FIELD ? o->json_field : "");
                 break;
             }
             if (len == 0) continue;
-            chunk_add_segment(ch, t, text, len, 1);
+            encoded_add_segment(e, t, text, len, 1);
         }
-        free(text);
     } else if (o->doc_separator) {
         int starts = ch->starts_document;
         size_t doc = 0, next;
         for (size_t i = 0; i < n; i = next) {
             if (is_separator_line(s, n, i, o->doc_separator, &next)) {
-                chunk_add_segment(ch, t, s + doc, i - doc, starts);
+                encoded_add_segment(e, t, s + doc, i - doc, starts);
                 doc = next;
                 starts = 1;
             }
         }
-        chunk_add_segment(ch, t, s + doc, n - doc, starts);
+        encoded_add_segment(e, t, s + doc, n - doc, starts);
     } else {
-        chunk_add_segment(ch, t, s, n, ch->starts_document);
+        encoded_add_segment(e, t, s, n, ch->starts_document);
     }
 }
 
@@ -567,6 +589,31 @@ static void shard_write(ShardWriter* w, const int* tokens, size_t n) {
         if (w->buffered == sizeof(w->buf) / sizeof(w->buf[0])) shard_flush(w);
         if (w->in_shard == (uint64_t)w->shard_tokens) shard_finish(w);
     }
+}
+
+/* The output side: both splits' writers and the document count that drives the val rule. */
+typedef struct {
+    ShardWriter train, val;
+    ShardWriter* current; /* the split of the document being written */
+    long long documents, val_documents, bytes_done;
+} Output;
+
+/* Appends an encoded chunk's documents to their splits; chunks must come in input order. Exits with
+ * the chunk's error (a broken JSON line), if any. */
+static void write_chunk(Output* out, const Encoded* e, size_t chunk_bytes, int eot_token, double val_fraction) {
+    if (e->error[0]) fatalf("%s", e->error);
+    for (int k = 0; k < e->num_segments; k++) {
+        const Segment* sg = &e->segments[k];
+        if (sg->starts_document) {
+            int is_val = floor((double)(out->documents + 1) * val_fraction) > floor((double)out->documents * val_fraction);
+            out->current = is_val ? &out->val : &out->train;
+            out->val_documents += is_val;
+            out->documents++;
+            shard_write(out->current, &eot_token, 1);
+        }
+        shard_write(out->current, e->output.ids + sg->first, sg->count);
+    }
+    out->bytes_done += (long long)chunk_bytes;
 }
 
 /* removes DIR/<name>_NNNNNN.bin for NNNNNN >= first (left from an earlier, larger run) */
@@ -681,6 +728,21 @@ static int read_block(Reader* r, Batch* b, const FileList* files, const Options*
     return 1;
 }
 
+/* Empties b and reads blocks into it until it holds BATCH_BYTES or the input ends; returns 0 at the end. */
+static int read_batch(Reader* r, Batch* b, const FileList* files, const Options* o) {
+    memset(b, 0, sizeof(*b));
+    int more = 1;
+    while (b->bytes < BATCH_BYTES && (more = read_block(r, b, files, o))) {}
+    return more;
+}
+
+static void batch_free(Batch* b) {
+    for (int k = 0; k < b->num_blocks; k++) free(b->blocks[k]);
+    free(b->blocks);
+    free(b->chunks);
+    memset(b, 0, sizeof(*b));
+}
+
 static double now_seconds(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -701,71 +763,67 @@ int main(int argc, char** argv) {
     if (stat(o.output_dir, &st) != 0 || !S_ISDIR(st.st_mode)) fatalf("%s: output path is not a directory", o.output_dir);
     if (access(o.output_dir, W_OK | X_OK) != 0) fatalf("%s: output directory is not writable: %s", o.output_dir, strerror(errno));
 
-    static ShardWriter train, val; /* large buffers: not on the stack */
-    train.name = "train";
-    val.name = "val";
-    train.dir = val.dir = o.output_dir;
-    train.shard_tokens = val.shard_tokens = o.shard_tokens;
-    train.vocab_size = val.vocab_size = t.vocab_size;
-    open_writers_[0] = &train;
-    open_writers_[1] = &val;
+    static Output out; /* large buffers: not on the stack */
+    ShardWriter* const train = &out.train;
+    ShardWriter* const val = &out.val;
+    train->name = "train";
+    val->name = "val";
+    train->dir = val->dir = o.output_dir;
+    train->shard_tokens = val->shard_tokens = o.shard_tokens;
+    train->vocab_size = val->vocab_size = t.vocab_size;
+    out.current = train;
+    open_writers_[0] = train;
+    open_writers_[1] = val;
     atexit(remove_tmp_files);
 
     int progress_tty = isatty(2);
     double start = now_seconds(), last_report = start;
-    long long documents = 0, val_documents = 0, bytes_done = 0;
-    ShardWriter* current = &train;
     Reader reader = {NULL, -1, NULL, 0, READ_BYTES, 1, 1};
-    for (int more = 1; more;) {
-        Batch b;
-        memset(&b, 0, sizeof(b));
-        while (b.bytes < BATCH_BYTES && (more = read_block(&reader, &b, &files, &o))) {}
-#pragma omp parallel for schedule(dynamic, 1) num_threads((int)o.threads)
-        for (int c = 0; c < b.num_chunks; c++) encode_chunk(&b.chunks[c], &t, &o, &files);
-        for (int c = 0; c < b.num_chunks; c++) {
-            Chunk* ch = &b.chunks[c];
-            if (ch->error[0]) fatalf("%s", ch->error);
-            for (int k = 0; k < ch->num_segments; k++) {
-                Segment* sg = &ch->segments[k];
-                if (sg->starts_document) {
-                    int is_val = floor((double)(documents + 1) * o.val_fraction) > floor((double)documents * o.val_fraction);
-                    current = is_val ? &val : &train;
-                    val_documents += is_val;
-                    documents++;
-                    shard_write(current, &t.eot_token, 1);
-                }
-                shard_write(current, ch->output.ids + sg->first, sg->count);
+    Batch batches[2];
+    int more = read_batch(&reader, &batches[0], &files, &o);
+    for (int cur = 0, last = 0; !last; cur = 1 - cur) {
+        Batch* b = &batches[cur];
+        last = !more;
+        /* one thread reads the next batch, then joins the others; a chunk is written once the ones
+         * before it are (omp ordered), so the shards are the same for any number of threads */
+#pragma omp parallel num_threads((int)o.threads)
+        {
+            Encoded encoded;
+            memset(&encoded, 0, sizeof(encoded));
+#pragma omp single nowait
+            if (more) more = read_batch(&reader, &batches[1 - cur], &files, &o);
+#pragma omp for schedule(dynamic, 1) ordered
+            for (int c = 0; c < b->num_chunks; c++) {
+                encode_chunk(&b->chunks[c], &encoded, &t, &o, &files);
+#pragma omp ordered
+                write_chunk(&out, &encoded, b->chunks[c].len, t.eot_token, o.val_fraction);
             }
-            free(ch->segments);
-            tokenizer_output_free(&ch->output);
-            bytes_done += (long long)ch->len;
+            encoded_free(&encoded);
         }
-        for (int k = 0; k < b.num_blocks; k++) free(b.blocks[k]);
-        free(b.blocks);
-        free(b.chunks);
+        batch_free(b);
         double now = now_seconds();
-        if (now - last_report > (progress_tty ? 0.25 : 5.0) || !more) {
-            double rate = bytes_done / 1e6 / (now - start + 1e-9);
-            double eta = rate > 0 ? (files.total_bytes - bytes_done) / 1e6 / rate : 0;
+        if (now - last_report > (progress_tty ? 0.25 : 5.0) || last) {
+            double rate = out.bytes_done / 1e6 / (now - start + 1e-9);
+            double eta = rate > 0 ? (files.total_bytes - out.bytes_done) / 1e6 / rate : 0;
             fprintf(stderr, "%s%.1f/%.1f MB, %.1f MB/s, %llu tokens, ETA %.0f s%s", progress_tty ? "\r" : "",
-                    bytes_done / 1e6, files.total_bytes / 1e6, rate, (unsigned long long)(train.total + val.total), eta,
-                    progress_tty ? "   " : "\n");
+                    out.bytes_done / 1e6, files.total_bytes / 1e6, rate, (unsigned long long)(train->total + val->total),
+                    eta, progress_tty ? "   " : "\n");
             last_report = now;
         }
     }
-    if (documents == 0) fatalf("%s: the inputs hold no documents (all empty)", o.inputs[0]);
-    if (train.total == 0) fatalf("%s: every document went to val (%lld documents, --val-fraction %g)", o.inputs[0], documents, o.val_fraction);
-    if (train.open) shard_finish(&train);
-    if (val.open) shard_finish(&val);
-    int stale = remove_stale_shards(o.output_dir, "train", train.shards_done) + remove_stale_shards(o.output_dir, "val", val.shards_done);
+    if (out.documents == 0) fatalf("%s: the inputs hold no documents (all empty)", o.inputs[0]);
+    if (train->total == 0) fatalf("%s: every document went to val (%lld documents, --val-fraction %g)", o.inputs[0], out.documents, o.val_fraction);
+    if (train->open) shard_finish(train);
+    if (val->open) shard_finish(val);
+    int stale = remove_stale_shards(o.output_dir, "train", train->shards_done) + remove_stale_shards(o.output_dir, "val", val->shards_done);
     double elapsed = now_seconds() - start;
     fprintf(stderr, "%s%lld documents from %d files (%.1f MB) in %.2f s, %.1f MB/s, %ld threads\n", progress_tty ? "\r" : "",
-            documents, files.count, bytes_done / 1e6, elapsed, bytes_done / 1e6 / elapsed, o.threads);
+            out.documents, files.count, out.bytes_done / 1e6, elapsed, out.bytes_done / 1e6 / elapsed, o.threads);
     fprintf(stderr, "train: %llu tokens in %d shards; val: %llu tokens (%lld documents) in %d shards -> %s%s\n",
-            (unsigned long long)train.total, train.shards_done, (unsigned long long)val.total, val_documents,
-            val.shards_done, o.output_dir, stale ? " (removed stale shards of an earlier run)" : "");
-    if (val.total == 0 && o.val_fraction > 0)
-        fprintf(stderr, "warning: val is empty: %lld documents are fewer than 1/%g\n", documents, o.val_fraction);
+            (unsigned long long)train->total, train->shards_done, (unsigned long long)val->total, out.val_documents,
+            val->shards_done, o.output_dir, stale ? " (removed stale shards of an earlier run)" : "");
+    if (val->total == 0 && o.val_fraction > 0)
+        fprintf(stderr, "warning: val is empty: %lld documents are fewer than 1/%g\n", out.documents, o.val_fraction);
     for (int i = 0; i < files.count; i++) free(files.paths[i]);
     free(files.paths);
     free(files.is_jsonl);
