@@ -1,0 +1,114 @@
+/*
+ * dev/cuda/bench_kernels.cu — time of each kernel of the GPU trainer at GPT-2 d12 training shapes
+ * (B=8, T=1024, C=768, 12 heads, Vp=50304; bf16), with achieved GB/s (memory-bound kernels: bytes read
+ * + written once) or TFLOP/s (matmuls, attention), against the baseline of the same run: a plain
+ * device-to-device cudaMemcpy of the same byte count (GB/s), and the device's bf16 peak (TFLOP/s).
+ * GPU only (make bench-kernels); correctness is dev/cuda/test_kernels.cu's job. Values are random.
+ */
+#include "llmc/cuda_utils.cuh"
+#include "llmc/fileio.h"
+#include "llmc/encoder.cuh"
+#include "llmc/layernorm.cuh"
+#include "llmc/matmul.cuh"
+#include "llmc/attention.cuh"
+#include "llmc/gelu.cuh"
+#include "llmc/classifier.cuh"
+#include "llmc/global_norm.cuh"
+#include "llmc/adamw.cuh"
+
+#define REPEATS 10
+
+__global__ void fill_kernel(floatX* x, size_t n, float scale) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = (floatX)(scale * ((float)(hash_u32((uint32_t)i, 7) >> 8) / 8388608.0f - 1.0f));
+}
+
+static floatX* device_random(size_t n, float scale) {
+    floatX* p;
+    cudaCheck(cudaMalloc(&p, n * sizeof(floatX)));
+    launch_kernel(fill_kernel, dim3(ceil_div((long)n, 256)), dim3(256), 0, (cudaStream_t)0, p, n, scale);
+    return p;
+}
+
+/* mean milliseconds of `body` over REPEATS runs after one warm-up */
+template <typename F>
+static float time_ms(F body) {
+    cudaEvent_t start, stop;
+    cudaCheck(cudaEventCreate(&start));
+    cudaCheck(cudaEventCreate(&stop));
+    body();
+    cudaCheck(cudaEventRecord(start));
+    for (int i = 0; i < REPEATS; i++) body();
+    cudaCheck(cudaEventRecord(stop));
+    cudaCheck(cudaEventSynchronize(stop));
+    float ms;
+    cudaCheck(cudaEventElapsedTime(&ms, start, stop));
+    cudaCheck(cudaEventDestroy(start));
+    cudaCheck(cudaEventDestroy(stop));
+    return ms / REPEATS;
+}
+
+static void report_bytes(const char* name, float ms, double bytes, void* scratch_a, void* scratch_b) {
+    float copy_ms = time_ms([&] { cudaCheck(cudaMemcpy(scratch_a, scratch_b, (size_t)(bytes / 2), cudaMemcpyDeviceToDevice)); });
+    printf("%-34s %8.3f ms  %7.1f GB/s   (cudaMemcpy of the same bytes: %7.1f GB/s)\n", name, ms, bytes / ms * 1e-6,
+           bytes / copy_ms * 1e-6);
+}
+
+static void report_flops(const char* name, float ms, double flops, double peak) {
+    printf("%-34s %8.3f ms  %7.1f TFLOP/s (%.0f%% of the bf16 peak %.0f)\n", name, ms, flops / ms * 1e-9, 100.0 * flops / ms * 1e-9 / peak,
+           peak);
+}
+
+int main(void) {
+    const int B = 8, T = 1024, C = 768, NH = 12, V = 50257, Vp = 50304, BT = B * T;
+    cudaDeviceProp prop;
+    cudaCheck(cudaGetDeviceProperties(&prop, 0));
+    double peak = strstr(prop.name, "H100 PCIe") ? 756.0 : strstr(prop.name, "H1") || strstr(prop.name, "H2") ? 989.0 : 312.0;
+    printf("bench_kernels: %s, B=%d T=%d C=%d NH=%d Vp=%d, %s\n", prop.name, B, T, C, NH, Vp, FLOATX_NAME);
+    cudaStream_t s = 0;
+    BlasContext blas;
+    blas_create(&blas, s);
+    floatX *x = device_random((size_t)BT * 4 * C, 1.0f), *y = device_random((size_t)BT * 4 * C, 1.0f), *z = device_random((size_t)BT * 4 * C, 1.0f);
+    floatX *w = device_random((size_t)4 * C * C, 0.02f), *bias = device_random(4 * C, 0.1f), *dw = device_random((size_t)4 * C * C, 0.0f);
+    floatX* logits = device_random((size_t)BT * Vp, 2.0f);
+    float *stats, *scratch, *losses;
+    cudaCheck(cudaMalloc(&stats, (size_t)BT * NH * 2 * sizeof(float)));
+    cudaCheck(cudaMalloc(&scratch, colsum_scratch_floats(BT, 4 * C) * sizeof(float) + (size_t)BT * NH * sizeof(float)));
+    cudaCheck(cudaMalloc(&losses, BT * sizeof(float)));
+    int *tokens, *host_tokens = (int*)malloc_check(BT * sizeof(int));
+    for (int i = 0; i < BT; i++) host_tokens[i] = (int)(hash_u32(i, 3) % V);
+    cudaCheck(cudaMalloc(&tokens, BT * sizeof(int)));
+    cudaCheck(cudaMemcpy(tokens, host_tokens, BT * sizeof(int), cudaMemcpyHostToDevice));
+    double act = (double)BT * C * sizeof(floatX);
+
+    report_bytes("encoder_forward", time_ms([&] { encoder_forward(y, tokens, w, w, B, T, C, s); }), 3 * act, z, x);
+    report_bytes("residual_layernorm_forward", time_ms([&] { residual_layernorm_forward(z, y, stats, stats + BT, x, w, bias, bias, BT, C, s); }),
+                 4 * act, z, x);
+    report_bytes("layernorm_backward", time_ms([&] { layernorm_backward(z, dw, dw + C, scratch, x, y, bias, stats, stats + BT, BT, C, s); }),
+                 4 * act, z, x);
+    report_bytes("gelu_forward (4C)", time_ms([&] { gelu_forward(y, x, (size_t)BT * 4 * C, s); }), 8 * act, z, x);
+    report_bytes("gelu_backward (4C)", time_ms([&] { gelu_backward(z, x, y, (size_t)BT * 4 * C, s); }), 12 * act, z, x);
+    report_bytes("fused_classifier (training)", time_ms([&] { fused_classifier(logits, losses, tokens, 1.0f / BT, BT, V, Vp, s); }),
+                 2.0 * BT * Vp * sizeof(floatX), z, x);
+    float* master;
+    size_t n = (size_t)4 * C * C;
+    cudaCheck(cudaMalloc(&master, 3 * n * sizeof(float)));
+    cudaCheck(cudaMemset(master, 0, 3 * n * sizeof(float)));
+    report_bytes("adamw (fp32 m, v, master; 2.4M)", time_ms([&] {
+                     adamw_update(w, master, dw, master + n, master + 2 * n, n, 0, 1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 1, 1, s);
+                 }),
+                 (double)n * (2 * sizeof(floatX) + 6 * sizeof(float) + sizeof(floatX)), z, x);
+    report_bytes("global_norm_squared (BT x 4C)", time_ms([&] { global_norm_squared(x, (size_t)BT * 4 * C, scratch, s); }), 4 * act, z, x);
+    report_flops("matmul_forward fc + GELU", time_ms([&] { matmul_forward(&blas, y, z, x, w, bias, BT, C, 4 * C); }), 2.0 * BT * C * 4 * C,
+                 peak);
+    report_flops("matmul_backward fcproj + DGELU", time_ms([&] { matmul_backward(&blas, y, dw, bias, scratch, x, z, w, y, BT, 4 * C, C); }),
+                 4.0 * BT * C * 4 * C, peak);
+    report_flops("matmul_forward classifier", time_ms([&] { matmul_forward(&blas, logits, NULL, x, y, NULL, BT, C, Vp); }),
+                 2.0 * BT * C * Vp, peak);
+    report_flops("attention_forward (simple)", time_ms([&] { attention_forward(y, stats, x, B, T, C, NH, s); }),
+                 2.0 * B * NH * (double)T * T * (C / NH), peak);
+    report_flops("attention_backward (simple)", time_ms([&] { attention_backward(z, scratch, y, y, x, stats, B, T, C, NH, s); }),
+                 4.0 * B * NH * (double)T * T * (C / NH), peak);
+    printf("benchmark done\n");
+    return 0;
+}

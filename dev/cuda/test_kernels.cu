@@ -1,0 +1,281 @@
+/*
+ * dev/cuda/test_kernels.cu — every kernel of the GPU trainer against its CPU reference in llmc/cpu_ops.h,
+ * run in the CUDA simulator (ASan + UBSan build, fp32: -DPRECISION_FP32), on shapes that are not multiples
+ * of any block size (B=3, T=13, C=40 with 5 heads of 8, V=77 padded to 128, and 36/100-wide matmuls
+ * where the GELU epilogues cannot fuse). Each check prints what it compared and the relative L2 error
+ * ||gpu - cpu|| / ||cpu||, bound 1e-5 (fp32 against fp32, different summation orders); the CPU ops'
+ * backward functions accumulate, so they start from the same nonzero gradients as the GPU ones.
+ * Ends with "N passed, M failed".
+ */
+#include "llmc/cuda_utils.cuh"
+#include "llmc/encoder.cuh"
+#include "llmc/layernorm.cuh"
+#include "llmc/matmul.cuh"
+#include "llmc/attention.cuh"
+#include "llmc/gelu.cuh"
+#include "llmc/classifier.cuh"
+#include "llmc/global_norm.cuh"
+#include "llmc/adamw.cuh"
+#include "llmc/cpu_ops.h"
+
+#if !defined(PRECISION_FP32)
+#error "dev/cuda/test_kernels.cu compares fp32 kernels: build with -DPRECISION_FP32"
+#endif
+
+#define BOUND 1e-5
+static int passed = 0, failed = 0;
+
+static double rel_l2(const float* a, const float* b, size_t n) {
+    double diff = 0.0, ref = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)a[i] - b[i];
+        diff += d * d;
+        ref += (double)b[i] * b[i];
+    }
+    if (!(diff == diff)) return INFINITY;
+    return ref > 0.0 ? sqrt(diff / ref) : sqrt(diff);
+}
+
+/* compares n device floats with the host reference */
+static void check(const char* what, const float* dev, const float* ref, size_t n) {
+    float* host = (float*)malloc_check(n * sizeof(float));
+    cudaCheck(cudaMemcpy(host, dev, n * sizeof(float), cudaMemcpyDeviceToHost));
+    double err = rel_l2(host, ref, n);
+    int ok = err <= BOUND;
+    printf("%s  %-62s rel L2 %.2e\n", ok ? "ok  " : "FAIL", what, err);
+    if (ok) passed++;
+    else failed++;
+    free(host);
+}
+
+static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
+static float rand_uniform(float scale) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return scale * (float)((rng_state >> 40) / 8388608.0 - 1.0);
+}
+
+/* a host array of n random values in [-scale, scale) and its device copy */
+typedef struct {
+    float* h;
+    float* d;
+    size_t n;
+} Buf;
+static Buf buf_random(size_t n, float scale) {
+    Buf b = {(float*)malloc_check(n * sizeof(float)), NULL, n};
+    for (size_t i = 0; i < n; i++) b.h[i] = rand_uniform(scale);
+    cudaCheck(cudaMalloc(&b.d, n * sizeof(float)));
+    cudaCheck(cudaMemcpy(b.d, b.h, n * sizeof(float), cudaMemcpyHostToDevice));
+    return b;
+}
+static void buf_free(Buf* b) {
+    free(b->h);
+    cudaCheck(cudaFree(b->d));
+}
+
+int main(void) {
+    const int B = 3, T = 13, C = 40, NH = 5, V = 77, Vp = 128, BT = B * T;
+    cudaStream_t s = 0;
+    BlasContext blas;
+    blas_create(&blas, s);
+    float* scratch;
+    cudaCheck(cudaMalloc(&scratch, colsum_scratch_floats(BT, 4 * C) * sizeof(float) + BT * NH * sizeof(float) + 4096));
+
+    /* encoder: forward, and the deterministic backward with repeated tokens */
+    {
+        int inputs[BT];
+        for (int i = 0; i < BT; i++) inputs[i] = (i * 7 + i / 5) % 11; /* many repeats */
+        int* inp_d;
+        cudaCheck(cudaMalloc(&inp_d, sizeof(inputs)));
+        cudaCheck(cudaMemcpy(inp_d, inputs, sizeof(inputs), cudaMemcpyHostToDevice));
+        Buf wte = buf_random((size_t)V * C, 1.0f), wpe = buf_random((size_t)T * C, 1.0f), out = buf_random((size_t)BT * C, 1.0f);
+        encoder_forward(out.d, inp_d, wte.d, wpe.d, B, T, C, s);
+        encoder_forward(out.h, inputs, wte.h, wpe.h, B, T, C);
+        check("encoder_forward (B=3 T=13 C=40)", out.d, out.h, out.n);
+        int* buckets = (int*)malloc_check((3 * BT + 1) * sizeof(int));
+        uint64_t* keys = (uint64_t*)malloc_check(BT * sizeof(uint64_t));
+        int* buckets_d;
+        cudaCheck(cudaMalloc(&buckets_d, (3 * BT + 1) * sizeof(int)));
+        int nb = encoder_buckets(buckets, keys, inputs, BT);
+        cudaCheck(cudaMemcpy(buckets_d, buckets, (3 * BT + 1) * sizeof(int), cudaMemcpyHostToDevice));
+        encoder_backward(wte.d, wpe.d, out.d, buckets_d, nb, B, T, C, s);
+        encoder_backward(wte.h, wpe.h, out.h, inputs, B, T, C);
+        check("encoder_backward dwte (11 distinct tokens, accumulating)", wte.d, wte.h, wte.n);
+        check("encoder_backward dwpe", wpe.d, wpe.h, wpe.n);
+        free(buckets);
+        free(keys);
+        cudaCheck(cudaFree(buckets_d));
+        cudaCheck(cudaFree(inp_d));
+        buf_free(&wte);
+        buf_free(&wpe);
+        buf_free(&out);
+    }
+
+    /* residual + layernorm forward, layernorm backward */
+    {
+        Buf a = buf_random((size_t)BT * C, 1.0f), b = buf_random((size_t)BT * C, 1.0f), w = buf_random(C, 1.0f),
+            bias = buf_random(C, 1.0f), res = buf_random((size_t)BT * C, 1.0f), out = buf_random((size_t)BT * C, 1.0f),
+            mean = buf_random(BT, 1.0f), rstd = buf_random(BT, 1.0f), dout = buf_random((size_t)BT * C, 1.0f),
+            dinp = buf_random((size_t)BT * C, 1.0f), dw = buf_random(C, 1.0f), db = buf_random(C, 1.0f);
+        residual_layernorm_forward(res.d, out.d, mean.d, rstd.d, a.d, b.d, w.d, bias.d, BT, C, s);
+        residual_forward(res.h, a.h, b.h, res.n);
+        layernorm_forward(out.h, mean.h, rstd.h, res.h, w.h, bias.h, BT, C);
+        check("residual_layernorm_forward residual (39 rows, C=40)", res.d, res.h, res.n);
+        check("residual_layernorm_forward out", out.d, out.h, out.n);
+        check("residual_layernorm_forward mean", mean.d, mean.h, mean.n);
+        check("residual_layernorm_forward rstd", rstd.d, rstd.h, rstd.n);
+        layernorm_backward(dinp.d, dw.d, db.d, scratch, dout.d, res.d, w.d, mean.d, rstd.d, BT, C, s);
+        layernorm_backward(dinp.h, dw.h, db.h, dout.h, res.h, w.h, mean.h, rstd.h, BT, C);
+        check("layernorm_backward dinp (accumulating)", dinp.d, dinp.h, dinp.n);
+        check("layernorm_backward dweight", dw.d, dw.h, dw.n);
+        check("layernorm_backward dbias", db.d, db.h, db.n);
+        residual_layernorm_forward(NULL, out.d, mean.d, rstd.d, a.d, NULL, w.d, bias.d, BT, C, s);
+        layernorm_forward(out.h, mean.h, rstd.h, a.h, w.h, bias.h, BT, C);
+        check("residual_layernorm_forward without residual", out.d, out.h, out.n);
+        Buf* all[] = {&a, &b, &w, &bias, &res, &out, &mean, &rstd, &dout, &dinp, &dw, &db};
+        for (Buf* x : all) buf_free(x);
+    }
+
+    /* matmuls: plain + bias, GELU fused (OC % 8 == 0) and not (OC = 100), and their backwards */
+    for (int variant = 0; variant < 3; variant++) {
+        int Cin = variant == 2 ? 36 : C, OC = variant == 0 ? 3 * C : variant == 1 ? 4 * C : 100;
+        int gelu = variant > 0;
+        char what[128];
+        Buf inp = buf_random((size_t)BT * Cin, 1.0f), w = buf_random((size_t)OC * Cin, 0.5f), bias = buf_random(OC, 1.0f),
+            out = buf_random((size_t)BT * OC, 1.0f), pre = buf_random((size_t)BT * OC, 1.0f), dout = buf_random((size_t)BT * OC, 1.0f),
+            dinp = buf_random((size_t)BT * Cin, 1.0f), dw = buf_random((size_t)OC * Cin, 1.0f), db = buf_random(OC, 1.0f);
+        matmul_forward(&blas, out.d, gelu ? pre.d : NULL, inp.d, w.d, bias.d, BT, Cin, OC);
+        matmul_forward(gelu ? pre.h : out.h, inp.h, w.h, bias.h, BT, Cin, OC);
+        if (gelu) gelu_forward(out.h, pre.h, out.n);
+        snprintf(what, sizeof(what), "matmul_forward BT=%d C=%d OC=%d%s", BT, Cin, OC,
+                 gelu ? (matmul_gelu_fusable(OC) ? " + GELU epilogue" : " + GELU kernel") : " + bias");
+        check(what, out.d, out.h, out.n);
+        if (gelu) check("  its pre-GELU output", pre.d, pre.h, pre.n);
+        /* backward of out = f(inp·wᵀ + b): through the GELU when there is one (the fused DGELU needs C % 8 == 0) */
+        float* dpre = (float*)malloc_check(dout.n * sizeof(float));
+        memcpy(dpre, dout.h, dout.n * sizeof(float));
+        if (gelu) {
+            memset(dpre, 0, dout.n * sizeof(float));
+            gelu_backward(dpre, pre.h, dout.h, dout.n);
+        }
+        /* the GPU's dinp is overwritten: compare against a zero start */
+        float* dinp_ref = (float*)calloc_check(dinp.n, sizeof(float));
+        matmul_backward(dinp_ref, dw.h, db.h, dpre, inp.h, w.h, BT, Cin, OC);
+        float* dpre_d;
+        cudaCheck(cudaMalloc(&dpre_d, dout.n * sizeof(float)));
+        cudaCheck(cudaMemcpy(dpre_d, dpre, dout.n * sizeof(float), cudaMemcpyHostToDevice));
+        matmul_backward(&blas, dinp.d, dw.d, db.d, scratch, dpre_d, inp.d, w.d, NULL, BT, Cin, OC);
+        snprintf(what, sizeof(what), "matmul_backward dinp BT=%d C=%d OC=%d", BT, Cin, OC);
+        check(what, dinp.d, dinp_ref, dinp.n);
+        check("  dweight (accumulating)", dw.d, dw.h, dw.n);
+        check("  dbias (accumulating)", db.d, db.h, db.n);
+        cudaCheck(cudaFree(dpre_d));
+        free(dpre);
+        free(dinp_ref);
+        Buf* all[] = {&inp, &w, &bias, &out, &pre, &dout, &dinp, &dw, &db};
+        for (Buf* x : all) buf_free(x);
+    }
+
+    /* the DGELU path: dinp = (dout·w)·gelu'(pre), fused (Cin % 8 == 0) and by the separate kernel (Cin = 36) */
+    for (int Cin = 36; Cin <= 40; Cin += 4) {
+        int OC = 24;
+        Buf inp = buf_random((size_t)BT * Cin, 1.0f), w = buf_random((size_t)OC * Cin, 0.5f), pre = buf_random((size_t)BT * Cin, 2.0f),
+            dout = buf_random((size_t)BT * OC, 1.0f), dinp = buf_random((size_t)BT * Cin, 1.0f), dw = buf_random((size_t)OC * Cin, 1.0f);
+        matmul_backward(&blas, dinp.d, dw.d, NULL, scratch, dout.d, inp.d, w.d, pre.d, BT, Cin, OC);
+        float* dgelu_out = (float*)calloc_check(dinp.n, sizeof(float));
+        float* dinp_ref = (float*)calloc_check(dinp.n, sizeof(float));
+        matmul_backward(dgelu_out, dw.h, NULL, dout.h, inp.h, w.h, BT, Cin, OC);
+        gelu_backward(dinp_ref, pre.h, dgelu_out, dinp.n);
+        char what[128];
+        snprintf(what, sizeof(what), "matmul_backward with GELU' (C=%d: %s)", Cin, matmul_gelu_fusable(Cin) ? "DGELU epilogue" : "kernel");
+        check(what, dinp.d, dinp_ref, dinp.n);
+        free(dgelu_out);
+        free(dinp_ref);
+        Buf* all[] = {&inp, &w, &pre, &dout, &dinp, &dw};
+        for (Buf* x : all) buf_free(x);
+    }
+
+    /* attention forward and backward (the CPU keeps the probabilities; the GPU recomputes them) */
+    {
+        Buf qkv = buf_random((size_t)BT * 3 * C, 1.5f), out = buf_random((size_t)BT * C, 1.0f), lse = buf_random((size_t)BT * NH, 1.0f),
+            dout = buf_random((size_t)BT * C, 1.0f), dqkv = buf_random((size_t)BT * 3 * C, 1.0f);
+        float* att = (float*)malloc_check((size_t)B * NH * T * T * sizeof(float));
+        float* dqkv_ref = (float*)calloc_check(dqkv.n, sizeof(float));
+        attention_forward(out.d, lse.d, qkv.d, B, T, C, NH, s);
+        attention_forward(out.h, att, qkv.h, B, T, C, NH);
+        check("attention_forward (B=3 T=13 C=40 NH=5, hs=8)", out.d, out.h, out.n);
+        attention_backward(dqkv.d, scratch, dout.d, out.d, qkv.d, lse.d, B, T, C, NH, s);
+        attention_backward(dqkv_ref, dout.h, qkv.h, att, B, T, C, NH);
+        check("attention_backward dqkv", dqkv.d, dqkv_ref, dqkv.n);
+        free(att);
+        free(dqkv_ref);
+        Buf* all[] = {&qkv, &out, &lse, &dout, &dqkv};
+        for (Buf* x : all) buf_free(x);
+    }
+
+    /* GELU kernels on an odd length */
+    {
+        size_t n = 1000;
+        Buf x = buf_random(n, 4.0f), y = buf_random(n, 1.0f), dy = buf_random(n, 1.0f), dx = buf_random(n, 1.0f);
+        gelu_forward(y.d, x.d, n, s);
+        gelu_forward(y.h, x.h, n);
+        check("gelu_forward n=1000", y.d, y.h, n);
+        gelu_backward(dx.d, x.d, dy.d, n, s);
+        memset(dx.h, 0, n * sizeof(float));
+        gelu_backward(dx.h, x.h, dy.h, n);
+        check("gelu_backward n=1000 (overwrites)", dx.d, dx.h, n);
+        Buf* all[] = {&x, &y, &dy, &dx};
+        for (Buf* b : all) buf_free(b);
+    }
+
+    /* fused classifier: losses, then in-place gradients (padded columns zeroed) */
+    {
+        int targets[BT];
+        for (int i = 0; i < BT; i++) targets[i] = (i * 13) % V;
+        int* targets_d;
+        cudaCheck(cudaMalloc(&targets_d, sizeof(targets)));
+        cudaCheck(cudaMemcpy(targets_d, targets, sizeof(targets), cudaMemcpyHostToDevice));
+        Buf logits = buf_random((size_t)BT * Vp, 5.0f), losses = buf_random(BT, 1.0f);
+        fused_classifier(logits.d, losses.d, targets_d, 0.0f, BT, V, Vp, s);
+        crossentropy_forward(losses.h, logits.h, targets, BT, V, Vp);
+        check("fused_classifier losses (V=77, Vp=128)", losses.d, losses.h, BT);
+        check("  logits untouched without a gradient", logits.d, logits.h, logits.n);
+        float dloss = 1.0f / BT;
+        float* dlosses = (float*)malloc_check(BT * sizeof(float));
+        for (int i = 0; i < BT; i++) dlosses[i] = dloss;
+        fused_classifier(logits.d, losses.d, targets_d, dloss, BT, V, Vp, s);
+        crossentropy_backward(logits.h, logits.h, targets, dlosses, BT, V, Vp);
+        check("fused_classifier in-place dlogits", logits.d, logits.h, logits.n);
+        free(dlosses);
+        cudaCheck(cudaFree(targets_d));
+        buf_free(&logits);
+        buf_free(&losses);
+    }
+
+    /* global norm and AdamW on a length that is no multiple of anything */
+    {
+        size_t n = 300007;
+        Buf g = buf_random(n, 1.0f), p = buf_random(n, 1.0f), m = buf_random(n, 0.1f), v = buf_random(n, 0.1f);
+        for (size_t i = 0; i < n; i++) v.h[i] = fabsf(v.h[i]);
+        cudaCheck(cudaMemcpy(v.d, v.h, n * sizeof(float), cudaMemcpyHostToDevice));
+        float ours = global_norm_squared(g.d, n, scratch, s);
+        float ref = (float)global_norm_squared(g.h, n);
+        double err = fabs((double)ours - ref) / ref;
+        printf("%s  %-62s rel    %.2e\n", err <= BOUND ? "ok  " : "FAIL", "global_norm_squared n=300007", err);
+        if (err <= BOUND) passed++;
+        else failed++;
+        adamw_update(p.d, NULL, g.d, m.d, v.d, n, 0, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.7f, 3, 42, s);
+        adamw_update(p.h, g.h, m.h, v.h, n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.7f, 3);
+        check("adamw params (t=3, wd 0.1, grad scale 0.7)", p.d, p.h, n);
+        check("adamw m", m.d, m.h, n);
+        check("adamw v", v.d, v.h, n);
+        Buf* all[] = {&g, &p, &m, &v};
+        for (Buf* b : all) buf_free(b);
+    }
+
+    cudaCheck(cudaFree(scratch));
+    blas_destroy(&blas);
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

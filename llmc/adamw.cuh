@@ -1,0 +1,61 @@
+/*
+ * llmc/adamw.cuh — fused AdamW, as torch.optim.AdamW and llmc/cpu_ops.h's adamw_update, on g = grad·grad_scale:
+ *   p = p·(1 - lr·wd);  m = β1·m + (1-β1)·g;  v = β2·v + (1-β2)·g²;
+ *   p -= (lr/(1-β1^t))·m / (sqrt(v)/sqrt(1-β2^t) + eps)
+ * m and v are fp32. p is the fp32 master weight when there is one (bf16 build, --master-weights 1), else
+ * the parameter itself, read as fp32. The parameter is stored with store_stochastic (llmc/cuda_utils.cuh):
+ * in bf16, stochastic rounding with the random bits hash_u32(index, adamw_seed(seed, t)) — a pure
+ * function of the element's index in the whole parameter vector, the step and the run's seed, so runs
+ * and resumed runs round identically (params_from_master reproduces the rounding of step t).
+ * One thread per element.
+ */
+#ifndef LLMC_ADAMW_CUH
+#define LLMC_ADAMW_CUH
+
+#include <math.h>
+#include "llmc/cuda_utils.cuh"
+
+#define ADAMW_BLOCK 512
+
+/* the stochastic-rounding seed of optimizer step t (1-based; 0 for the initial rounding) */
+static inline uint32_t adamw_seed(uint64_t seed, int t) { return hash_u32((uint32_t)t, (uint32_t)seed ^ (uint32_t)(seed >> 32)); }
+
+__global__ void adamw_kernel(floatX* params, float* master, const floatX* grads, float* m, float* v, size_t n, size_t index_base,
+                             float step_size, float bc2_sqrt, float decay, float beta1, float beta2, float eps, float grad_scale,
+                             uint32_t seed) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float p = master ? master[i] : (float)params[i];
+    float g = (float)grads[i] * grad_scale;
+    float mi = beta1 * m[i] + (1.0f - beta1) * g;
+    float vi = beta2 * v[i] + (1.0f - beta2) * g * g;
+    p = p * decay - step_size * mi / (sqrtf(vi) / bc2_sqrt + eps);
+    m[i] = mi;
+    v[i] = vi;
+    if (master) master[i] = p;
+    store_stochastic(&params[i], p, hash_u32((uint32_t)(index_base + i), seed));
+}
+
+__global__ void params_from_master_kernel(floatX* params, const float* master, size_t n, uint32_t seed) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) store_stochastic(&params[i], master[i], hash_u32((uint32_t)i, seed));
+}
+
+/* one tensor of n elements at index_base of the parameter vector; master may be NULL; t >= 1 */
+static inline void adamw_update(floatX* params, float* master, const floatX* grads, float* m, float* v, size_t n, size_t index_base,
+                                float lr, float beta1, float beta2, float eps, float weight_decay, float grad_scale, int t,
+                                uint64_t seed, cudaStream_t stream) {
+    float step_size = (float)((double)lr / (1.0 - pow((double)beta1, t)));
+    float bc2_sqrt = (float)sqrt(1.0 - pow((double)beta2, t));
+    float decay = 1.0f - lr * weight_decay;
+    launch_kernel(adamw_kernel, dim3(ceil_div((long)n, ADAMW_BLOCK)), dim3(ADAMW_BLOCK), 0, stream, params, master, grads, m, v, n,
+                  index_base, step_size, bc2_sqrt, decay, beta1, beta2, eps, grad_scale, adamw_seed(seed, t));
+}
+
+/* params = the floatX rounding of master that adamw_update's step t made (t = 0: the initial rounding) */
+static inline void params_from_master(floatX* params, const float* master, size_t n, int t, uint64_t seed, cudaStream_t stream) {
+    launch_kernel(params_from_master_kernel, dim3(ceil_div((long)n, ADAMW_BLOCK)), dim3(ADAMW_BLOCK), 0, stream, params, master, n,
+                  adamw_seed(seed, t));
+}
+
+#endif /* LLMC_ADAMW_CUH */

@@ -1,0 +1,55 @@
+/*
+ * llmc/cublas_common.cuh — the cuBLASLt context of the GPU trainer and its error check.
+ *
+ * nvcc: the real <cublasLt.h> (link -lcublasLt -lcublas); with -DCUDASIM: dev/cudasim/fake_cublaslt.h,
+ * which has the same API and honours every descriptor attribute we set.
+ *   cublasCheck(call)   on error prints "error: cuBLAS: <call> failed: <status name> (file:line)", exit 1
+ *   BlasContext         the handle, its workspace and the stream; created once, passed to every matmul
+ * Compute type: fp32 accumulation (CUBLAS_COMPUTE_32F) in both builds, so TF32 is never used: the fp32
+ * build is exact fp32 (the 1e-5 bounds of test_gpt apply), the bf16 build has bf16 inputs.
+ * No global state.
+ */
+#ifndef LLMC_CUBLAS_COMMON_CUH
+#define LLMC_CUBLAS_COMMON_CUH
+
+#include "llmc/cuda_utils.cuh"
+#if defined(CUDASIM)
+#include "dev/cudasim/fake_cublaslt.h"
+#else
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#endif
+
+static inline void cublas_check_(cublasStatus_t status, const char* call, const char* file, int line) {
+    if (status == CUBLAS_STATUS_SUCCESS) return;
+    fprintf(stderr, "error: cuBLAS: %s failed: %s (%s:%d)\n", call, cublasGetStatusName(status), file, line);
+    exit(1);
+}
+#define cublasCheck(call) cublas_check_((call), #call, __FILE__, __LINE__)
+
+#if defined(PRECISION_FP32)
+#define CUBLAS_FLOATX CUDA_R_32F
+#else
+#define CUBLAS_FLOATX CUDA_R_16BF
+#endif
+
+#define BLAS_WORKSPACE_BYTES ((size_t)32 << 20) /* cuBLASLt's workspace: 32 MiB, as Hopper kernels want */
+
+typedef struct {
+    cublasLtHandle_t handle;
+    void* workspace;
+    cudaStream_t stream;
+} BlasContext;
+
+static inline void blas_create(BlasContext* ctx, cudaStream_t stream) {
+    cublasCheck(cublasLtCreate(&ctx->handle));
+    cudaCheck(cudaMalloc(&ctx->workspace, BLAS_WORKSPACE_BYTES));
+    ctx->stream = stream;
+}
+
+static inline void blas_destroy(BlasContext* ctx) {
+    cublasCheck(cublasLtDestroy(ctx->handle));
+    cudaCheck(cudaFree(ctx->workspace));
+}
+
+#endif /* LLMC_CUBLAS_COMMON_CUH */

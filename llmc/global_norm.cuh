@@ -1,0 +1,45 @@
+/*
+ * llmc/global_norm.cuh — the squared L2 norm of the gradient vector, deterministic.
+ *   stage 1: GNORM_BLOCKS blocks (a fixed count, so the split depends on n only); thread i of block j
+ *            sums g² over the elements j·GNORM_BLOCK + i + k·GNORM_BLOCKS·GNORM_BLOCK in order, the block
+ *            adds its threads' sums (block_sum) into partial[j];
+ *   stage 2: one block adds the partials (thread i takes partials i, i + GNORM_BLOCK, ..., then block_sum).
+ * The clipping factor is computed by the caller from the norm (train_gpt.cu), as in the CPU trainer.
+ */
+#ifndef LLMC_GLOBAL_NORM_CUH
+#define LLMC_GLOBAL_NORM_CUH
+
+#include "llmc/cuda_utils.cuh"
+
+#define GNORM_BLOCKS 256
+#define GNORM_BLOCK 512
+
+__global__ void global_norm_partial_kernel(float* partial, const floatX* g, size_t n) {
+    float s = 0.0f;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        float x = (float)g[i];
+        s += x * x;
+    }
+    s = block_sum(s);
+    if (threadIdx.x == 0) partial[blockIdx.x] = s;
+}
+
+__global__ void global_norm_finish_kernel(float* out, const float* partial, int count) {
+    float s = 0.0f;
+    for (int i = threadIdx.x; i < count; i += blockDim.x) s += partial[i];
+    s = block_sum(s);
+    if (threadIdx.x == 0) *out = s;
+}
+
+/* scratch: GNORM_BLOCKS + 1 floats; returns Σ g² (synchronises with the device to read it) */
+static inline float global_norm_squared(const floatX* g, size_t n, float* scratch, cudaStream_t stream) {
+    launch_kernel(global_norm_partial_kernel, dim3(GNORM_BLOCKS), dim3(GNORM_BLOCK), 0, stream, scratch, g, n);
+    launch_kernel(global_norm_finish_kernel, dim3(1), dim3(GNORM_BLOCK), 0, stream, scratch + GNORM_BLOCKS, (const float*)scratch,
+                  GNORM_BLOCKS);
+    float result;
+    cudaCheck(cudaMemcpyAsync(&result, scratch + GNORM_BLOCKS, sizeof(float), cudaMemcpyDeviceToHost, stream));
+    cudaCheck(cudaStreamSynchronize(stream));
+    return result;
+}
+
+#endif /* LLMC_GLOBAL_NORM_CUH */

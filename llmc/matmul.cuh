@@ -1,0 +1,101 @@
+/*
+ * llmc/matmul.cuh — the model's matmuls through cuBLASLt, with bias and GELU fused into its epilogues.
+ *
+ * Row-major shapes as in llmc/cpu_ops.h: out[BT,OC] = inp[BT,C]·weight[OC,C]ᵀ + bias. cuBLASLt is
+ * column-major, so a row-major (R, K) matrix is a column-major K x R one with leading dimension K; the
+ * three products below are therefore written on the transposes:
+ *   forward   outᵀ (OC x BT)     = weight(C x OC)ᵀ · inpᵀ (C x BT)        + bias per row of outᵀ
+ *   dinp      dinpᵀ (C x BT)     = weight(C x OC)  · doutᵀ (OC x BT)
+ *   dweight   dweightᵀ (C x OC) += inpᵀ (C x BT)   · (doutᵀ (OC x BT))ᵀ   (beta = 1: accumulates)
+ * The bias gradient is a deterministic column sum (llmc/column_sums.cuh), which accumulates across
+ * micro-steps (cuBLASLt's BGRAD epilogues overwrite).
+ * GELU: the forward fuses gelu into the epilogue (GELU_AUX_BIAS: out = gelu(v), pre = v), the backward
+ * fuses the GELU derivative (DGELU: dinp = (dout·weight)·gelu'(pre)). cuBLASLt needs the aux leading
+ * dimension to be a multiple of 8; when it is not, the separate kernels of llmc/gelu.cuh run instead.
+ */
+#ifndef LLMC_MATMUL_CUH
+#define LLMC_MATMUL_CUH
+
+#include "llmc/cublas_common.cuh"
+#include "llmc/column_sums.cuh"
+#include "llmc/gelu.cuh"
+
+/* D (m x n, col-major, ld m) = epilogue(op(A)·op(B) + beta·D): A is m x k (transa: stored k x m), B is
+ * k x n (transb: stored n x k), both with the leading dimensions of their stored shapes. bias (m) and
+ * aux (m x n, ld m) as the epilogue needs them, else NULL. */
+static inline void matmul_cublaslt(const BlasContext* ctx, floatX* d, const floatX* a, const floatX* b, const floatX* bias,
+                                   floatX* aux, int m, int n, int k, int transa, int transb, float beta,
+                                   cublasLtEpilogue_t epilogue) {
+    cublasLtMatmulDesc_t desc;
+    cublasCheck(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    cublasOperation_t opa = transa ? CUBLAS_OP_T : CUBLAS_OP_N, opb = transb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof(opa)));
+    cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof(opb)));
+    cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
+    if (bias) cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+    if (aux) {
+        int64_t ld = m;
+        cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof(aux)));
+        cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof(ld)));
+    }
+    cublasLtMatrixLayout_t la, lb, ld;
+    cublasCheck(cublasLtMatrixLayoutCreate(&la, CUBLAS_FLOATX, transa ? k : m, transa ? m : k, transa ? k : m));
+    cublasCheck(cublasLtMatrixLayoutCreate(&lb, CUBLAS_FLOATX, transb ? n : k, transb ? k : n, transb ? n : k));
+    cublasCheck(cublasLtMatrixLayoutCreate(&ld, CUBLAS_FLOATX, m, n, m));
+    cublasLtMatmulPreference_t pref;
+    cublasCheck(cublasLtMatmulPreferenceCreate(&pref));
+    uint64_t ws = BLAS_WORKSPACE_BYTES;
+    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
+    cublasLtMatmulHeuristicResult_t heuristic;
+    int found = 0;
+    cublasCheck(cublasLtMatmulAlgoGetHeuristic(ctx->handle, desc, la, lb, ld, ld, pref, 1, &heuristic, &found));
+    if (found == 0) {
+        fprintf(stderr, "error: cuBLASLt has no algorithm for m=%d n=%d k=%d transa=%d transb=%d epilogue=%d (%s:%d)\n", m, n, k,
+                transa, transb, (int)epilogue, __FILE__, __LINE__);
+        exit(1);
+    }
+    float alpha = 1.0f;
+    cublasCheck(cublasLtMatmul(ctx->handle, desc, &alpha, a, la, b, lb, &beta, d, ld, d, ld, &heuristic.algo, ctx->workspace,
+                               BLAS_WORKSPACE_BYTES, ctx->stream));
+    cublasCheck(cublasLtMatmulPreferenceDestroy(pref));
+    cublasCheck(cublasLtMatrixLayoutDestroy(la));
+    cublasCheck(cublasLtMatrixLayoutDestroy(lb));
+    cublasCheck(cublasLtMatrixLayoutDestroy(ld));
+    cublasCheck(cublasLtMatmulDescDestroy(desc));
+}
+
+/* the GELU epilogues need the aux leading dimension (the output width) to be a multiple of 8 */
+static inline int matmul_gelu_fusable(int width) { return width % 8 == 0; }
+
+/* out[BT,OC] = inp·weightᵀ + bias (bias may be NULL). With pre != NULL: pre = inp·weightᵀ + bias and
+ * out = gelu(pre) (pre must not alias out). */
+static inline void matmul_forward(const BlasContext* ctx, floatX* out, floatX* pre, const floatX* inp, const floatX* weight,
+                                  const floatX* bias, int BT, int C, int OC) {
+    if (pre && matmul_gelu_fusable(OC)) {
+        matmul_cublaslt(ctx, out, weight, inp, bias, pre, OC, BT, C, 1, 0, 0.0f,
+                        bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX);
+        return;
+    }
+    matmul_cublaslt(ctx, pre ? pre : out, weight, inp, bias, NULL, OC, BT, C, 1, 0, 0.0f,
+                    bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT);
+    if (pre) gelu_forward(out, pre, (size_t)BT * OC, ctx->stream);
+}
+
+/* dinp[BT,C] = dout·weight (OVERWRITTEN; skipped when NULL), times gelu'(pre) when pre != NULL (pre is the
+ * forward input of the gelu whose output was inp); dweight[OC,C] += doutᵀ·inp; dbias[OC] += Σ_rows dout
+ * (skipped when NULL; scratch: colsum_scratch_floats(BT, OC) floats). */
+static inline void matmul_backward(const BlasContext* ctx, floatX* dinp, floatX* dweight, floatX* dbias, float* scratch,
+                                   const floatX* dout, const floatX* inp, const floatX* weight, const floatX* pre, int BT, int C,
+                                   int OC) {
+    if (dbias) column_sums(dbias, NULL, scratch, dout, NULL, NULL, NULL, BT, OC, ctx->stream);
+    matmul_cublaslt(ctx, dweight, inp, dout, NULL, NULL, C, OC, BT, 0, 1, 1.0f, CUBLASLT_EPILOGUE_DEFAULT);
+    if (!dinp) return;
+    if (pre && matmul_gelu_fusable(C)) {
+        matmul_cublaslt(ctx, dinp, weight, dout, NULL, (floatX*)pre, C, BT, OC, 0, 0, 0.0f, CUBLASLT_EPILOGUE_DGELU);
+        return;
+    }
+    matmul_cublaslt(ctx, dinp, weight, dout, NULL, NULL, C, BT, OC, 0, 0, 0.0f, CUBLASLT_EPILOGUE_DEFAULT);
+    if (pre) gelu_backward(dinp, pre, dinp, (size_t)BT * C, ctx->stream);
+}
+
+#endif /* LLMC_MATMUL_CUH */

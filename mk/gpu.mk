@@ -1,0 +1,63 @@
+# The GPU trainer (issue 5): train_gpt.cu, test_gpt.cu, llmc/*.cuh kernels, dev/cuda/ kernel tests.
+#   simulated (CUDA simulator, no GPU needed; part of `make test`):
+#     train_gpt_sim, test_gpt_sim (bf16)   train_gpt_sim_fp32, test_gpt_sim_fp32 (PRECISION=FP32)
+#     make test-gpt-sim-fp32 / test-gpt-sim   test_gpt on every reference state (+ recompute 1, 2 runs)
+#     make test-trainer-gpu-sim               20 steps vs train_gpt_cpu, exact resume, determinism, bad input
+#     make sim-test-kernels                   every kernel vs llmc/cpu_ops.h (ASan + UBSan build)
+#     make test-nvcc-gpu                      nvcc builds train_gpt and test_gpt for sm_80 and sm_90, no warnings
+#   on a machine with an NVIDIA GPU (nvcc builds; not part of `make`):
+#     make train_gpt test_gpt [PRECISION=FP32] [GPU_ARCH="90"]   fat binaries for sm_80 and sm_90 by default
+#     make bench-kernels                      per-kernel time and GB/s or TFLOP/s
+#     make gpucheck                           scripts/gpucheck.sh: build for the GPU present, tests, d12 benchmark
+GPU_ARCH ?= 80 90
+PRECISION ?= BF16
+GPU_HEADERS := $(wildcard llmc/*.cuh) $(wildcard llmc/*.h) $(wildcard dev/cudasim/*.h)
+NVCC_FLAGS ?= -O3 -std=c++17 -Werror all-warnings -Xcompiler -Wall,-Wno-unused-function -I.
+NVCC_GENCODE = $(foreach a,$(GPU_ARCH),-gencode arch=compute_$(a),code=sm_$(a))
+NVCC_PRECISION = $(if $(filter FP32,$(PRECISION)),-DPRECISION_FP32,)
+GPU_LDLIBS ?= -lcublasLt -lcublas
+
+train_gpt_sim: train_gpt.cu $(GPU_HEADERS)
+	$(CXX) $(SIM_FAST_CXXFLAGS) -x c++ $< -x none $(SIM_LDLIBS) -o $@
+train_gpt_sim_fp32: train_gpt.cu $(GPU_HEADERS)
+	$(CXX) $(SIM_FAST_CXXFLAGS) -DPRECISION_FP32 -x c++ $< -x none $(SIM_LDLIBS) -o $@
+test_gpt_sim: test_gpt.cu train_gpt.cu $(GPU_HEADERS)
+	$(CXX) $(SIM_FAST_CXXFLAGS) -x c++ $< -x none $(SIM_LDLIBS) -o $@
+test_gpt_sim_fp32: test_gpt.cu train_gpt.cu $(GPU_HEADERS)
+	$(CXX) $(SIM_FAST_CXXFLAGS) -DPRECISION_FP32 -x c++ $< -x none $(SIM_LDLIBS) -o $@
+build/gpu/test_kernels: dev/cuda/test_kernels.cu $(GPU_HEADERS)
+	@mkdir -p build/gpu
+	$(CXX) $(SIM_CXXFLAGS) -DPRECISION_FP32 -x c++ $< -x none $(SIM_LDLIBS) -o $@
+
+ALL_TARGETS += train_gpt_sim train_gpt_sim_fp32 test_gpt_sim test_gpt_sim_fp32 build/gpu/test_kernels
+
+# nvcc builds, explicit only (this machine may have no nvcc or no GPU)
+train_gpt: train_gpt.cu $(GPU_HEADERS)
+	@bash scripts/gpu_build.sh "$(NVCC)" "$(NVCC_FLAGS) $(NVCC_PRECISION) $(NVCC_GENCODE)" $< $@ "$(GPU_LDLIBS)"
+test_gpt: test_gpt.cu train_gpt.cu $(GPU_HEADERS)
+	@bash scripts/gpu_build.sh "$(NVCC)" "$(NVCC_FLAGS) $(NVCC_PRECISION) $(NVCC_GENCODE)" $< $@ "$(GPU_LDLIBS)"
+build/gpu/bench_kernels: dev/cuda/bench_kernels.cu $(GPU_HEADERS)
+	@mkdir -p build/gpu
+	@bash scripts/gpu_build.sh "$(NVCC)" "$(NVCC_FLAGS) $(NVCC_GENCODE)" $< $@ "$(GPU_LDLIBS)"
+
+test-gpt-sim-fp32: test_gpt_sim_fp32 build/references/.stamp
+	@bash dev/cuda/test_gpt_sim.sh ./test_gpt_sim_fp32 build/references c_L1_H1_C32_T16_V129:2
+test-gpt-sim: test_gpt_sim build/references/.stamp
+	@bash dev/cuda/test_gpt_sim.sh ./test_gpt_sim build/references a_L2_H4_C64_T32_V512:2 c_L1_H1_C32_T16_V129:1
+test-trainer-gpu-sim: train_gpt_sim train_gpt_sim_fp32 train_gpt_cpu
+	@bash dev/cuda/test_trainer_gpu.sh
+sim-test-kernels: build/gpu/test_kernels
+	$(SIM_RUN_ENV) ./build/gpu/test_kernels
+# compile-only, both precisions, sm_80 and sm_90, warnings as errors (the CI machine has nvcc, no GPU)
+test-nvcc-gpu:
+	@bash dev/cuda/test_nvcc_gpu.sh "$(NVCC)" "$(NVCC_TEST_FLAGS)"
+
+bench-kernels: build/gpu/bench_kernels
+	./build/gpu/bench_kernels
+gpucheck:
+	@bash scripts/gpucheck.sh
+
+SIM_TEST_TARGETS += test-gpt-sim-fp32 test-gpt-sim test-trainer-gpu-sim sim-test-kernels
+TEST_TARGETS += test-gpt-sim-fp32 test-gpt-sim test-trainer-gpu-sim sim-test-kernels test-nvcc-gpu
+
+.PHONY: test-gpt-sim-fp32 test-gpt-sim test-trainer-gpu-sim sim-test-kernels test-nvcc-gpu bench-kernels gpucheck

@@ -1,0 +1,809 @@
+/*
+ * train_gpt.cu — GPT-2 training on one NVIDIA GPU, bf16 (default) or fp32 (-DPRECISION_FP32).
+ *
+ * The same model, flags, files and step line as the CPU trainer train_gpt.c, which it mirrors top to
+ * bottom: parameters and activations, the forward pass, the backward pass, the AdamW update, then the
+ * training loop. Each op is a kernel header in llmc/ (forward and backward side by side, its math and
+ * parallel decomposition stated there); matmuls go through cuBLASLt (llmc/matmul.cuh). File formats,
+ * the data loader, schedules, flags and checkpoints are the shared llmc/ headers; doc/formats.md
+ * describes every file.
+ *
+ * Precision: parameters, gradients and activations are floatX (llmc/cuda_utils.cuh); AdamW keeps fp32
+ * moments and, in bf16 with --master-weights 1, fp32 master weights, and writes the bf16 parameters
+ * with seeded stochastic rounding. Checkpoints hold fp32 weights (the masters when there are any), and
+ * a resume reproduces the exact bf16 rounding, so a resumed run is bit-identical to an uninterrupted one.
+ * Recompute (-r 1: GELU outputs, -r 2: also layernorm outputs) keeps one layer's worth of those
+ * activations and recomputes them in the backward pass.
+ *
+ * Builds: nvcc (make train_gpt) or the CUDA simulator (g++ -DCUDASIM, make train_gpt_sim). test_gpt.cu
+ * includes this file with TESTING defined, to reuse the model without main().
+ */
+#include <math.h>
+#include <time.h>
+
+#include "llmc/cuda_utils.cuh"
+#include "llmc/fileio.h"
+#include "llmc/rng.h"
+#include "llmc/schedule.h"
+#include "llmc/checkpoint.h"
+#include "llmc/dataloader.h"
+#include "llmc/encoder.cuh"
+#include "llmc/layernorm.cuh"
+#include "llmc/matmul.cuh"
+#include "llmc/attention.cuh"
+#include "llmc/gelu.cuh"
+#include "llmc/classifier.cuh"
+#include "llmc/global_norm.cuh"
+#include "llmc/adamw.cuh"
+
+/* ----------------------------------------------------------------------------
+ * Parameters: one contiguous floatX buffer in model-file order (doc/formats.md); the gradients mirror it. */
+
+typedef struct {
+    floatX* wte;      /* (Vp, C) */
+    floatX* wpe;      /* (maxT, C) */
+    floatX* ln1w;     /* (L, C) */
+    floatX* ln1b;     /* (L, C) */
+    floatX* qkvw;     /* (L, 3C, C) */
+    floatX* qkvb;     /* (L, 3C) */
+    floatX* attprojw; /* (L, C, C) */
+    floatX* attprojb; /* (L, C) */
+    floatX* ln2w;     /* (L, C) */
+    floatX* ln2b;     /* (L, C) */
+    floatX* fcw;      /* (L, 4C, C) */
+    floatX* fcb;      /* (L, 4C) */
+    floatX* fcprojw;  /* (L, C, 4C) */
+    floatX* fcprojb;  /* (L, C) */
+    floatX* lnfw;     /* (C) */
+    floatX* lnfb;     /* (C) */
+} ParameterTensors;
+
+static void point_parameters(ParameterTensors* p, floatX* base, const size_t sizes[NUM_PARAM_TENSORS]) {
+    floatX** ptrs[NUM_PARAM_TENSORS] = {&p->wte,  &p->wpe,      &p->ln1w,     &p->ln1b, &p->qkvw, &p->qkvb,
+                                        &p->attprojw, &p->attprojb, &p->ln2w, &p->ln2b, &p->fcw,  &p->fcb,
+                                        &p->fcprojw,  &p->fcprojb,  &p->lnfw, &p->lnfb};
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
+        *ptrs[i] = base;
+        base += sizes[i];
+    }
+}
+
+/* ----------------------------------------------------------------------------
+ * Activations kept from the forward pass for the backward pass, for up to B x T tokens. Per-layer
+ * tensors are stacked over layers, except those recomputation drops (one layer's worth, reused).
+ * floatX unless marked fp32. */
+
+typedef struct {
+    floatX* encoded;   /* (B, T, C)          x0 = wte[tok] + wpe[pos] */
+    floatX* ln1;       /* (L or 1, B, T, C)  1 layer with -r 2 */
+    float* ln1_mean;   /* (L, B, T) fp32 */
+    float* ln1_rstd;   /* (L, B, T) fp32 */
+    floatX* qkv;       /* (L, B, T, 3C) */
+    floatX* atty;      /* (L, B, T, C)       attention output, before its projection */
+    float* att_lse;    /* (L, B, NH, T) fp32 logsumexp of each attention row */
+    floatX* residual2; /* (L, B, T, C)       x + attn(ln1(x)) */
+    floatX* ln2;       /* (L or 1, B, T, C)  1 layer with -r 2 */
+    float* ln2_mean;   /* (L, B, T) fp32 */
+    float* ln2_rstd;   /* (L, B, T) fp32 */
+    floatX* fch;       /* (L, B, T, 4C)      before GELU */
+    floatX* fch_gelu;  /* (L or 1, B, T, 4C) 1 layer with -r >= 1 */
+    floatX* residual3; /* (L, B, T, C)       the layer's output */
+    floatX* lnf;       /* (B, T, C) */
+    float* lnf_mean;   /* (B, T) fp32 */
+    float* lnf_rstd;   /* (B, T) fp32 */
+    floatX* proj;      /* (B, T, C)          a projection's output before its residual add (any layer) */
+    floatX* logits;    /* (B, T, Vp)         overwritten by their gradient in training */
+    float* losses;     /* (B, T) fp32 */
+} Activations;
+
+/* Gradients of activations: one layer's worth is alive at a time. */
+typedef struct {
+    floatX* residual; /* (B, T, C)  gradient of the residual stream, carried down the layers */
+    floatX* ln;       /* (B, T, C)  gradient of a layernorm output */
+    floatX* atty;     /* (B, T, C) */
+    floatX* qkv;      /* (B, T, 3C) */
+    floatX* fch;      /* (B, T, 4C) gradient of the GELU input */
+} ActivationGrads;
+
+typedef struct {
+    float beta1, beta2, eps, weight_decay, grad_clip;
+} OptimizerConfig;
+
+/* ActivationGrads' widths in units of C: residual, ln, atty, qkv, fch */
+static const int ACTIVATION_GRAD_WIDTHS[5] = {1, 1, 1, 3, 4};
+#define ACTIVATION_GRAD_WIDTH 10
+
+/* device bytes by category, for the memory check and report */
+typedef struct {
+    size_t params, grads, optimizer, activations, scratch;
+} MemoryPlan;
+
+typedef struct {
+    GPTConfig config;
+    size_t param_sizes[NUM_PARAM_TENSORS];
+    size_t num_params;
+    int batch_cap, seq_cap, recompute;
+    uint64_t seed; /* stochastic rounding */
+    floatX* params;
+    floatX* grads;
+    float* master; /* fp32 master weights (bf16 build with --master-weights 1), else NULL */
+    float* adam_m;
+    float* adam_v;
+    ParameterTensors w;
+    ParameterTensors g;
+    void* act_memory;
+    Activations a;
+    ActivationGrads da;
+    float* scratch;      /* column sums, then the attention deltas, then the norm partials */
+    size_t colsum_floats; /* where the attention deltas start in scratch */
+    size_t delta_floats;
+    int* inputs_dev;  /* (B, T) */
+    int* targets_dev; /* (B, T) */
+    int* buckets_dev; /* 3BT + 1: llmc/encoder.cuh's grouping of positions by token */
+    int* buckets;     /* host copies */
+    uint64_t* bucket_keys;
+    float* losses_host;
+    float* logits_host; /* (Vp): the last position's logits, for sampling */
+    cudaStream_t stream;
+    BlasContext blas;
+} GPT;
+
+/* Activation tensor sizes in elements, in Activations' field order; whether each is fp32. */
+#define NUM_ACTIVATIONS 20
+static void activation_sizes(const GPTConfig* c, int B, int T, int recompute, size_t sizes[NUM_ACTIVATIONS],
+                             int is_fp32[NUM_ACTIVATIONS]) {
+    size_t L = c->num_layers, C = c->channels, NH = c->num_heads, Vp = c->padded_vocab_size, BT = (size_t)B * T;
+    size_t L_ln = recompute >= 2 ? 1 : L, L_gelu = recompute >= 1 ? 1 : L;
+    size_t s[NUM_ACTIVATIONS] = {BT * C,     L_ln * BT * C, L * BT,         L * BT,    L * BT * 3 * C, L * BT * C, L * NH * BT,
+                                 L * BT * C, L_ln * BT * C, L * BT,         L * BT,    L * BT * 4 * C, L_gelu * BT * 4 * C,
+                                 L * BT * C, BT * C,        BT,             BT,        BT * C,         BT * Vp,    BT};
+    int f[NUM_ACTIVATIONS] = {0, 0, 1, 1, 0, 0, 1, 0, 0, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 1};
+    for (int i = 0; i < NUM_ACTIVATIONS; i++) {
+        sizes[i] = (s[i] + 63) / 64 * 64; /* every tensor 128-byte aligned for cuBLASLt */
+        is_fp32[i] = f[i];
+    }
+}
+
+/* whether fp32 master weights exist: only in the bf16 build, and when asked for */
+static int gpt_uses_master(int master_weights) {
+#if defined(PRECISION_FP32)
+    return 0; /* the parameters are fp32 already */
+#else
+    return master_weights;
+#endif
+}
+
+static MemoryPlan gpt_memory_plan(const GPTConfig* c, int B, int T, int recompute, int master_weights) {
+    MemoryPlan p;
+    size_t n = gpt_num_params(c), BT = (size_t)B * T, C = c->channels;
+    p.params = n * sizeof(floatX);
+    p.grads = n * sizeof(floatX);
+    p.optimizer = n * sizeof(float) * (master_weights ? 3 : 2);
+    size_t sizes[NUM_ACTIVATIONS];
+    int is_fp32[NUM_ACTIVATIONS];
+    activation_sizes(c, B, T, recompute, sizes, is_fp32);
+    p.activations = 0;
+    for (int i = 0; i < NUM_ACTIVATIONS; i++) p.activations += sizes[i] * (is_fp32[i] ? sizeof(float) : sizeof(floatX));
+    p.activations += BT * ACTIVATION_GRAD_WIDTH * C * sizeof(floatX);
+    p.scratch = (colsum_scratch_floats((long)BT, 4 * (long)C) + BT * c->num_heads + GNORM_BLOCKS + 1) * sizeof(float) +
+                BLAS_WORKSPACE_BYTES + BT * (2 + 3) * sizeof(int) + sizeof(int);
+    return p;
+}
+
+static double gib(size_t bytes) { return (double)bytes / (1024.0 * 1024.0 * 1024.0); }
+static double mib(size_t bytes) { return (double)bytes / (1024.0 * 1024.0); }
+
+static inline void memory_plan_print(const MemoryPlan* p, const MemoryPlan* without_recompute, int recompute) {
+    printf("device memory: parameters %.1f MiB | gradients %.1f MiB | optimizer state %.1f MiB | activations %.1f MiB | "
+           "scratch %.1f MiB | total %.1f MiB\n",
+           mib(p->params), mib(p->grads), mib(p->optimizer), mib(p->activations), mib(p->scratch),
+           mib(p->params + p->grads + p->optimizer + p->activations + p->scratch));
+    if (recompute > 0)
+        printf("recompute %d: activations %.3f MiB instead of %.3f MiB (saves %.3f MiB)\n", recompute, mib(p->activations),
+               mib(without_recompute->activations), mib(without_recompute->activations - p->activations));
+}
+
+/* Stops with the bytes needed when the model and a batch of B x T tokens do not fit in the device's free memory. */
+static void gpt_check_memory(const GPTConfig* c, int B, int T, int recompute, int master_weights) {
+    MemoryPlan plan = gpt_memory_plan(c, B, T, recompute, master_weights);
+    size_t need = plan.params + plan.grads + plan.optimizer + plan.activations + plan.scratch, free_bytes, total_bytes;
+    cudaCheck(cudaMemGetInfo(&free_bytes, &total_bytes));
+    if (need > free_bytes)
+        fatalf("batch %d x %d does not fit in device memory: needs %.2f GiB (parameters %.2f, gradients %.2f, optimizer %.2f, "
+               "activations %.2f, scratch %.2f), the device has %.2f GiB free of %.2f (try a smaller -b, or -r 2)",
+               B, T, gib(need), gib(plan.params), gib(plan.grads), gib(plan.optimizer), gib(plan.activations), gib(plan.scratch),
+               gib(free_bytes), gib(total_bytes));
+}
+
+/* Allocates the model for batches of up to B x T tokens, after checking that it fits in the device's
+ * free memory (the error names how much it needs). Weights are set by gpt_set_weights. */
+static void gpt_create(GPT* m, const GPTConfig* c, int B, int T, int recompute, int master_weights, uint64_t seed) {
+    gpt_config_check(c, "model config");
+    if (!attention_supported(c->channels, c->num_heads))
+        fatalf("model config: head size %d is above the attention kernel's maximum %d", c->channels / c->num_heads, 32 * ATT_DIMS);
+    if (c->channels % 8 != 0) fatalf("model config: channels %d is not a multiple of 8, which cuBLASLt's alignment needs", c->channels);
+    if (T > c->max_seq_len) fatalf("sequence length %d exceeds the model's maximum %d", T, c->max_seq_len);
+    master_weights = gpt_uses_master(master_weights);
+    gpt_check_memory(c, B, T, recompute, master_weights);
+    memset(m, 0, sizeof(*m));
+    m->config = *c;
+    m->batch_cap = B;
+    m->seq_cap = T;
+    m->recompute = recompute;
+    m->seed = seed;
+    gpt_param_sizes(c, m->param_sizes);
+    m->num_params = gpt_num_params(c);
+    size_t n = m->num_params;
+    cudaCheck(cudaStreamCreate(&m->stream));
+    blas_create(&m->blas, m->stream);
+    cudaCheck(cudaMalloc(&m->params, n * sizeof(floatX)));
+    cudaCheck(cudaMalloc(&m->grads, n * sizeof(floatX)));
+    cudaCheck(cudaMemset(m->grads, 0, n * sizeof(floatX)));
+    if (master_weights) cudaCheck(cudaMalloc(&m->master, n * sizeof(float)));
+    cudaCheck(cudaMalloc(&m->adam_m, n * sizeof(float)));
+    cudaCheck(cudaMalloc(&m->adam_v, n * sizeof(float)));
+    cudaCheck(cudaMemset(m->adam_m, 0, n * sizeof(float)));
+    cudaCheck(cudaMemset(m->adam_v, 0, n * sizeof(float)));
+    point_parameters(&m->w, m->params, m->param_sizes);
+    point_parameters(&m->g, m->grads, m->param_sizes);
+
+    size_t sizes[NUM_ACTIVATIONS];
+    int is_fp32[NUM_ACTIVATIONS];
+    activation_sizes(c, B, T, recompute, sizes, is_fp32);
+    Activations* a = &m->a;
+    void** ptrs[NUM_ACTIVATIONS] = {(void**)&a->encoded,  (void**)&a->ln1,      (void**)&a->ln1_mean,  (void**)&a->ln1_rstd,
+                                    (void**)&a->qkv,      (void**)&a->atty,     (void**)&a->att_lse,   (void**)&a->residual2,
+                                    (void**)&a->ln2,      (void**)&a->ln2_mean, (void**)&a->ln2_rstd,  (void**)&a->fch,
+                                    (void**)&a->fch_gelu, (void**)&a->residual3, (void**)&a->lnf,      (void**)&a->lnf_mean,
+                                    (void**)&a->lnf_rstd, (void**)&a->proj,     (void**)&a->logits,    (void**)&a->losses};
+    size_t BT = (size_t)B * T, C = c->channels;
+    cudaCheck(cudaMalloc(&m->act_memory, gpt_memory_plan(c, B, T, recompute, master_weights).activations));
+    char* p = (char*)m->act_memory;
+    for (int i = 0; i < NUM_ACTIVATIONS; i++) {
+        *ptrs[i] = p;
+        p += sizes[i] * (is_fp32[i] ? sizeof(float) : sizeof(floatX));
+    }
+    floatX** gptrs[5] = {&m->da.residual, &m->da.ln, &m->da.atty, &m->da.qkv, &m->da.fch};
+    for (int i = 0; i < 5; i++) {
+        *gptrs[i] = (floatX*)p;
+        p += BT * ACTIVATION_GRAD_WIDTHS[i] * C * sizeof(floatX);
+    }
+    m->colsum_floats = colsum_scratch_floats((long)BT, 4 * (long)C);
+    m->delta_floats = BT * c->num_heads;
+    cudaCheck(cudaMalloc(&m->scratch, (m->colsum_floats + m->delta_floats + GNORM_BLOCKS + 1) * sizeof(float)));
+    cudaCheck(cudaMalloc(&m->inputs_dev, BT * sizeof(int)));
+    cudaCheck(cudaMalloc(&m->targets_dev, BT * sizeof(int)));
+    cudaCheck(cudaMalloc(&m->buckets_dev, (3 * BT + 1) * sizeof(int)));
+    m->buckets = (int*)malloc_check((3 * BT + 1) * sizeof(int));
+    m->bucket_keys = (uint64_t*)malloc_check(BT * sizeof(uint64_t));
+    m->losses_host = (float*)malloc_check(BT * sizeof(float));
+    m->logits_host = (float*)malloc_check((size_t)c->padded_vocab_size * sizeof(float));
+}
+
+static void gpt_free(GPT* m) {
+    void* device[] = {m->params, m->grads, m->master, m->adam_m, m->adam_v, m->act_memory, m->scratch, m->inputs_dev,
+                      m->targets_dev, m->buckets_dev};
+    for (size_t i = 0; i < sizeof(device) / sizeof(device[0]); i++) cudaCheck(cudaFree(device[i]));
+    blas_destroy(&m->blas);
+    cudaCheck(cudaStreamDestroy(m->stream));
+    free(m->buckets);
+    free(m->bucket_keys);
+    free(m->losses_host);
+    free(m->logits_host);
+}
+
+/* Sets the weights from fp32 host values: the masters (if any) and the parameters rounded from them as
+ * AdamW's step t rounded them (t = 0 for a fresh model, the checkpoint's step on resume). */
+static void gpt_set_weights(GPT* m, const float* host, int t) {
+    size_t n = m->num_params;
+    if (m->master) {
+        cudaCheck(cudaMemcpy(m->master, host, n * sizeof(float), cudaMemcpyHostToDevice));
+        params_from_master(m->params, m->master, n, t, m->seed, m->stream);
+        return;
+    }
+    floatX* staged = (floatX*)malloc_check(n * sizeof(floatX));
+    floats_to_floatX(staged, host, n);
+    cudaCheck(cudaMemcpy(m->params, staged, n * sizeof(floatX), cudaMemcpyHostToDevice));
+    free(staged);
+}
+
+/* fp32 host copy of the weights: the masters if any, else the parameters */
+static void gpt_get_weights(const GPT* m, float* host) {
+    size_t n = m->num_params;
+    if (m->master) {
+        cudaCheck(cudaMemcpy(host, m->master, n * sizeof(float), cudaMemcpyDeviceToHost));
+        return;
+    }
+    floatX* staged = (floatX*)malloc_check(n * sizeof(floatX));
+    cudaCheck(cudaMemcpy(staged, m->params, n * sizeof(floatX), cudaMemcpyDeviceToHost));
+    floatX_to_floats(host, staged, n);
+    free(staged);
+}
+
+/* fp32 host copy of n floatX device values */
+static void copy_to_host(float* host, const floatX* dev, size_t n) {
+    floatX* staged = (floatX*)malloc_check(n * sizeof(floatX));
+    cudaCheck(cudaMemcpy(staged, dev, n * sizeof(floatX), cudaMemcpyDeviceToHost));
+    floatX_to_floats(host, staged, n);
+    free(staged);
+}
+
+/* ----------------------------------------------------------------------------
+ * Forward pass: tokens (B, T) -> final layernorm output; then the classifier. */
+
+/* a layer's slice of a stacked activation, or the single shared layer when recomputation dropped the stack */
+static floatX* layer_slice(floatX* base, int l, size_t layer_elems, int stacked) { return base + (stacked ? l * layer_elems : 0); }
+
+static void check_batch(const GPT* m, const int* tokens, const char* what, int B, int T) {
+    if (T > m->config.max_seq_len) fatalf("sequence length %d exceeds the model's maximum %d", T, m->config.max_seq_len);
+    if ((size_t)B * T > (size_t)m->batch_cap * m->seq_cap || T > m->seq_cap)
+        fatalf("batch %dx%d exceeds the allocated %dx%d", B, T, m->batch_cap, m->seq_cap);
+    for (int i = 0; i < B * T; i++)
+        if (tokens[i] < 0 || tokens[i] >= m->config.vocab_size)
+            fatalf("%s token %d at position %d is outside the vocabulary [0, %d)", what, tokens[i], i, m->config.vocab_size);
+}
+
+static void gpt_forward_body(GPT* m, const int* inputs, int B, int T) {
+    check_batch(m, inputs, "input", B, T);
+    const GPTConfig* c = &m->config;
+    int L = c->num_layers, C = c->channels, NH = c->num_heads, BT = B * T;
+    size_t lc = (size_t)BT * C;
+    int ln_stacked = m->recompute < 2, gelu_stacked = m->recompute < 1;
+    ParameterTensors* w = &m->w;
+    Activations* a = &m->a;
+    cudaStream_t s = m->stream;
+    cudaCheck(cudaMemcpyAsync(m->inputs_dev, inputs, (size_t)BT * sizeof(int), cudaMemcpyHostToDevice, s));
+
+    encoder_forward(a->encoded, m->inputs_dev, w->wte, w->wpe, B, T, C, s);
+    residual_layernorm_forward(NULL, a->ln1, a->ln1_mean, a->ln1_rstd, a->encoded, NULL, w->ln1w, w->ln1b, BT, C, s);
+    for (int l = 0; l < L; l++) {
+        const floatX* residual = l == 0 ? a->encoded : a->residual3 + (l - 1) * lc;
+        floatX* ln1 = layer_slice(a->ln1, l, lc, ln_stacked);
+        floatX* ln2 = layer_slice(a->ln2, l, lc, ln_stacked);
+        floatX* fch_gelu = layer_slice(a->fch_gelu, l, 4 * lc, gelu_stacked);
+        floatX *qkv = a->qkv + 3 * l * lc, *atty = a->atty + l * lc, *residual2 = a->residual2 + l * lc, *fch = a->fch + 4 * l * lc;
+        matmul_forward(&m->blas, qkv, NULL, ln1, w->qkvw + (size_t)l * 3 * C * C, w->qkvb + l * 3 * C, BT, C, 3 * C);
+        attention_forward(atty, a->att_lse + (size_t)l * NH * BT, qkv, B, T, C, NH, s);
+        matmul_forward(&m->blas, a->proj, NULL, atty, w->attprojw + (size_t)l * C * C, w->attprojb + l * C, BT, C, C);
+        residual_layernorm_forward(residual2, ln2, a->ln2_mean + l * BT, a->ln2_rstd + l * BT, residual, a->proj, w->ln2w + l * C,
+                                   w->ln2b + l * C, BT, C, s);
+        matmul_forward(&m->blas, fch_gelu, fch, ln2, w->fcw + (size_t)l * 4 * C * C, w->fcb + l * 4 * C, BT, C, 4 * C);
+        matmul_forward(&m->blas, a->proj, NULL, fch_gelu, w->fcprojw + (size_t)l * 4 * C * C, w->fcprojb + l * C, BT, 4 * C, C);
+        /* residual3 = residual2 + fcproj, fused with the next layernorm: the next layer's ln1, or lnf */
+        if (l + 1 < L)
+            residual_layernorm_forward(a->residual3 + l * lc, layer_slice(a->ln1, l + 1, lc, ln_stacked), a->ln1_mean + (l + 1) * BT,
+                                       a->ln1_rstd + (l + 1) * BT, residual2, a->proj, w->ln1w + (l + 1) * C, w->ln1b + (l + 1) * C,
+                                       BT, C, s);
+        else
+            residual_layernorm_forward(a->residual3 + l * lc, a->lnf, a->lnf_mean, a->lnf_rstd, residual2, a->proj, w->lnfw, w->lnfb,
+                                       BT, C, s);
+    }
+}
+
+/* Full forward: logits (B, T, Vp) and the per-token losses; returns the mean loss. With grad_scale != 0
+ * (training) the classifier also writes d(grad_scale · mean loss)/d(logits) over the logits, for
+ * gpt_backward; with grad_scale == 0 the logits stay. */
+static float gpt_forward(GPT* m, const int* inputs, const int* targets, int B, int T, float grad_scale) {
+    const GPTConfig* c = &m->config;
+    int BT = B * T;
+    check_batch(m, targets, "target", B, T);
+    gpt_forward_body(m, inputs, B, T);
+    matmul_forward(&m->blas, m->a.logits, NULL, m->a.lnf, m->w.wte, NULL, BT, c->channels, c->padded_vocab_size);
+    cudaCheck(cudaMemcpyAsync(m->targets_dev, targets, (size_t)BT * sizeof(int), cudaMemcpyHostToDevice, m->stream));
+    fused_classifier(m->a.logits, m->a.losses, m->targets_dev, grad_scale / BT, BT, c->vocab_size, c->padded_vocab_size, m->stream);
+    cudaCheck(cudaMemcpyAsync(m->losses_host, m->a.losses, (size_t)BT * sizeof(float), cudaMemcpyDeviceToHost, m->stream));
+    cudaCheck(cudaStreamSynchronize(m->stream));
+    double sum = 0.0;
+    for (int i = 0; i < BT; i++) sum += m->losses_host[i];
+    return (float)(sum / BT);
+}
+
+/* Logits of the last position only (for sampling): (Vp) fp32 on the host. */
+static inline const float* gpt_forward_last(GPT* m, const int* inputs, int T) {
+    const GPTConfig* c = &m->config;
+    gpt_forward_body(m, inputs, 1, T);
+    matmul_forward(&m->blas, m->a.logits, NULL, m->a.lnf + (size_t)(T - 1) * c->channels, m->w.wte, NULL, 1, c->channels,
+                   c->padded_vocab_size);
+    copy_to_host(m->logits_host, m->a.logits, (size_t)c->padded_vocab_size);
+    return m->logits_host;
+}
+
+static void gpt_zero_grad(GPT* m) { cudaCheck(cudaMemsetAsync(m->grads, 0, m->num_params * sizeof(floatX), m->stream)); }
+
+/* ----------------------------------------------------------------------------
+ * Backward pass: accumulates d(grad_scale * mean loss)/d(params) into m->grads. Must follow
+ * gpt_forward(..., grad_scale) with grad_scale != 0 on the same batch (the logits hold their gradient). */
+static void gpt_backward(GPT* m, const int* inputs, int B, int T) {
+    const GPTConfig* c = &m->config;
+    int L = c->num_layers, C = c->channels, NH = c->num_heads, Vp = c->padded_vocab_size, BT = B * T;
+    size_t lc = (size_t)BT * C;
+    int ln_stacked = m->recompute < 2, gelu_stacked = m->recompute < 1;
+    ParameterTensors* w = &m->w;
+    ParameterTensors* g = &m->g;
+    Activations* a = &m->a;
+    ActivationGrads* d = &m->da;
+    cudaStream_t s = m->stream;
+    float* colsum = m->scratch;
+    float* delta = m->scratch + m->colsum_floats;
+
+    matmul_backward(&m->blas, d->ln, g->wte, NULL, colsum, a->logits, a->lnf, w->wte, NULL, BT, C, Vp);
+    cudaCheck(cudaMemsetAsync(d->residual, 0, lc * sizeof(floatX), s));
+    layernorm_backward(d->residual, g->lnfw, g->lnfb, colsum, d->ln, a->residual3 + (L - 1) * lc, w->lnfw, a->lnf_mean, a->lnf_rstd,
+                       BT, C, s);
+
+    for (int l = L - 1; l >= 0; l--) {
+        const floatX* residual = l == 0 ? a->encoded : a->residual3 + (l - 1) * lc;
+        floatX* ln1 = layer_slice(a->ln1, l, lc, ln_stacked);
+        floatX* ln2 = layer_slice(a->ln2, l, lc, ln_stacked);
+        floatX* fch_gelu = layer_slice(a->fch_gelu, l, 4 * lc, gelu_stacked);
+        floatX *qkv = a->qkv + 3 * l * lc, *atty = a->atty + l * lc, *residual2 = a->residual2 + l * lc, *fch = a->fch + 4 * l * lc;
+        float *ln1_mean = a->ln1_mean + l * BT, *ln1_rstd = a->ln1_rstd + l * BT;
+        float *ln2_mean = a->ln2_mean + l * BT, *ln2_rstd = a->ln2_rstd + l * BT;
+        /* MLP: residual3 = residual2 + fcproj(gelu(fc(ln2(residual2)))); d->residual flows through unchanged */
+        if (!gelu_stacked) gelu_forward(fch_gelu, fch, 4 * lc, s);
+        matmul_backward(&m->blas, d->fch, g->fcprojw + (size_t)l * 4 * C * C, g->fcprojb + l * C, colsum, d->residual, fch_gelu,
+                        w->fcprojw + (size_t)l * 4 * C * C, fch, BT, 4 * C, C);
+        if (!ln_stacked)
+            residual_layernorm_forward(NULL, ln2, ln2_mean, ln2_rstd, residual2, NULL, w->ln2w + l * C, w->ln2b + l * C, BT, C, s);
+        matmul_backward(&m->blas, d->ln, g->fcw + (size_t)l * 4 * C * C, g->fcb + l * 4 * C, colsum, d->fch, ln2,
+                        w->fcw + (size_t)l * 4 * C * C, NULL, BT, C, 4 * C);
+        layernorm_backward(d->residual, g->ln2w + l * C, g->ln2b + l * C, colsum, d->ln, residual2, w->ln2w + l * C, ln2_mean, ln2_rstd,
+                           BT, C, s);
+        /* attention: residual2 = residual + attproj(attention(qkv(ln1(residual)))) */
+        matmul_backward(&m->blas, d->atty, g->attprojw + (size_t)l * C * C, g->attprojb + l * C, colsum, d->residual, atty,
+                        w->attprojw + (size_t)l * C * C, NULL, BT, C, C);
+        attention_backward(d->qkv, delta, d->atty, atty, qkv, a->att_lse + (size_t)l * NH * BT, B, T, C, NH, s);
+        if (!ln_stacked)
+            residual_layernorm_forward(NULL, ln1, ln1_mean, ln1_rstd, residual, NULL, w->ln1w + l * C, w->ln1b + l * C, BT, C, s);
+        matmul_backward(&m->blas, d->ln, g->qkvw + (size_t)l * 3 * C * C, g->qkvb + l * 3 * C, colsum, d->qkv, ln1,
+                        w->qkvw + (size_t)l * 3 * C * C, NULL, BT, C, 3 * C);
+        layernorm_backward(d->residual, g->ln1w + l * C, g->ln1b + l * C, colsum, d->ln, residual, w->ln1w + l * C, ln1_mean, ln1_rstd,
+                           BT, C, s);
+    }
+    int num_buckets = encoder_buckets(m->buckets, m->bucket_keys, inputs, BT);
+    cudaCheck(cudaMemcpyAsync(m->buckets_dev, m->buckets, (3 * (size_t)BT + 1) * sizeof(int), cudaMemcpyHostToDevice, s));
+    encoder_backward(g->wte, g->wpe, d->residual, m->buckets_dev, num_buckets, B, T, C, s);
+    cudaCheck(cudaStreamSynchronize(s)); /* the host bucket arrays are reused by the next backward */
+}
+
+/* ----------------------------------------------------------------------------
+ * AdamW update with global-norm clipping. Returns the gradient norm before clipping. t is the 1-based
+ * step count (bias correction and the stochastic-rounding seed). */
+static float gpt_update(GPT* m, const OptimizerConfig* oc, float lr, int t) {
+    float* norm_scratch = m->scratch + m->colsum_floats + m->delta_floats;
+    float norm = sqrtf(global_norm_squared(m->grads, m->num_params, norm_scratch, m->stream));
+    float scale = 1.0f;
+    if (oc->grad_clip > 0.0f && norm > oc->grad_clip) scale = oc->grad_clip / (norm + 1e-6f);
+    size_t offset = 0;
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
+        size_t n = m->param_sizes[i];
+        float wd = gpt_param_decays(i) ? oc->weight_decay : 0.0f;
+        adamw_update(m->params + offset, m->master ? m->master + offset : NULL, m->grads + offset, m->adam_m + offset,
+                     m->adam_v + offset, n, offset, lr, oc->beta1, oc->beta2, oc->eps, wd, scale, t, m->seed, m->stream);
+        offset += n;
+    }
+    return norm;
+}
+
+#ifndef TESTING
+#include "llmc/flags.h"
+#include "llmc/logger.h"
+#include "llmc/sampler.h"
+#include "llmc/tokenizer.h"
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Dense bf16 tensor-core peak of the device in FLOP/s, by name (0 when unknown: MFU is then not shown). */
+static double device_bf16_peak(const char* name) {
+    static const struct {
+        const char* name_part;
+        double tflops;
+    } table[] = {{"H200", 989.0}, {"H100 PCIe", 756.0}, {"H100 NVL", 835.0}, {"H100", 989.0}, {"GH200", 989.0},
+                 {"A100", 312.0}, {"A10G", 70.0},       {"L40S", 362.0},     {"L4", 121.0},   {"cudasim H100", 989.0}};
+    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+        if (strstr(name, table[i].name_part)) return table[i].tflops * 1e12;
+    return 0.0;
+}
+
+/* Mean loss over the first `batches` batches of the validation loader. */
+static float evaluate(GPT* m, DataLoader* val, int batches) {
+    dataloader_reset(val);
+    double sum = 0.0;
+    for (int i = 0; i < batches; i++) {
+        dataloader_next(val);
+        sum += gpt_forward(m, val->inputs, val->targets, val->B, val->T, 0.0f);
+    }
+    return (float)(sum / batches);
+}
+
+/* Generates `count` tokens after an end-of-text token, printing them as they come. */
+static void sample_text(GPT* m, const Tokenizer* tok, int have_tokenizer, int eot, int count, int window, float temperature,
+                        int top_k, Rng* rng) {
+    int* ctx = (int*)malloc_check((size_t)(count + 1) * sizeof(int));
+    int n = 0;
+    ctx[n++] = eot;
+    printf("---- sample\n");
+    for (int i = 0; i < count; i++) {
+        int start = n > window ? n - window : 0;
+        const float* logits = gpt_forward_last(m, ctx + start, n - start);
+        int next = sample_token(logits, m->config.vocab_size, temperature, top_k, rng);
+        ctx[n++] = next;
+        if (have_tokenizer) {
+            size_t len;
+            const unsigned char* bytes = tokenizer_token_bytes(tok, next, &len);
+            fwrite(bytes, 1, len, stdout);
+        } else {
+            printf("%d ", next);
+        }
+        fflush(stdout);
+    }
+    printf("\n----\n");
+    free(ctx);
+}
+
+static void save_checkpoint(GPT* m, const char* dir, const TrainState* st) {
+    char model_path[4200], state_path[4200], done_path[4200];
+    checkpoint_paths(model_path, state_path, done_path, sizeof(model_path), dir, st->step, 0);
+    size_t n = m->num_params;
+    float* host = (float*)malloc_check(3 * n * sizeof(float));
+    gpt_get_weights(m, host);
+    cudaCheck(cudaMemcpy(host + n, m->adam_m, n * sizeof(float), cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(host + 2 * n, m->adam_v, n * sizeof(float), cudaMemcpyDeviceToHost));
+    model_file_write(model_path, &m->config, host);
+    state_file_write(state_path, st, host + n, host + 2 * n, NULL);
+    checkpoint_mark_done(dir, st->step, 1);
+    free(host);
+    printf("checkpoint: step %d written to %s\n", st->step, dir);
+}
+
+/* GPT-2 initialisation, as train_gpt.c's gpt_init_random: weights N(0, 0.02), residual projections
+ * N(0, 0.02/sqrt(2L)), biases 0, layernorm weights 1, padded vocabulary rows 0. host: num_params floats. */
+static void init_random_weights(float* host, const GPTConfig* c, uint64_t seed) {
+    size_t sizes[NUM_PARAM_TENSORS];
+    gpt_param_sizes(c, sizes);
+    Rng rng;
+    rng_seed(&rng, seed);
+    float* p = host;
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
+        size_t n = sizes[i];
+        const char* name = GPT_PARAM_NAMES[i];
+        if (name[0] == 'l' && name[1] == 'n') {
+            float value = name[strlen(name) - 1] == 'w' ? 1.0f : 0.0f;
+            for (size_t j = 0; j < n; j++) p[j] = value;
+        } else if (!gpt_param_decays(i)) {
+            memset(p, 0, n * sizeof(float));
+        } else {
+            float std = gpt_param_is_residual_proj(i) ? 0.02f / sqrtf(2.0f * (float)c->num_layers) : 0.02f;
+            rng_fill_normal(&rng, p, n, 0.0f, std);
+        }
+        p += n;
+    }
+    size_t C = (size_t)c->channels;
+    memset(host + (size_t)c->vocab_size * C, 0, (size_t)(c->padded_vocab_size - c->vocab_size) * C * sizeof(float));
+}
+
+int main(int argc, char** argv) {
+    TrainArgs args;
+    flags_parse(&args, argc, argv, "train_gpt");
+    flags_reject(&args, "zero", "ZeRO sharding needs several GPUs; this trainer runs on one");
+    cudaDeviceProp prop;
+    cudaCheck(cudaGetDeviceProperties(&prop, 0));
+
+    /* model: the config and fp32 initial weights on the host, checked against the flags before any kernel runs */
+    GPTConfig config;
+    float* init = NULL;
+    int from_scratch = args.n_layer > 0 || args.n_head > 0 || args.n_embd > 0;
+    if (from_scratch) {
+        if (args.init[0]) fatalf("--init %s and --n-layer/--n-head/--n-embd both give the model: choose one", args.init);
+        if (args.n_layer <= 0 || args.n_head <= 0 || args.n_embd <= 0)
+            fatalf("a model from scratch needs all of --n-layer, --n-head and --n-embd");
+        config.num_layers = args.n_layer;
+        config.num_heads = args.n_head;
+        config.channels = args.n_embd;
+        config.vocab_size = args.vocab_size > 0 ? args.vocab_size : 50257;
+        config.padded_vocab_size = padded_vocab(config.vocab_size);
+        config.max_seq_len = args.max_seq_len > 0 ? args.max_seq_len : args.seq_len;
+    } else if (args.init[0] && gpt_preset(args.init, &config)) {
+        if (args.max_seq_len > 0) config.max_seq_len = args.max_seq_len;
+        if (args.vocab_size > 0) {
+            config.vocab_size = args.vocab_size;
+            config.padded_vocab_size = padded_vocab(args.vocab_size);
+        }
+    } else if (args.init[0]) {
+        size_t n;
+        init = model_file_read(args.init, &config, &n);
+        if (args.vocab_size > 0 && args.vocab_size != config.vocab_size)
+            fatalf("%s: the model's vocabulary is %d tokens but --vocab-size is %d", args.init, config.vocab_size, args.vocab_size);
+        if (args.max_seq_len > 0 && args.max_seq_len != config.max_seq_len)
+            fatalf("%s: the model's maximum sequence length is %d but --max-seq-len is %d", args.init, config.max_seq_len,
+                   args.max_seq_len);
+    } else {
+        fatalf("no model: give --init FILE, --init d12 (or another preset), or --n-layer/--n-head/--n-embd");
+    }
+    gpt_config_check(&config, args.init[0] ? args.init : "model flags");
+    int B = args.batch_size, T = args.seq_len;
+    if (T > config.max_seq_len) fatalf("--seq-len %d is longer than the model's maximum sequence length %d", T, config.max_seq_len);
+
+    gpt_check_memory(&config, B, T, args.recompute, gpt_uses_master(args.master_weights)); /* before the data: fail fast */
+
+    /* data */
+    DataLoader train, val;
+    int have_val = 0;
+    if (args.mock_data) {
+        dataloader_init_mock(&train, B, T, config.vocab_size, 0, 1, args.seed);
+        dataloader_init_mock(&val, B, T, config.vocab_size, 0, 1, args.seed + 1);
+        have_val = 1;
+    } else {
+        if (!args.train_data[0]) fatalf("no training data: give --train-data GLOB (or --mock-data)");
+        dataloader_init(&train, args.train_data, B, T, 0, 1, args.shuffle, args.seed);
+        if (train.vocab_size > config.vocab_size)
+            fatalf("%s: the shards hold tokens up to %d but the model's vocabulary is %d", args.train_data, train.vocab_size,
+                   config.vocab_size);
+        if (args.val_data[0]) {
+            dataloader_init(&val, args.val_data, B, T, 0, 1, 0, args.seed);
+            have_val = 1;
+        }
+    }
+    size_t tokens_per_micro = (size_t)B * T;
+    long long total_batch = args.total_batch > 0 ? args.total_batch : (long long)tokens_per_micro;
+    if (total_batch % (long long)tokens_per_micro != 0)
+        fatalf("--total-batch %lld is not a multiple of micro-batch x sequence length = %d x %d = %zu tokens", total_batch, B, T,
+               tokens_per_micro);
+    int accum = (int)(total_batch / (long long)tokens_per_micro);
+    int max_steps = args.max_steps;
+    if (max_steps < 0) {
+        max_steps = (int)(dataloader_batches_per_epoch(&train) / (size_t)accum);
+        if (max_steps < 1) max_steps = 1;
+    }
+
+    /* the model on the device: the memory check comes first */
+    GPT model;
+    gpt_create(&model, &config, B, T, args.recompute, args.master_weights, args.seed);
+    const GPTConfig* c = &model.config;
+    if (!init) {
+        init = (float*)malloc_check(model.num_params * sizeof(float));
+        init_random_weights(init, c, args.seed);
+    }
+
+    Schedule sched;
+    if (!schedule_parse(args.lr_schedule, &sched.kind)) fatalf("--lr-schedule %s: unknown schedule", args.lr_schedule);
+    sched.max_lr = args.lr;
+    sched.final_frac = args.final_lr_frac;
+    sched.warmup = args.warmup;
+    sched.total = max_steps;
+    sched.wsd_frac = args.wsd_frac;
+    OptimizerConfig oc = {args.beta1, args.beta2, args.eps, args.weight_decay, args.grad_clip};
+    /* the run-defining part of a checkpoint's training state; step, rng and loader are set when saving */
+    TrainState run;
+    memset(&run, 0, sizeof(run));
+    run.rank = 0;
+    run.world = 1;
+    run.num_params = model.num_params;
+    run.shard_offset = 0;
+    run.shard_count = model.num_params;
+    run.schedule = sched;
+    run.weight_decay = oc.weight_decay;
+    run.beta1 = oc.beta1;
+    run.beta2 = oc.beta2;
+    run.eps = oc.eps;
+    run.grad_clip = oc.grad_clip;
+    run.has_master = 0; /* the model file holds the fp32 master weights */
+    if (args.output_dir[0]) make_dir_check(args.output_dir);
+
+    Tokenizer tokenizer;
+    int have_tokenizer = 0;
+    if (args.sample_every > 0 && access(args.tokenizer, R_OK) == 0) {
+        tokenizer_load(&tokenizer, args.tokenizer);
+        have_tokenizer = 1;
+    }
+    int eot = have_tokenizer ? tokenizer.eot_token : c->vocab_size - 1;
+
+    Rng rng;
+    rng_seed(&rng, args.seed ^ 0x5A4D504C45ULL);
+    int start_step = 0;
+    if (args.resume) {
+        if (!args.output_dir[0]) fatalf("--resume 1 needs --output-dir, where the checkpoints are");
+        int last = checkpoint_latest(args.output_dir);
+        if (last < 0) {
+            printf("resume: no complete checkpoint in %s, starting from scratch\n", args.output_dir);
+        } else {
+            char model_path[4200], state_path[4200], done_path[4200];
+            checkpoint_paths(model_path, state_path, done_path, sizeof(model_path), args.output_dir, last, 0);
+            GPTConfig saved;
+            size_t n;
+            float* params = model_file_read(model_path, &saved, &n);
+            if (n != model.num_params || memcmp(&saved, c, sizeof(saved)) != 0)
+                fatalf("%s: the checkpoint's model config differs from this run's", model_path);
+            free(init);
+            init = params;
+            TrainState st;
+            float *mm, *vv, *master;
+            state_file_read(state_path, &st, &mm, &vv, &master);
+            if (st.num_params != model.num_params || st.shard_count != model.num_params)
+                fatalf("%s: optimizer state holds %zu of %zu parameters, this run needs all %zu", state_path, st.shard_count,
+                       st.num_params, model.num_params);
+            if (state_compare(state_path, &st, &run, stdout) > 0)
+                printf("resume: warning: the settings above differ from the checkpoint's run; continuing with this run's\n");
+            cudaCheck(cudaMemcpy(model.adam_m, mm, n * sizeof(float), cudaMemcpyHostToDevice));
+            cudaCheck(cudaMemcpy(model.adam_v, vv, n * sizeof(float), cudaMemcpyHostToDevice));
+            free(mm);
+            free(vv);
+            free(master);
+            rng = st.rng;
+            dataloader_set_state(&train, &st.train_loader);
+            start_step = st.step;
+            printf("resume: step %d from %s\n", start_step, args.output_dir);
+        }
+    }
+    gpt_set_weights(&model, init, start_step); /* the bf16 rounding that step start_step made */
+    free(init);
+
+    Logger logger;
+    logger_init(&logger, args.output_dir[0] ? args.output_dir : NULL, args.resume);
+    double flops_per_token = 6.0 * (double)model.num_params + 6.0 * c->num_layers * (double)c->channels * T;
+    double peak = device_bf16_peak(prop.name);
+    printf("train_gpt (%s%s): %d layers, %d heads, %d channels, vocab %d (padded %d), max seq len %d\n", FLOATX_NAME,
+           model.master ? ", fp32 master weights" : "", c->num_layers, c->num_heads, c->channels, c->vocab_size,
+           c->padded_vocab_size, c->max_seq_len);
+    printf("device: %s | bf16 peak %.0f TFLOP/s%s\n", prop.name, peak * 1e-12, peak > 0 ? "" : " (unknown: no MFU)");
+    printf("parameters: %zu | batch %d x %d, %d micro-steps per step (%lld tokens) | %d steps\n", model.num_params, B, T, accum,
+           total_batch, max_steps);
+    MemoryPlan plan = gpt_memory_plan(c, B, T, args.recompute, model.master != NULL);
+    MemoryPlan plan_full = gpt_memory_plan(c, B, T, 0, model.master != NULL);
+    memory_plan_print(&plan, &plan_full, args.recompute);
+
+    for (int step = start_step; step < max_steps; step++) {
+        int last_step = step == max_steps - 1;
+        if (have_val && args.val_every > 0 && (step % args.val_every == 0 || last_step)) {
+            float vl = evaluate(&model, &val, args.val_batches);
+            printf("step %5d/%d | val loss %.6f\n", step, max_steps, vl);
+            logger_val(&logger, step, vl); /* evaluated after `step` completed steps */
+        }
+        if (args.sample_every > 0 && step > 0 && step % args.sample_every == 0)
+            sample_text(&model, &tokenizer, have_tokenizer, eot, args.sample_tokens, T, args.temperature, args.top_k, &rng);
+
+        double t0 = now_seconds();
+        gpt_zero_grad(&model);
+        double loss_sum = 0.0;
+        for (int micro = 0; micro < accum; micro++) {
+            dataloader_next(&train);
+            loss_sum += gpt_forward(&model, train.inputs, train.targets, B, T, 1.0f / accum);
+            gpt_backward(&model, train.inputs, B, T);
+        }
+        float lr = schedule_lr(&sched, step);
+        float norm = gpt_update(&model, &oc, lr, step + 1);
+        cudaCheck(cudaStreamSynchronize(model.stream));
+        double ms = (now_seconds() - t0) * 1000.0;
+        float loss = (float)(loss_sum / accum);
+        double tok_s = (double)total_batch / (ms / 1000.0);
+        char mfu[32] = "n/a";
+        if (peak > 0) snprintf(mfu, sizeof(mfu), "%.1f%%", 100.0 * tok_s * flops_per_token / peak);
+        printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.1f ms | %.0f tok/s | MFU %s\n", step + 1, max_steps, loss, lr, norm,
+               ms, tok_s, mfu);
+        fflush(stdout);
+        logger_step(&logger, step + 1, loss, lr, norm, ms, tok_s);
+
+        int done = step + 1;
+        if (args.output_dir[0] && args.checkpoint_every > 0 && (done % args.checkpoint_every == 0 || done == max_steps)) {
+            TrainState st = run;
+            st.step = done;
+            st.rng = rng;
+            dataloader_get_state(&train, &st.train_loader);
+            save_checkpoint(&model, args.output_dir, &st);
+        }
+    }
+    if (args.sample_every > 0)
+        sample_text(&model, &tokenizer, have_tokenizer, eot, args.sample_tokens, T, args.temperature, args.top_k, &rng);
+
+    logger_free(&logger);
+    if (have_tokenizer) tokenizer_free(&tokenizer);
+    dataloader_free(&train);
+    if (have_val) dataloader_free(&val);
+    gpt_free(&model);
+    return 0;
+}
+#endif
