@@ -1,0 +1,143 @@
+/*
+ * dev/cuda/bench_flash_attention.cu — GPU benchmark of llmc/flash_attention.cuh (bf16, causal), against two
+ * baselines measured in the same run:
+ *   materialised: cuBLAS strided-batched GEMM S = QKᵀ (fp32, the full T x T per head), a causal softmax kernel
+ *                 writing P (bf16), and a second GEMM O = PV — the forward llm.c runs without cuDNN;
+ *   simple:       llmc/attention.cuh, the trainer's first attention (one warp per row, forward and backward).
+ * TFLOP/s use the causal count for every method: forward 4·T²·d·NH·B/2, backward 2.5x that.
+ * The flash output is also compared with the materialised one (max |difference|) as a sanity check.
+ * GPU only: make bench-flash-attention (builds for the present GPU and runs).
+ */
+#include "llmc/cuda_utils.cuh"
+#include "llmc/cublas_common.cuh"
+#include "llmc/flash_attention.cuh"
+#include "llmc/attention.cuh"
+
+#include <math.h>
+#include <vector>
+
+/* x[i] = amplitude·uniform[-1, 1) from hash(i, seed); one thread per element */
+__global__ void fill_uniform_kernel(__nv_bfloat16* x, long n, uint32_t seed, float amplitude) {
+    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = __float2bfloat16(amplitude * ((float)(hash_u32((uint32_t)i, seed) >> 8) / 8388608.0f - 1.0f));
+}
+
+/* P[row][t2] = softmax_{t2<=t}(scale·S[row][t2]) as bf16, zero above the diagonal; row = (b·NH + h)·T + t;
+ * one warp per row, lanes striding over t2 (max, sum, then write) */
+__global__ void causal_softmax_kernel(__nv_bfloat16* P, const float* S, long rows, int T, float scale) {
+    long row = (long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    if (row >= rows) return;
+    int lane = threadIdx.x % 32, t = (int)(row % T);
+    const float* s = S + row * T;
+    float mx = -INFINITY, sum = 0.0f;
+    for (int t2 = lane; t2 <= t; t2 += 32) mx = fmaxf(mx, s[t2] * scale);
+    mx = warp_max(mx);
+    for (int t2 = lane; t2 <= t; t2 += 32) sum += expf(s[t2] * scale - mx);
+    float inv = 1.0f / warp_sum(sum);
+    for (int t2 = lane; t2 < T; t2 += 32) P[row * T + t2] = __float2bfloat16(t2 <= t ? expf(s[t2] * scale - mx) * inv : 0.0f);
+}
+
+/* forward with materialised S and P: per batch b, one strided-batched GEMM over the NH heads for each product */
+static void materialised_forward(cublasHandle_t handle, __nv_bfloat16* out, float* S, __nv_bfloat16* P, const __nv_bfloat16* qkv, int B, int T, int C, int NH) {
+    int hs = C / NH;
+    float one = 1.0f, zero = 0.0f;
+    for (int b = 0; b < B; b++) {
+        const __nv_bfloat16* base = qkv + (long)b * T * 3 * C;
+        /* column-major: Sᵀ (T x T, per head) = K Qᵀ, i.e. row-major S[t][t2] = q_t·k_t2 */
+        cublasCheck(cublasGemmStridedBatchedEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, T, T, hs, &one, base + C, CUDA_R_16BF, 3 * C, hs, base, CUDA_R_16BF, 3 * C,
+                                               hs, &zero, S + (long)b * NH * T * T, CUDA_R_32F, T, (long long)T * T, NH, CUBLAS_COMPUTE_32F,
+                                               CUBLAS_GEMM_DEFAULT));
+    }
+    long rows = (long)B * NH * T;
+    launch_kernel(causal_softmax_kernel, dim3(ceil_div(rows, 8)), dim3(256), 0, 0, P, (const float*)S, rows, T, 1.0f / sqrtf((float)hs));
+    for (int b = 0; b < B; b++) {
+        /* column-major: Oᵀ (hs x T, ld C) = Vᵀ Pᵀ */
+        cublasCheck(cublasGemmStridedBatchedEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, hs, T, T, &one, qkv + (long)b * T * 3 * C + 2 * C, CUDA_R_16BF, 3 * C, hs,
+                                               P + (long)b * NH * T * T, CUDA_R_16BF, T, (long long)T * T, &zero, out + (long)b * T * C, CUDA_R_16BF, C, hs,
+                                               NH, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    }
+}
+
+/* milliseconds per call of fn, averaged over reps after one warm-up call */
+template <typename F>
+static float time_ms(int reps, F fn) {
+    cudaEvent_t start, stop;
+    cudaCheck(cudaEventCreate(&start));
+    cudaCheck(cudaEventCreate(&stop));
+    fn();
+    cudaCheck(cudaEventRecord(start));
+    for (int i = 0; i < reps; i++) fn();
+    cudaCheck(cudaEventRecord(stop));
+    cudaCheck(cudaEventSynchronize(stop));
+    float ms = 0.0f;
+    cudaCheck(cudaEventElapsedTime(&ms, start, stop));
+    cudaCheck(cudaEventDestroy(start));
+    cudaCheck(cudaEventDestroy(stop));
+    return ms / reps;
+}
+
+static void bench_shape(cublasHandle_t handle, int B, int NH, int hs, int T) {
+    int C = NH * hs;
+    long nqkv = (long)B * T * 3 * C, nout = (long)B * T * C;
+    __nv_bfloat16 *qkv, *dout, *out, *out_ref, *dqkv, *P;
+    float *lse, *scratch, *S;
+    cudaCheck(cudaMalloc(&qkv, nqkv * sizeof(__nv_bfloat16)));
+    cudaCheck(cudaMalloc(&dqkv, nqkv * sizeof(__nv_bfloat16)));
+    cudaCheck(cudaMalloc(&dout, nout * sizeof(__nv_bfloat16)));
+    cudaCheck(cudaMalloc(&out, nout * sizeof(__nv_bfloat16)));
+    cudaCheck(cudaMalloc(&out_ref, nout * sizeof(__nv_bfloat16)));
+    cudaCheck(cudaMalloc(&lse, (long)B * NH * T * sizeof(float)));
+    cudaCheck(cudaMalloc(&scratch, flash_attention_scratch_bytes(B, T, C, NH)));
+    cudaCheck(cudaMalloc(&S, (long)B * NH * T * T * sizeof(float)));
+    cudaCheck(cudaMalloc(&P, (long)B * NH * T * T * sizeof(__nv_bfloat16)));
+    launch_kernel(fill_uniform_kernel, dim3(ceil_div(nqkv, 256)), dim3(256), 0, 0, qkv, nqkv, 1u, 2.0f);
+    launch_kernel(fill_uniform_kernel, dim3(ceil_div(nout, 256)), dim3(256), 0, 0, dout, nout, 2u, 1.0f);
+
+    double fwd_flops = 4.0 * T * T * hs * NH * B / 2, bwd_flops = 2.5 * fwd_flops;
+    int reps = T <= 1024 ? 20 : 5;
+    float fwd = time_ms(reps, [&] { flash_attention_forward(out, lse, qkv, B, T, C, NH, 0); });
+    float bwd_atomic = time_ms(reps, [&] { flash_attention_backward(dqkv, scratch, dout, out, qkv, lse, B, T, C, NH, 0, 0); });
+    float bwd_det = time_ms(reps, [&] { flash_attention_backward(dqkv, scratch, dout, out, qkv, lse, B, T, C, NH, 1, 0); });
+    float mat_fwd = time_ms(reps, [&] { materialised_forward(handle, out_ref, S, P, qkv, B, T, C, NH); });
+    float simple_fwd = time_ms(1, [&] { attention_forward(out_ref + 0, scratch, qkv, B, T, C, NH, 0); });
+    float simple_bwd = time_ms(1, [&] { attention_backward(dqkv, scratch + (long)B * NH * T, dout, out, qkv, lse, B, T, C, NH, 0); });
+    /* sanity: flash vs materialised outputs */
+    materialised_forward(handle, out_ref, S, P, qkv, B, T, C, NH);
+    std::vector<__nv_bfloat16> a(nout), r(nout);
+    cudaCheck(cudaMemcpy(a.data(), out, nout * sizeof(__nv_bfloat16), cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(r.data(), out_ref, nout * sizeof(__nv_bfloat16), cudaMemcpyDeviceToHost));
+    float max_diff = 0.0f;
+    for (long i = 0; i < nout; i++) max_diff = fmaxf(max_diff, fabsf(__bfloat162float(a[i]) - __bfloat162float(r[i])));
+
+    auto tf = [](double flops, float ms) { return flops / (ms * 1e-3) / 1e12; };
+    printf("B=%d NH=%d d=%d T=%d\n", B, NH, hs, T);
+    printf("  flash forward               %8.3f ms %7.1f TFLOP/s\n", fwd, tf(fwd_flops, fwd));
+    printf("  flash backward (atomic dq)  %8.3f ms %7.1f TFLOP/s\n", bwd_atomic, tf(bwd_flops, bwd_atomic));
+    printf("  flash backward (determin.)  %8.3f ms %7.1f TFLOP/s\n", bwd_det, tf(bwd_flops, bwd_det));
+    printf("  flash forward + backward    %8.3f ms %7.1f TFLOP/s\n", fwd + bwd_atomic, tf(fwd_flops + bwd_flops, fwd + bwd_atomic));
+    printf("  materialised forward (cuBLAS + softmax) %8.3f ms %7.1f TFLOP/s (flash is %.1fx)\n", mat_fwd, tf(fwd_flops, mat_fwd), mat_fwd / fwd);
+    printf("  simple forward + backward (llmc/attention.cuh) %8.3f ms %7.1f TFLOP/s (flash is %.1fx)\n", simple_fwd + simple_bwd,
+           tf(fwd_flops + bwd_flops, simple_fwd + simple_bwd), (simple_fwd + simple_bwd) / (fwd + bwd_atomic));
+    printf("  max |flash out - materialised out| = %.3g\n", max_diff);
+    cudaCheck(cudaFree(qkv));
+    cudaCheck(cudaFree(dqkv));
+    cudaCheck(cudaFree(dout));
+    cudaCheck(cudaFree(out));
+    cudaCheck(cudaFree(out_ref));
+    cudaCheck(cudaFree(lse));
+    cudaCheck(cudaFree(scratch));
+    cudaCheck(cudaFree(S));
+    cudaCheck(cudaFree(P));
+}
+
+int main(void) {
+    cudaDeviceProp prop;
+    cudaCheck(cudaGetDeviceProperties(&prop, 0));
+    printf("device: %s\n", prop.name);
+    cublasHandle_t handle;
+    cublasCheck(cublasCreate(&handle));
+    for (int hs : {64, 128})
+        for (int T : {1024, 2048, 4096}) bench_shape(handle, 8, 12, hs, T);
+    cublasCheck(cublasDestroy(handle));
+    return 0;
+}

@@ -1,0 +1,766 @@
+/*
+ * llmc/flash_attention.cuh — causal flash attention, forward and backward, hand-written on the tensor cores
+ * (mma.sync m16n8k16 bf16 and ldmatrix through llmc/mma.cuh; no cuDNN), plus an fp32 path for the fp32 build.
+ *
+ * Math (s = 1/sqrt(hs), causal: key t2 <= query t):
+ *   p[t,t2] = softmax_{t2<=t}(s·q_t·k_t2),  out_t = Σ_{t2<=t} p[t,t2]·v_t2,  lse_t = log Σ_{t2<=t} exp(s·q_t·k_t2)
+ *   backward, with D_t = dout_t·out_t and p recomputed as exp(s·q_t·k_t2 − lse_t):
+ *   dpre[t,t2] = p[t,t2]·(dout_t·v_t2 − D_t),  dq_t = s·Σ_t2 dpre·k_t2,  dk_t2 = s·Σ_t dpre·q_t,  dv_t2 = Σ_t p·dout_t
+ * Memory is O(B·NH·T): only lse (and D, dq's fp32 accumulator in the backward's scratch) are stored, never p.
+ *
+ * Interface (both overloads exist; a trainer calls them with floatX* and gets its precision's path):
+ *   flash_attention_forward(out, lse, qkv, B, T, C, NH, stream)
+ *       qkv [B,T,3C]: q at columns [0,C), k at [C,2C), v at [2C,3C); head h owns columns h·hs..h·hs+hs-1 of each
+ *       (the layout of the qkv matmul's output, as llmc/cpu_ops.h and llmc/attention.cuh). out [B,T,C]: head h
+ *       at columns h·hs.. (the layout the projection matmul reads). lse [B,NH,T] fp32, natural log. Overwrites.
+ *   flash_attention_backward(dqkv, scratch, dout, out, qkv, lse, B, T, C, NH, deterministic, stream)
+ *       dqkv [B,T,3C] is OVERWRITTEN (every element written, dq|dk|dv as qkv). dout, out [B,T,C]. scratch: device
+ *       memory of flash_attention_scratch_bytes(B, T, C, NH) bytes, 16-byte aligned, contents not kept.
+ *       deterministic = 0: dq accumulated with fp32 atomics (one pass over the K/V tiles, fastest; the order of the
+ *       atomic adds varies run to run); 1: dq computed by a separate pass in a fixed order, bit-identical run to
+ *       run. The fp32 path is always deterministic (no atomics) and ignores the flag.
+ *   Requirements (checked, one-line error and exit 1 otherwise): NH > 0, C % NH == 0, hs = C/NH a multiple of 8
+ *   and at most 256, B, T >= 0; bf16 pointers 16-byte aligned (cp.async). Any T (tiles are masked and zero-filled).
+ *
+ * bf16 path, decomposition (FA_BLOCK = 64, 4 warps per block, each warp owns 16 rows of the block's 64):
+ *   head dims are padded (zeros in shared memory) to HD ∈ {32, 64, 128, 256}; shared tiles are 64 x HD bf16 with a
+ *   row stride of HD + 8 elements, so the 8 rows of every ldmatrix fall in different banks.
+ *   forward:      block (query tile, h, b), longest tiles first. Q tile -> registers (A fragments; for HD = 256
+ *                 read from shared memory per k-chunk instead); K/V tiles of 64 keys double-buffered in shared
+ *                 memory by cp.async, only tiles 0..diagonal visited, and in the
+ *                 diagonal tile each warp skips the 8-key column tiles past its last row. S = QKᵀ (mma),
+ *                 online softmax in fp32 with exp2f (scores pre-scaled by s·log2 e), row max/sum over the 4 lanes
+ *                 of a row (shfl_xor 1, 2); P goes from C fragments straight to bf16 A fragments; O += PV.
+ *   backward:     (1) delta kernel: D = rowsum(dout∘out), and zeroes the dq accumulator (atomic mode);
+ *                 (2) K/V kernel, block (K/V tile, h, b): K, V read by ldmatrix from shared memory, dK, dV in fp32
+ *                 registers; loops over the query tiles from the diagonal on (Q, dO, lse, D double-buffered for
+ *                 HD <= 128), recomputes Pᵀ = exp2(K Qᵀ·s·log2 e − lse·log2 e), dV += Pᵀ dO, dPᵀ = V dOᵀ,
+ *                 dSᵀ = Pᵀ∘(dPᵀ − D), dK += dSᵀ Q; atomic mode: dSᵀ goes to shared memory and each warp adds
+ *                 dS K for 16 queries into the fp32 accumulator with atomicAdd, then a kernel scales it into dqkv;
+ *                 (3, deterministic mode) dQ kernel, block (query tile, h, b), the forward's structure: dQ += dS K.
+ * fp32 path: same blocks of rows but 8 warps, one row each; K/V (or Q/dO) tiles of 32 rows staged in shared memory,
+ *   lane j scores row j of the tile, and each lane accumulates head dims lane, lane+32, ... (no tensor cores).
+ * No global state.
+ */
+#ifndef LLMC_FLASH_ATTENTION_CUH
+#define LLMC_FLASH_ATTENTION_CUH
+
+#include "llmc/cuda_utils.cuh"
+#include "llmc/mma.cuh"
+
+#define FA_BLOCK 64   /* query rows per block, keys per K/V tile (bf16 path) */
+#define FA_THREADS 128 /* 4 warps x 16 rows */
+#define FA32_ROWS 8   /* fp32 path: rows per block, one per warp */
+#define FA32_TILE 32  /* fp32 path: rows of a staged tile, one per lane */
+#define FA_LOG2E 1.4426950408889634f
+#define FA_LN2 0.6931471805599453f
+/* full unrolling of the fragment loops, so register arrays stay in registers (the simulator has no unroll pragma) */
+#if defined(CUDASIM)
+#define FA_UNROLL
+#else
+#define FA_UNROLL _Pragma("unroll")
+#endif
+
+/* ---------------------------------------------------------------------------------------------------------------
+ * bf16 path: warp-level building blocks. `tile` is a shared 64 x HD bf16 tile with row stride HD + 8. */
+
+/* Stages rows row0..row0+63 of one head's slice into `tile` by cp.async: row r from src + (row0 + r)·row_stride,
+ * columns [0, hs); columns hs..HD-1 and rows >= T are zero-filled. All threads of the block call it; thread i
+ * copies the 16-byte chunks i, i + 128, ... */
+template <int HD>
+__device__ inline void fa_load_tile(__nv_bfloat16* tile, const __nv_bfloat16* src, long row_stride, int row0, int T, int hs) {
+    constexpr int chunks = HD / 8;
+    for (int idx = threadIdx.x; idx < FA_BLOCK * chunks; idx += FA_THREADS) {
+        int r = idx / chunks, c = (idx % chunks) * 8;
+        __nv_bfloat16* dst = tile + r * (HD + 8) + c;
+        if (row0 + r < T && c < hs) cp_async_16(dst, src + (long)(row0 + r) * row_stride + c);
+        else *(uint4*)dst = make_uint4(0, 0, 0, 0);
+    }
+}
+
+/* a = the A fragment of rows row0..row0+15, columns 16kk..16kk+15 of `tile` (ldmatrix_x4: lanes 0-15 point at
+ * rows 0-15 of columns 16kk..+7, lanes 16-31 at columns 16kk+8..+15) */
+template <int HD>
+__device__ inline void fa_load_a_chunk(uint32_t a[4], const __nv_bfloat16* tile, int row0, int kk) {
+    int lane = threadIdx.x % 32;
+    ldmatrix_x4(a, tile + (row0 + lane % 16) * (HD + 8) + 16 * kk + 8 * (lane / 16));
+}
+
+/* a[kk] for every k-chunk: the warp's 16 rows of `tile` as A fragments in registers */
+template <int HD>
+__device__ inline void fa_load_a(uint32_t a[HD / 16][4], const __nv_bfloat16* tile, int row0) {
+    FA_UNROLL
+    for (int kk = 0; kk < HD / 16; kk++) fa_load_a_chunk<HD>(a[kk], tile, row0, kk);
+}
+
+/* acc = the 16 x 64 product A·tileᵀ as eight 16x8 C fragments (acc[j] = columns 8j..8j+7, i.e. tile rows 8j..8j+7).
+ * A (16 x HD) is a_regs (registers, A_IN_SMEM false) or rows a_row0..a_row0+15 of the shared a_tile, read one
+ * k-chunk at a time (A_IN_SMEM true: saves HD/4 registers). Column tiles j >= n_tiles are zero, not computed.
+ * B fragments by ldmatrix_x4: matrix i = tile rows 8j..8j+7, columns 16kk + 8i, giving b for k-chunks kk, kk+1. */
+#define FA_A_IN_SMEM(HD) ((HD) > 128) /* forward and dQ kernels: Q (dO) fragments stay in registers up to HD = 128 */
+template <int HD, bool A_IN_SMEM>
+__device__ inline void fa_mma_abt(float acc[8][4], const uint32_t a_regs[HD / 16][4], const __nv_bfloat16* a_tile, int a_row0, const __nv_bfloat16* tile,
+                                  int n_tiles) {
+    int lane = threadIdx.x % 32;
+    FA_UNROLL
+    for (int j = 0; j < 8; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+    FA_UNROLL
+    for (int kk = 0; kk < HD / 16; kk += 2) {
+        uint32_t a[2][4];
+        FA_UNROLL
+        for (int c = 0; c < 2; c++) {
+            if (A_IN_SMEM) fa_load_a_chunk<HD>(a[c], a_tile, a_row0, kk + c);
+            else for (int r = 0; r < 4; r++) a[c][r] = a_regs[kk + c][r];
+        }
+        FA_UNROLL
+        for (int j = 0; j < 8; j++) {
+            if (j < n_tiles) {
+                uint32_t b[4];
+                ldmatrix_x4(b, tile + (8 * j + lane % 8) * (HD + 8) + 16 * kk + 8 * (lane / 8));
+                mma_m16n8k16_bf16(acc[j], a[0], b, acc[j]);
+                mma_m16n8k16_bf16(acc[j], a[1], b + 2, acc[j]);
+            }
+        }
+    }
+}
+
+/* acc (16 x HD as C fragments, acc[n] = columns 8n..8n+7) += P·tile, P 16 x 64 in registers as A fragments
+ * (p[kc] = columns 16kc..16kc+15). k-chunks kc >= k_chunks are skipped (their P must be zero). B fragments by
+ * ldmatrix_x4_trans: lanes 0-15 point at tile rows 16kc + 0..15 of columns 8n, lanes 16-31 of columns 8n + 8. */
+template <int HD>
+__device__ inline void fa_mma_ab(float acc[HD / 8][4], const uint32_t p[4][4], const __nv_bfloat16* tile, int k_chunks) {
+    int lane = threadIdx.x % 32;
+FA_UNROLL
+    for (int kc = 0; kc < 4; kc++) {
+        if (kc < k_chunks) {
+FA_UNROLL
+            for (int n = 0; n < HD / 8; n += 2) {
+                uint32_t b[4];
+                ldmatrix_x4_trans(b, tile + (16 * kc + lane % 16) * (HD + 8) + 8 * n + 8 * (lane / 16));
+                mma_m16n8k16_bf16(acc[n], p[kc], b, acc[n]);
+                mma_m16n8k16_bf16(acc[n + 1], p[kc], b + 2, acc[n + 1]);
+            }
+        }
+    }
+}
+
+/* the bf16 A fragments of a 16 x 64 matrix held as eight 16x8 C fragments: k-chunk kc = column tiles 2kc, 2kc+1
+ * (a C fragment's c[0..1] / c[2..3] are exactly the A fragment's rows g / g+8 at columns 2t, 2t+1) */
+__device__ inline void fa_c_to_a(uint32_t a[4][4], const float c[8][4]) {
+FA_UNROLL
+    for (int kc = 0; kc < 4; kc++) {
+        a[kc][0] = pack_bf16x2(__float2bfloat16(c[2 * kc][0]), __float2bfloat16(c[2 * kc][1]));
+        a[kc][1] = pack_bf16x2(__float2bfloat16(c[2 * kc][2]), __float2bfloat16(c[2 * kc][3]));
+        a[kc][2] = pack_bf16x2(__float2bfloat16(c[2 * kc + 1][0]), __float2bfloat16(c[2 * kc + 1][1]));
+        a[kc][3] = pack_bf16x2(__float2bfloat16(c[2 * kc + 1][2]), __float2bfloat16(c[2 * kc + 1][3]));
+    }
+}
+
+/* writes a warp's 16 x HD C fragments, times `scale`, to rows row0 + 0..15 (those < T), columns [0, hs) of
+ * dst + row·row_stride, as bf16 pairs */
+template <int HD>
+__device__ inline void fa_store_rows(__nv_bfloat16* dst, long row_stride, const float acc[HD / 8][4], float scale, int row0, int T, int hs) {
+    int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+FA_UNROLL
+    for (int r = 0; r < 2; r++) {
+        int row = row0 + g + 8 * r;
+        if (row >= T) continue;
+FA_UNROLL
+        for (int n = 0; n < HD / 8; n++) {
+            int col = 8 * n + 2 * t;
+            if (col < hs) *(__nv_bfloat162*)(dst + row * row_stride + col) = __floats2bfloat162_rn(acc[n][2 * r] * scale, acc[n][2 * r + 1] * scale);
+        }
+    }
+}
+
+/* number of 8-key column tiles of the K/V tile at k0 that hold a key <= the warp's last row and < T */
+__device__ inline int fa_key_tiles(int warp_row0, int k0, int T) {
+    return min(min(8, (warp_row0 + 15 - k0) / 8 + 1), (T - k0 + 7) / 8);
+}
+
+/* ---------------------------------------------------------------------------------------------------------------
+ * bf16 forward. Grid (ceil(T/64), NH, B), 128 threads, dynamic smem 5 tiles (Q, K[2], V[2]). */
+template <int HD>
+__global__ void __launch_bounds__(FA_THREADS) flash_attention_forward_kernel(__nv_bfloat16* out, float* lse, const __nv_bfloat16* qkv, int T, int C, int NH) {
+    DYNAMIC_SMEM(__nv_bfloat16, smem);
+    constexpr int tile_elems = FA_BLOCK * (HD + 8);
+    __nv_bfloat16* q_tile = smem;
+    __nv_bfloat16* k_tiles = smem + tile_elems;     /* two buffers */
+    __nv_bfloat16* v_tiles = smem + 3 * tile_elems; /* two buffers */
+    int hs = C / NH, q_block = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+    int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    int q0 = q_block * FA_BLOCK, warp_row0 = q0 + 16 * warp, n_kv = q_block + 1;
+    long row_stride = 3L * C;
+    const __nv_bfloat16* base = qkv + (long)b * T * row_stride + h * hs;
+    float scale_log2 = FA_LOG2E / sqrtf((float)hs);
+
+    fa_load_tile<HD>(q_tile, base, row_stride, q0, T, hs);
+    fa_load_tile<HD>(k_tiles, base + C, row_stride, 0, T, hs);
+    fa_load_tile<HD>(v_tiles, base + 2 * C, row_stride, 0, T, hs);
+    cp_async_commit();
+
+    uint32_t q_frag[HD / 16][4];
+    float o[HD / 8][4];
+FA_UNROLL
+    for (int n = 0; n < HD / 8; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+    float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.0f, 0.0f}; /* rows g, g+8; max in log2 units */
+    for (int it = 0; it < n_kv; it++) {
+        int buf = it & 1;
+        if (it + 1 < n_kv) {
+            fa_load_tile<HD>(k_tiles + (buf ^ 1) * tile_elems, base + C, row_stride, (it + 1) * FA_BLOCK, T, hs);
+            fa_load_tile<HD>(v_tiles + (buf ^ 1) * tile_elems, base + 2 * C, row_stride, (it + 1) * FA_BLOCK, T, hs);
+        }
+        cp_async_commit();
+        cp_async_wait<1>();
+        __syncthreads();
+        if (warp_row0 < T) {
+            if (it == 0 && !FA_A_IN_SMEM(HD)) fa_load_a<HD>(q_frag, q_tile, 16 * warp);
+            int k0 = it * FA_BLOCK, n_tiles = fa_key_tiles(warp_row0, k0, T);
+            float s[8][4];
+            fa_mma_abt<HD, FA_A_IN_SMEM(HD)>(s, q_frag, q_tile, 16 * warp, k_tiles + buf * tile_elems, n_tiles);
+FA_UNROLL
+            for (int j = 0; j < 8; j++)
+FA_UNROLL
+                for (int i = 0; i < 4; i++) {
+                    int row = warp_row0 + g + 8 * (i / 2), key = k0 + 8 * j + 2 * t + (i & 1);
+                    s[j][i] = (j < n_tiles && key <= row && key < T) ? s[j][i] * scale_log2 : -INFINITY;
+                }
+FA_UNROLL
+            for (int r = 0; r < 2; r++) {
+                float mx = row_max[r];
+FA_UNROLL
+                for (int j = 0; j < 8; j++) mx = fmaxf(mx, fmaxf(s[j][2 * r], s[j][2 * r + 1]));
+                mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 1));
+                mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 2));
+                float ref = mx == -INFINITY ? 0.0f : mx; /* a row with no key yet: keep everything 0, not NaN */
+                float correction = exp2f(row_max[r] - ref);
+                row_max[r] = mx;
+                row_sum[r] *= correction;
+FA_UNROLL
+                for (int n = 0; n < HD / 8; n++) {
+                    o[n][2 * r] *= correction;
+                    o[n][2 * r + 1] *= correction;
+                }
+FA_UNROLL
+                for (int j = 0; j < 8; j++) {
+                    s[j][2 * r] = exp2f(s[j][2 * r] - ref);
+                    s[j][2 * r + 1] = exp2f(s[j][2 * r + 1] - ref);
+                    row_sum[r] += s[j][2 * r] + s[j][2 * r + 1];
+                }
+            }
+            uint32_t p[4][4];
+            fa_c_to_a(p, s);
+            fa_mma_ab<HD>(o, p, v_tiles + buf * tile_elems, (n_tiles + 1) / 2);
+        }
+        __syncthreads(); /* the buffer just read is the next iteration's prefetch target */
+    }
+    if (warp_row0 >= T) return;
+    float inv[2];
+FA_UNROLL
+    for (int r = 0; r < 2; r++) {
+        float sum = row_sum[r] + __shfl_xor_sync(FULL_MASK, row_sum[r], 1);
+        sum += __shfl_xor_sync(FULL_MASK, sum, 2);
+        inv[r] = 1.0f / sum;
+        int row = warp_row0 + g + 8 * r;
+        if (t == 0 && row < T) lse[((long)b * NH + h) * T + row] = (row_max[r] + log2f(sum)) * FA_LN2;
+    }
+FA_UNROLL
+    for (int n = 0; n < HD / 8; n++) {
+        o[n][0] *= inv[0];
+        o[n][1] *= inv[0];
+        o[n][2] *= inv[1];
+        o[n][3] *= inv[1];
+    }
+    fa_store_rows<HD>(out + (long)b * T * C + h * hs, C, o, 1.0f, warp_row0, T, hs);
+}
+
+/* ---------------------------------------------------------------------------------------------------------------
+ * backward, both paths: delta[b,h,t] = Σ_i dout[b,t,h·hs+i]·out[b,t,h·hs+i], and (dq_accum non-null) zeroes
+ * dq_accum[b,t,h·hs..h·hs+hs-1]. One warp per (b, t, h), lanes over the head dims, fixed-order warp sum. */
+template <typename floatT>
+__global__ void flash_attention_delta_kernel(float* delta, float* dq_accum, const floatT* dout, const floatT* out, int B, int T, int C, int NH) {
+    long row = (long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    if (row >= (long)B * T * NH) return;
+    int lane = threadIdx.x % 32, hs = C / NH, h = row % NH;
+    long bt = row / NH;
+    const floatT* d = dout + bt * C + h * hs;
+    const floatT* o = out + bt * C + h * hs;
+    float sum = 0.0f;
+    for (int i = lane; i < hs; i += 32) {
+        sum += (float)d[i] * (float)o[i];
+        if (dq_accum) dq_accum[bt * C + h * hs + i] = 0.0f;
+    }
+    sum = warp_sum(sum);
+    long b = bt / T, t = bt % T;
+    if (lane == 0) delta[(b * NH + h) * T + t] = sum;
+}
+
+/* bf16 backward, K/V kernel. Grid (ceil(T/64), NH, B), 128 threads; warp w owns keys k0 + 16w..+15.
+ * Shared: K, V tiles, STAGES x (Q, dO tiles), the dSᵀ tile (64 keys x 64 queries, stride 72), STAGES x (lse·log2 e,
+ * delta) for 64 queries. dq_accum null: dK, dV only (deterministic mode). */
+template <int HD>
+struct FaBackwardSmem {
+    static constexpr int stages = HD <= 128 ? 2 : 1;
+    static constexpr int tile_elems = FA_BLOCK * (HD + 8);
+    static constexpr int ds_stride = FA_BLOCK + 8;
+    static constexpr size_t bytes = (size_t)(2 + 2 * stages) * tile_elems * 2 + (size_t)FA_BLOCK * ds_stride * 2 + (size_t)stages * 2 * FA_BLOCK * 4;
+};
+
+template <int HD>
+__global__ void __launch_bounds__(FA_THREADS) flash_attention_backward_kv_kernel(__nv_bfloat16* dqkv, float* dq_accum, const __nv_bfloat16* dout, const __nv_bfloat16* qkv,
+                                                                           const float* lse, const float* delta, int T, int C, int NH) {
+    typedef FaBackwardSmem<HD> L;
+    DYNAMIC_SMEM(__nv_bfloat16, smem);
+    __nv_bfloat16* k_tile = smem;
+    __nv_bfloat16* v_tile = smem + L::tile_elems;
+    __nv_bfloat16* q_tiles = smem + 2 * L::tile_elems;                  /* stages buffers */
+    __nv_bfloat16* do_tiles = smem + (2 + L::stages) * L::tile_elems;   /* stages buffers */
+    __nv_bfloat16* ds_tile = smem + (2 + 2 * L::stages) * L::tile_elems; /* dSᵀ[key][query] */
+    float* lse_s = (float*)(ds_tile + FA_BLOCK * L::ds_stride);         /* [stages][64], times log2 e */
+    float* delta_s = lse_s + L::stages * FA_BLOCK;                      /* [stages][64] */
+    int hs = C / NH, kv_block = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+    int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    int k0 = kv_block * FA_BLOCK, warp_key0 = k0 + 16 * warp, n_q = (T + FA_BLOCK - 1) / FA_BLOCK - kv_block;
+    long row_stride = 3L * C;
+    const __nv_bfloat16* base = qkv + (long)b * T * row_stride + h * hs;
+    const __nv_bfloat16* dout_base = dout + (long)b * T * C + h * hs;
+    const float* lse_row = lse + ((long)b * NH + h) * T;
+    const float* delta_row = delta + ((long)b * NH + h) * T;
+    float scale = 1.0f / sqrtf((float)hs), scale_log2 = scale * FA_LOG2E;
+
+    /* stages query tile `it` (rows k0 + 64·it ..) into buffer `stage` */
+    auto load_query_tile = [&](int it, int stage) {
+        int m0 = k0 + it * FA_BLOCK;
+        fa_load_tile<HD>(q_tiles + stage * L::tile_elems, base, row_stride, m0, T, hs);
+        fa_load_tile<HD>(do_tiles + stage * L::tile_elems, dout_base, C, m0, T, hs);
+        int i = threadIdx.x % FA_BLOCK;
+        bool in = m0 + i < T;
+        if (threadIdx.x < FA_BLOCK) lse_s[stage * FA_BLOCK + i] = in ? lse_row[m0 + i] * FA_LOG2E : 0.0f;
+        else delta_s[stage * FA_BLOCK + i] = in ? delta_row[m0 + i] : 0.0f;
+    };
+    fa_load_tile<HD>(k_tile, base + C, row_stride, k0, T, hs);
+    fa_load_tile<HD>(v_tile, base + 2 * C, row_stride, k0, T, hs);
+    load_query_tile(0, 0);
+    cp_async_commit();
+
+    float dk[HD / 8][4], dv[HD / 8][4];
+FA_UNROLL
+    for (int n = 0; n < HD / 8; n++)
+FA_UNROLL
+        for (int i = 0; i < 4; i++) dk[n][i] = dv[n][i] = 0.0f;
+    for (int it = 0; it < n_q; it++) {
+        int stage = it % L::stages, m0 = k0 + it * FA_BLOCK;
+        if (L::stages == 1 && it > 0) load_query_tile(it, 0);
+        if (L::stages == 2 && it + 1 < n_q) load_query_tile(it + 1, (it + 1) & 1);
+        cp_async_commit();
+        cp_async_wait<L::stages - 1>();
+        __syncthreads();
+        const __nv_bfloat16* q_tile = q_tiles + stage * L::tile_elems;
+        const __nv_bfloat16* do_tile = do_tiles + stage * L::tile_elems;
+        if (warp_key0 < T) {
+            float p[8][4], ds[8][4];
+            fa_mma_abt<HD, true>(p, NULL, k_tile, 16 * warp, q_tile, 8);   /* Sᵀ: rows = keys, columns = queries */
+            fa_mma_abt<HD, true>(ds, NULL, v_tile, 16 * warp, do_tile, 8); /* dPᵀ */
+FA_UNROLL
+            for (int j = 0; j < 8; j++)
+FA_UNROLL
+                for (int i = 0; i < 4; i++) {
+                    int key = warp_key0 + g + 8 * (i / 2), qi = 8 * j + 2 * t + (i & 1), query = m0 + qi;
+                    p[j][i] = (query >= key && query < T) ? exp2f(p[j][i] * scale_log2 - lse_s[stage * FA_BLOCK + qi]) : 0.0f;
+                    ds[j][i] = p[j][i] * (ds[j][i] - delta_s[stage * FA_BLOCK + qi]);
+                }
+            uint32_t a[4][4];
+            fa_c_to_a(a, p);
+            fa_mma_ab<HD>(dv, a, do_tile, 4);
+            fa_c_to_a(a, ds);
+            fa_mma_ab<HD>(dk, a, q_tile, 4);
+            if (dq_accum) {
+FA_UNROLL
+                for (int j = 0; j < 8; j++)
+FA_UNROLL
+                    for (int r = 0; r < 2; r++)
+                        *(__nv_bfloat162*)(ds_tile + (16 * warp + g + 8 * r) * L::ds_stride + 8 * j + 2 * t) = __floats2bfloat162_rn(ds[j][2 * r], ds[j][2 * r + 1]);
+            }
+        } else if (dq_accum) { /* keys past T: their dS rows are zero */
+            for (int i = lane; i < 16 * FA_BLOCK / 2; i += 32)
+                *(uint32_t*)(ds_tile + (16 * warp + i / (FA_BLOCK / 2)) * L::ds_stride + 2 * (i % (FA_BLOCK / 2))) = 0u;
+        }
+        if (dq_accum) {
+            __syncthreads(); /* dSᵀ complete */
+            int warp_q0 = m0 + 16 * warp;
+            if (warp_q0 < T) {
+                /* A = dS rows warp_q0..+15 (queries) x 64 keys, read transposed from dSᵀ: matrix i covers keys
+                 * 16kc + 8(i/2).., queries 16w + 8(i%2).. (ldmatrix_x4_trans) */
+                uint32_t a[4][4];
+FA_UNROLL
+                for (int kc = 0; kc < 4; kc++) {
+                    int i = lane / 8;
+                    ldmatrix_x4_trans(a[kc], ds_tile + (16 * kc + 8 * (i / 2) + lane % 8) * L::ds_stride + 16 * warp + 8 * (i % 2));
+                }
+                float dq[HD / 8][4];
+FA_UNROLL
+                for (int n = 0; n < HD / 8; n++) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.0f;
+                fa_mma_ab<HD>(dq, a, k_tile, it == 0 ? warp + 1 : 4); /* diagonal tile: keys past the warp's rows have dS = 0 */
+                float* dq_base = dq_accum + (long)b * T * C + h * hs;
+FA_UNROLL
+                for (int r = 0; r < 2; r++) {
+                    int row = warp_q0 + g + 8 * r;
+                    if (row >= T) continue;
+FA_UNROLL
+                    for (int n = 0; n < HD / 8; n++) {
+                        int col = 8 * n + 2 * t;
+                        if (col < hs) {
+                            atomicAdd(dq_base + (long)row * C + col, dq[n][2 * r]);
+                            atomicAdd(dq_base + (long)row * C + col + 1, dq[n][2 * r + 1]);
+                        }
+                    }
+                }
+            }
+        }
+        __syncthreads(); /* buffers read in this iteration are overwritten next */
+    }
+    if (warp_key0 >= T) return;
+    __nv_bfloat16* dbase = dqkv + (long)b * T * row_stride + h * hs;
+    fa_store_rows<HD>(dbase + C, row_stride, dk, scale, warp_key0, T, hs);
+    fa_store_rows<HD>(dbase + 2 * C, row_stride, dv, 1.0f, warp_key0, T, hs);
+}
+
+/* bf16 backward, dQ kernel of the deterministic mode: the forward's decomposition (grid (ceil(T/64), NH, B),
+ * warp w owns queries q0 + 16w..), Q and dO fragments in registers, K/V tiles double-buffered; per K/V tile
+ * P = exp2(Q Kᵀ·s·log2 e − lse·log2 e), dS = P∘(dO Vᵀ − D), dQ += dS K; dqkv's q part = s·dQ.
+ * Shared: Q, dO, K[2], V[2] tiles. */
+template <int HD>
+__global__ void __launch_bounds__(FA_THREADS) flash_attention_backward_q_kernel(__nv_bfloat16* dqkv, const __nv_bfloat16* dout, const __nv_bfloat16* qkv, const float* lse,
+                                                                          const float* delta, int T, int C, int NH) {
+    DYNAMIC_SMEM(__nv_bfloat16, smem);
+    constexpr int tile_elems = FA_BLOCK * (HD + 8);
+    __nv_bfloat16* q_tile = smem;
+    __nv_bfloat16* do_tile = smem + tile_elems;
+    __nv_bfloat16* k_tiles = smem + 2 * tile_elems; /* two buffers */
+    __nv_bfloat16* v_tiles = smem + 4 * tile_elems; /* two buffers */
+    int hs = C / NH, q_block = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+    int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    int q0 = q_block * FA_BLOCK, warp_row0 = q0 + 16 * warp, n_kv = q_block + 1;
+    long row_stride = 3L * C;
+    const __nv_bfloat16* base = qkv + (long)b * T * row_stride + h * hs;
+    float scale = 1.0f / sqrtf((float)hs), scale_log2 = scale * FA_LOG2E;
+
+    fa_load_tile<HD>(q_tile, base, row_stride, q0, T, hs);
+    fa_load_tile<HD>(do_tile, dout + (long)b * T * C + h * hs, C, q0, T, hs);
+    fa_load_tile<HD>(k_tiles, base + C, row_stride, 0, T, hs);
+    fa_load_tile<HD>(v_tiles, base + 2 * C, row_stride, 0, T, hs);
+    cp_async_commit();
+
+    float row_lse[2], row_delta[2]; /* rows g, g+8 */
+FA_UNROLL
+    for (int r = 0; r < 2; r++) {
+        int row = warp_row0 + g + 8 * r;
+        row_lse[r] = row < T ? lse[((long)b * NH + h) * T + row] * FA_LOG2E : 0.0f;
+        row_delta[r] = row < T ? delta[((long)b * NH + h) * T + row] : 0.0f;
+    }
+    uint32_t q_frag[HD / 16][4], do_frag[HD / 16][4];
+    float dq[HD / 8][4];
+FA_UNROLL
+    for (int n = 0; n < HD / 8; n++) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.0f;
+    for (int it = 0; it < n_kv; it++) {
+        int buf = it & 1;
+        if (it + 1 < n_kv) {
+            fa_load_tile<HD>(k_tiles + (buf ^ 1) * tile_elems, base + C, row_stride, (it + 1) * FA_BLOCK, T, hs);
+            fa_load_tile<HD>(v_tiles + (buf ^ 1) * tile_elems, base + 2 * C, row_stride, (it + 1) * FA_BLOCK, T, hs);
+        }
+        cp_async_commit();
+        cp_async_wait<1>();
+        __syncthreads();
+        if (warp_row0 < T) {
+            if (it == 0 && !FA_A_IN_SMEM(HD)) {
+                fa_load_a<HD>(q_frag, q_tile, 16 * warp);
+                fa_load_a<HD>(do_frag, do_tile, 16 * warp);
+            }
+            int k0 = it * FA_BLOCK, n_tiles = fa_key_tiles(warp_row0, k0, T);
+            float s[8][4], ds[8][4];
+            fa_mma_abt<HD, FA_A_IN_SMEM(HD)>(s, q_frag, q_tile, 16 * warp, k_tiles + buf * tile_elems, n_tiles);
+            fa_mma_abt<HD, FA_A_IN_SMEM(HD)>(ds, do_frag, do_tile, 16 * warp, v_tiles + buf * tile_elems, n_tiles);
+FA_UNROLL
+            for (int j = 0; j < 8; j++)
+FA_UNROLL
+                for (int i = 0; i < 4; i++) {
+                    int r = i / 2, row = warp_row0 + g + 8 * r, key = k0 + 8 * j + 2 * t + (i & 1);
+                    float p = (j < n_tiles && key <= row && key < T) ? exp2f(s[j][i] * scale_log2 - row_lse[r]) : 0.0f;
+                    ds[j][i] = p * (ds[j][i] - row_delta[r]);
+                }
+            uint32_t a[4][4];
+            fa_c_to_a(a, ds);
+            fa_mma_ab<HD>(dq, a, k_tiles + buf * tile_elems, (n_tiles + 1) / 2);
+        }
+        __syncthreads();
+    }
+    if (warp_row0 < T) fa_store_rows<HD>(dqkv + (long)b * T * row_stride + h * hs, row_stride, dq, scale, warp_row0, T, hs);
+}
+
+/* atomic mode: dqkv[b,t,c] = scale·dq_accum[b,t,c] for c < C (the q part); one thread per element */
+__global__ void flash_attention_dq_convert_kernel(__nv_bfloat16* dqkv, const float* dq_accum, long BT, int C, float scale) {
+    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= BT * C) return;
+    long bt = i / C;
+    dqkv[bt * 3 * C + i % C] = __float2bfloat16(dq_accum[i] * scale);
+}
+
+/* ---------------------------------------------------------------------------------------------------------------
+ * fp32 path. Blocks of FA32_ROWS rows of one (b, h), one warp per row; tiles of FA32_TILE rows of two head
+ * slices are staged in shared memory with row stride hs + 1 (lane j reading row j's element i: no bank
+ * conflicts). Each lane keeps head dims lane, lane + 32, ... of its accumulators (hs <= 256: 8 per lane). */
+
+/* stages rows row0..row0+31 (< T) of two head slices (src_a, src_b, row strides stride_a, stride_b) into
+ * tile_a, tile_b; rows >= T are zeros. All threads of the block call it. */
+__device__ inline void fa32_stage(float* tile_a, float* tile_b, const float* src_a, long stride_a, const float* src_b, long stride_b, int row0,
+                                  int T, int hs) {
+    for (int idx = threadIdx.x; idx < FA32_TILE * hs; idx += blockDim.x) {
+        int r = idx / hs, i = idx % hs;
+        bool in = row0 + r < T;
+        tile_a[r * (hs + 1) + i] = in ? src_a[(long)(row0 + r) * stride_a + i] : 0.0f;
+        tile_b[r * (hs + 1) + i] = in ? src_b[(long)(row0 + r) * stride_b + i] : 0.0f;
+    }
+}
+
+__device__ inline float fa32_dot(const float* x, const float* y, int hs) {
+    float sum = 0.0f;
+    for (int i = 0; i < hs; i++) sum += x[i] * y[i];
+    return sum;
+}
+
+/* acc[i] (dim lane + 32i) += Σ_j w_j·tile[j][lane + 32i], w_j held by lane j */
+__device__ inline void fa32_accumulate(float acc[8], float w, const float* tile, int hs) {
+    int lane = threadIdx.x % 32;
+    for (int j = 0; j < FA32_TILE; j++) {
+        float wj = __shfl_sync(FULL_MASK, w, j);
+FA_UNROLL
+        for (int i = 0; i < 8; i++)
+            if (lane + 32 * i < hs) acc[i] += wj * tile[j * (hs + 1) + lane + 32 * i];
+    }
+}
+
+/* shared: this block's rows of two head slices (FA32_ROWS x hs each), then two staged tiles */
+static inline size_t fa32_smem_bytes(int hs) { return sizeof(float) * (2 * FA32_ROWS * hs + 2 * FA32_TILE * (hs + 1)); }
+
+/* copies row `row` (< T) of a head slice to own[warp][..], zeros past T; each warp its own row */
+__device__ inline void fa32_own_row(float* own, const float* src, long stride, int row, int T, int hs) {
+    for (int i = threadIdx.x % 32; i < hs; i += 32) own[i] = row < T ? src[(long)row * stride + i] : 0.0f;
+}
+
+/* forward: warp w owns query t = t0 + w; online softmax over key tiles 0..(t0+7)/32, lane j scores key j */
+__global__ void flash_attention_forward_fp32_kernel(float* out, float* lse, const float* qkv, int T, int C, int NH) {
+    DYNAMIC_SMEM(float, smem);
+    int hs = C / NH, h = blockIdx.y, b = blockIdx.z, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    int t0 = blockIdx.x * FA32_ROWS, row = t0 + warp;
+    float* q_own = smem + warp * hs;
+    float* k_tile = smem + 2 * FA32_ROWS * hs;
+    float* v_tile = k_tile + FA32_TILE * (hs + 1);
+    long row_stride = 3L * C;
+    const float* base = qkv + (long)b * T * row_stride + h * hs;
+    float scale = 1.0f / sqrtf((float)hs);
+    fa32_own_row(q_own, base, row_stride, row, T, hs);
+    float o[8] = {0, 0, 0, 0, 0, 0, 0, 0}, row_max = -INFINITY, row_sum = 0.0f;
+    int last_key = min(T - 1, t0 + FA32_ROWS - 1);
+    for (int key0 = 0; key0 <= last_key; key0 += FA32_TILE) {
+        __syncthreads();
+        fa32_stage(k_tile, v_tile, base + C, row_stride, base + 2 * C, row_stride, key0, T, hs);
+        __syncthreads();
+        int key = key0 + lane;
+        float s = (row < T && key <= row) ? fa32_dot(q_own, k_tile + lane * (hs + 1), hs) * scale : -INFINITY;
+        float mx = fmaxf(row_max, warp_max(s)), ref = mx == -INFINITY ? 0.0f : mx;
+        float correction = expf(row_max - ref), p = expf(s - ref);
+        row_sum = row_sum * correction + warp_sum(p);
+        for (int i = 0; i < 8; i++) o[i] *= correction;
+        fa32_accumulate(o, p, v_tile, hs);
+        row_max = mx;
+    }
+    if (row >= T) return;
+    float* orow = out + ((long)b * T + row) * C + h * hs;
+    for (int i = 0; i < 8; i++)
+        if (lane + 32 * i < hs) orow[lane + 32 * i] = o[i] / row_sum;
+    if (lane == 0) lse[((long)b * NH + h) * T + row] = row_max + logf(row_sum);
+}
+
+/* backward dq: warp w owns query t = t0 + w; per key tile lane j recomputes p, dp = dout_t·v_j, ds = p(dp − D_t) */
+__global__ void flash_attention_backward_q_fp32_kernel(float* dqkv, const float* dout, const float* qkv, const float* lse, const float* delta, int T, int C, int NH) {
+    DYNAMIC_SMEM(float, smem);
+    int hs = C / NH, h = blockIdx.y, b = blockIdx.z, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    int t0 = blockIdx.x * FA32_ROWS, row = t0 + warp;
+    float* q_own = smem + warp * hs;
+    float* do_own = smem + (FA32_ROWS + warp) * hs;
+    float* k_tile = smem + 2 * FA32_ROWS * hs;
+    float* v_tile = k_tile + FA32_TILE * (hs + 1);
+    long row_stride = 3L * C;
+    const float* base = qkv + (long)b * T * row_stride + h * hs;
+    float scale = 1.0f / sqrtf((float)hs);
+    fa32_own_row(q_own, base, row_stride, row, T, hs);
+    fa32_own_row(do_own, dout + (long)b * T * C + h * hs, C, row, T, hs);
+    float row_lse = row < T ? lse[((long)b * NH + h) * T + row] : 0.0f, row_delta = row < T ? delta[((long)b * NH + h) * T + row] : 0.0f;
+    float dq[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int last_key = min(T - 1, t0 + FA32_ROWS - 1);
+    for (int key0 = 0; key0 <= last_key; key0 += FA32_TILE) {
+        __syncthreads();
+        fa32_stage(k_tile, v_tile, base + C, row_stride, base + 2 * C, row_stride, key0, T, hs);
+        __syncthreads();
+        int key = key0 + lane;
+        float ds = 0.0f;
+        if (row < T && key <= row) {
+            float p = expf(fa32_dot(q_own, k_tile + lane * (hs + 1), hs) * scale - row_lse);
+            ds = p * (fa32_dot(do_own, v_tile + lane * (hs + 1), hs) - row_delta);
+        }
+        fa32_accumulate(dq, ds, k_tile, hs);
+    }
+    if (row >= T) return;
+    float* drow = dqkv + ((long)b * T + row) * row_stride + h * hs;
+    for (int i = 0; i < 8; i++)
+        if (lane + 32 * i < hs) drow[lane + 32 * i] = dq[i] * scale;
+}
+
+/* backward dk, dv: warp w owns key t2 = t0 + w; query tiles from the one holding t0 to T-1, staged with their
+ * lse and D; lane j recomputes p and ds for query j of the tile */
+__global__ void flash_attention_backward_kv_fp32_kernel(float* dqkv, const float* dout, const float* qkv, const float* lse, const float* delta, int T, int C,
+                                                        int NH) {
+    DYNAMIC_SMEM(float, smem);
+    __shared__ float lse_s[FA32_TILE], delta_s[FA32_TILE];
+    int hs = C / NH, h = blockIdx.y, b = blockIdx.z, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    int t0 = blockIdx.x * FA32_ROWS, key = t0 + warp;
+    float* k_own = smem + warp * hs;
+    float* v_own = smem + (FA32_ROWS + warp) * hs;
+    float* q_tile = smem + 2 * FA32_ROWS * hs;
+    float* do_tile = q_tile + FA32_TILE * (hs + 1);
+    long row_stride = 3L * C;
+    const float* base = qkv + (long)b * T * row_stride + h * hs;
+    const float* lse_row = lse + ((long)b * NH + h) * T;
+    const float* delta_row = delta + ((long)b * NH + h) * T;
+    float scale = 1.0f / sqrtf((float)hs);
+    fa32_own_row(k_own, base + C, row_stride, key, T, hs);
+    fa32_own_row(v_own, base + 2 * C, row_stride, key, T, hs);
+    float dk[8] = {0, 0, 0, 0, 0, 0, 0, 0}, dv[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int m0 = t0 / FA32_TILE * FA32_TILE; m0 < T; m0 += FA32_TILE) {
+        __syncthreads();
+        fa32_stage(q_tile, do_tile, base, row_stride, dout + (long)b * T * C + h * hs, C, m0, T, hs);
+        if (threadIdx.x < FA32_TILE) {
+            bool in = m0 + (int)threadIdx.x < T;
+            lse_s[threadIdx.x] = in ? lse_row[m0 + threadIdx.x] : 0.0f;
+            delta_s[threadIdx.x] = in ? delta_row[m0 + threadIdx.x] : 0.0f;
+        }
+        __syncthreads();
+        int query = m0 + lane;
+        float p = 0.0f, ds = 0.0f;
+        if (key < T && query >= key && query < T) {
+            p = expf(fa32_dot(k_own, q_tile + lane * (hs + 1), hs) * scale - lse_s[lane]);
+            ds = p * (fa32_dot(v_own, do_tile + lane * (hs + 1), hs) - delta_s[lane]);
+        }
+        fa32_accumulate(dk, ds, q_tile, hs);
+        fa32_accumulate(dv, p, do_tile, hs);
+    }
+    if (key >= T) return;
+    float* drow = dqkv + ((long)b * T + key) * row_stride + h * hs;
+    for (int i = 0; i < 8; i++)
+        if (lane + 32 * i < hs) {
+            drow[C + lane + 32 * i] = dk[i] * scale;
+            drow[2 * C + lane + 32 * i] = dv[i];
+        }
+}
+
+/* ---------------------------------------------------------------------------------------------------------------
+ * host side */
+
+/* checks the shape (and the alignment cp.async needs); one line naming the problem and exit 1 otherwise */
+static inline void flash_attention_check(const char* op, int B, int T, int C, int NH, const void* p0, const void* p1, const void* p2, size_t align) {
+    const char* problem = NULL;
+    if (B < 0 || T < 0 || NH <= 0 || C <= 0 || C % NH != 0) problem = "needs B, T >= 0 and C a positive multiple of NH > 0";
+    else if ((C / NH) % 8 != 0 || C / NH > 256) problem = "needs the head dim C/NH to be a multiple of 8 and at most 256";
+    else if ((uintptr_t)p0 % align || (uintptr_t)p1 % align || (uintptr_t)p2 % align) problem = "needs 16-byte aligned bf16 buffers";
+    if (!problem) return;
+    fprintf(stderr, "error: %s: B=%d T=%d C=%d NH=%d: %s\n", op, B, T, C, NH, problem);
+    exit(1);
+}
+
+/* the padded head dim HD of the bf16 kernels for hs */
+static inline int fa_padded_dim(int hs) { return hs <= 32 ? 32 : hs <= 64 ? 64 : hs <= 128 ? 128 : 256; }
+
+/* launches kernel over grid x 128 threads with `smem` bytes of dynamic shared memory (raising the limit past 48 KiB) */
+template <typename... P, typename... A>
+static inline void fa_launch(void (*kernel)(P...), dim3 grid, size_t smem, cudaStream_t stream, A... args) {
+    cudaCheck(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    launch_kernel(kernel, grid, dim3(FA_THREADS), smem, stream, args...);
+}
+
+/* bytes of scratch flash_attention_backward needs: D [B,NH,T] and dq's fp32 accumulator [B,T,C] */
+static inline size_t flash_attention_scratch_bytes(int B, int T, int C, int NH) {
+    return sizeof(float) * ((size_t)B * NH * T + (size_t)B * T * C);
+}
+
+template <int HD>
+static inline void fa_forward_bf16(__nv_bfloat16* out, float* lse, const __nv_bfloat16* qkv, int B, int T, int C, int NH, cudaStream_t stream) {
+    size_t smem = (size_t)5 * FA_BLOCK * (HD + 8) * sizeof(__nv_bfloat16);
+    fa_launch(flash_attention_forward_kernel<HD>, dim3((T + FA_BLOCK - 1) / FA_BLOCK, NH, B), smem, stream, out, lse, qkv, T, C, NH);
+}
+
+template <int HD>
+static inline void fa_backward_bf16(__nv_bfloat16* dqkv, float* dq_accum, const float* delta, const __nv_bfloat16* dout, const __nv_bfloat16* qkv,
+                                    const float* lse, int B, int T, int C, int NH, cudaStream_t stream) {
+    dim3 grid((T + FA_BLOCK - 1) / FA_BLOCK, NH, B);
+    fa_launch(flash_attention_backward_kv_kernel<HD>, grid, FaBackwardSmem<HD>::bytes, stream, dqkv, dq_accum, dout, qkv, lse, delta, T, C, NH);
+    if (!dq_accum) {
+        size_t smem = (size_t)6 * FA_BLOCK * (HD + 8) * sizeof(__nv_bfloat16);
+        fa_launch(flash_attention_backward_q_kernel<HD>, grid, smem, stream, dqkv, dout, qkv, lse, delta, T, C, NH);
+    }
+}
+
+static inline void flash_attention_forward(__nv_bfloat16* out, float* lse, const __nv_bfloat16* qkv, int B, int T, int C, int NH, cudaStream_t stream) {
+    flash_attention_check("flash_attention_forward", B, T, C, NH, out, qkv, qkv, 16);
+    if ((long)B * T == 0) return;
+    switch (fa_padded_dim(C / NH)) {
+    case 32: fa_forward_bf16<32>(out, lse, qkv, B, T, C, NH, stream); break;
+    case 64: fa_forward_bf16<64>(out, lse, qkv, B, T, C, NH, stream); break;
+    case 128: fa_forward_bf16<128>(out, lse, qkv, B, T, C, NH, stream); break;
+    default: fa_forward_bf16<256>(out, lse, qkv, B, T, C, NH, stream); break;
+    }
+}
+
+static inline void flash_attention_backward(__nv_bfloat16* dqkv, float* scratch, const __nv_bfloat16* dout, const __nv_bfloat16* out, const __nv_bfloat16* qkv,
+                                            const float* lse, int B, int T, int C, int NH, int deterministic, cudaStream_t stream) {
+    flash_attention_check("flash_attention_backward", B, T, C, NH, dqkv, dout, qkv, 16);
+    if ((long)B * T == 0) return;
+    float* delta = scratch;
+    float* dq_accum = deterministic ? NULL : scratch + (size_t)B * NH * T;
+    long rows = (long)B * T * NH;
+    launch_kernel(flash_attention_delta_kernel<__nv_bfloat16>, dim3(ceil_div(rows, 4)), dim3(128), 0, stream, delta, dq_accum, dout, out, B, T, C, NH);
+    switch (fa_padded_dim(C / NH)) {
+    case 32: fa_backward_bf16<32>(dqkv, dq_accum, delta, dout, qkv, lse, B, T, C, NH, stream); break;
+    case 64: fa_backward_bf16<64>(dqkv, dq_accum, delta, dout, qkv, lse, B, T, C, NH, stream); break;
+    case 128: fa_backward_bf16<128>(dqkv, dq_accum, delta, dout, qkv, lse, B, T, C, NH, stream); break;
+    default: fa_backward_bf16<256>(dqkv, dq_accum, delta, dout, qkv, lse, B, T, C, NH, stream); break;
+    }
+    if (dq_accum)
+        launch_kernel(flash_attention_dq_convert_kernel, dim3(ceil_div((long)B * T * C, 256)), dim3(256), 0, stream, dqkv, (const float*)dq_accum, (long)B * T, C,
+                      1.0f / sqrtf((float)(C / NH)));
+}
+
+static inline void flash_attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int NH, cudaStream_t stream) {
+    flash_attention_check("flash_attention_forward", B, T, C, NH, out, qkv, qkv, 4);
+    if ((long)B * T == 0) return;
+    dim3 grid((T + FA32_ROWS - 1) / FA32_ROWS, NH, B), block(32 * FA32_ROWS);
+    size_t smem = fa32_smem_bytes(C / NH);
+    cudaCheck(cudaFuncSetAttribute(flash_attention_forward_fp32_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    launch_kernel(flash_attention_forward_fp32_kernel, grid, block, smem, stream, out, lse, qkv, T, C, NH);
+}
+
+static inline void flash_attention_backward(float* dqkv, float* scratch, const float* dout, const float* out, const float* qkv, const float* lse, int B, int T, int C,
+                                            int NH, int deterministic, cudaStream_t stream) {
+    flash_attention_check("flash_attention_backward", B, T, C, NH, dqkv, dout, qkv, 4);
+    if ((long)B * T == 0) return;
+    float* delta = scratch;
+    long rows = (long)B * T * NH;
+    launch_kernel(flash_attention_delta_kernel<float>, dim3(ceil_div(rows, 4)), dim3(128), 0, stream, delta, (float*)NULL, dout, out, B, T, C, NH);
+    dim3 grid((T + FA32_ROWS - 1) / FA32_ROWS, NH, B), block(32 * FA32_ROWS);
+    size_t smem = fa32_smem_bytes(C / NH);
+    cudaCheck(cudaFuncSetAttribute(flash_attention_backward_q_fp32_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    cudaCheck(cudaFuncSetAttribute(flash_attention_backward_kv_fp32_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    launch_kernel(flash_attention_backward_q_fp32_kernel, grid, block, smem, stream, dqkv, dout, qkv, lse, (const float*)delta, T, C, NH);
+    launch_kernel(flash_attention_backward_kv_fp32_kernel, grid, block, smem, stream, dqkv, dout, qkv, lse, (const float*)delta, T, C, NH);
+}
+
+#endif /* LLMC_FLASH_ATTENTION_CUH */
