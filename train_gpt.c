@@ -128,29 +128,10 @@ static void gpt_setup(GPT* m, const GPTConfig* c) {
     point_parameters(&m->g, m->grads, m->param_sizes);
 }
 
-/* GPT-2 initialisation: weights N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)),
- * biases 0, layernorm weights 1, padded vocabulary rows 0. */
+/* a from-scratch model: GPT-2 initialisation (llmc/checkpoint.h gpt_init_weights) */
 static inline void gpt_init_random(GPT* m, const GPTConfig* c, uint64_t seed) {
     gpt_setup(m, c);
-    Rng rng;
-    rng_seed(&rng, seed);
-    float* p = m->params;
-    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
-        size_t n = m->param_sizes[i];
-        const char* name = GPT_PARAM_NAMES[i];
-        if (name[0] == 'l' && name[1] == 'n') {
-            float value = name[strlen(name) - 1] == 'w' ? 1.0f : 0.0f;
-            for (size_t j = 0; j < n; j++) p[j] = value;
-        } else if (!gpt_param_decays(i)) {
-            memset(p, 0, n * sizeof(float));
-        } else {
-            float std = gpt_param_is_residual_proj(i) ? 0.02f / sqrtf(2.0f * (float)c->num_layers) : 0.02f;
-            rng_fill_normal(&rng, p, n, 0.0f, std);
-        }
-        p += n;
-    }
-    size_t C = (size_t)c->channels;
-    memset(m->w.wte + (size_t)c->vocab_size * C, 0, (size_t)(c->padded_vocab_size - c->vocab_size) * C * sizeof(float));
+    gpt_init_weights(m->params, c, seed);
 }
 
 static void gpt_load(GPT* m, const char* path) {
@@ -322,14 +303,15 @@ static void gpt_backward(GPT* m, const int* inputs, const int* targets, int B, i
 }
 
 /* ----------------------------------------------------------------------------
- * AdamW update with global-norm clipping. Returns the gradient norm before
- * clipping. t is the 1-based step count for bias correction. */
-static float gpt_update(GPT* m, const OptimizerConfig* oc, float lr, int t) {
+ * AdamW update with global-norm clipping, given the gradient's global L2 norm
+ * (gpt_grad_norm). t is the 1-based step count for bias correction. */
+static float gpt_grad_norm(const GPT* m) { return (float)sqrt(global_norm_squared(m->grads, m->num_params)); }
+
+static void gpt_update_with_norm(GPT* m, const OptimizerConfig* oc, float lr, int t, float norm) {
     if (!m->adam_m) {
         m->adam_m = (float*)calloc_check(m->num_params, sizeof(float));
         m->adam_v = (float*)calloc_check(m->num_params, sizeof(float));
     }
-    float norm = (float)sqrt(global_norm_squared(m->grads, m->num_params));
     float scale = 1.0f;
     if (oc->grad_clip > 0.0f && norm > oc->grad_clip) scale = oc->grad_clip / (norm + 1e-6f);
     size_t offset = 0;
@@ -340,15 +322,23 @@ static float gpt_update(GPT* m, const OptimizerConfig* oc, float lr, int t) {
                      oc->eps, wd, scale, t);
         offset += n;
     }
+}
+
+/* the update from the current gradients; returns the gradient norm before clipping */
+static inline float gpt_update(GPT* m, const OptimizerConfig* oc, float lr, int t) {
+    float norm = gpt_grad_norm(m);
+    gpt_update_with_norm(m, oc, lr, t, norm);
     return norm;
 }
 
 #ifndef TESTING
 #include "llmc/cpu_peak.h"
 #include "llmc/flags.h"
+#include "llmc/health.h"
 #include "llmc/logger.h"
 #include "llmc/sampler.h"
-#include "llmc/tokenizer.h"
+#include "llmc/signals.h"
+#include "llmc/generate.h"
 
 static double now_seconds(void) {
     struct timespec ts;
@@ -367,44 +357,31 @@ static float evaluate(GPT* m, DataLoader* val, int batches) {
     return (float)(sum / batches);
 }
 
-/* Generates `count` tokens after the context `prompt` (n_prompt tokens), printing them as they
- * come; the model sees at most `window` tokens. */
-static void sample_text(GPT* m, const Tokenizer* tok, int have_tokenizer, const int* prompt, int n_prompt, int count, int window,
-                        float temperature, int top_k, Rng* rng) {
-    int* ctx = (int*)malloc_check((size_t)(count + n_prompt) * sizeof(int));
-    memcpy(ctx, prompt, (size_t)n_prompt * sizeof(int));
-    int n = n_prompt;
-    printf("---- sample\n");
-    for (int i = 1; i < n_prompt && have_tokenizer; i++) {
-        size_t len;
-        const unsigned char* bytes = tokenizer_token_bytes(tok, prompt[i], &len);
-        fwrite(bytes, 1, len, stdout);
-    }
-    for (int i = 0; i < count; i++) {
-        int start = n > window ? n - window : 0;
-        const float* logits = gpt_forward_last(m, ctx + start, n - start);
-        int next = sample_token(logits, m->config.vocab_size, temperature, top_k, rng);
-        ctx[n++] = next;
-        if (have_tokenizer) {
-            size_t len;
-            const unsigned char* bytes = tokenizer_token_bytes(tok, next, &len);
-            fwrite(bytes, 1, len, stdout);
-        } else {
-            printf("%d ", next);
-        }
-        fflush(stdout);
-    }
-    printf("\n----\n");
-    free(ctx);
-}
+/* sampling callback (llmc/generate.h): logits of the next position, on the host */
+static const float* next_logits_cpu(void* model, const int* tokens, int n) { return gpt_forward_last((GPT*)model, tokens, n); }
 
-static void save_checkpoint(GPT* m, const char* dir, const TrainState* st) {
-    char model_path[4200], state_path[4200], done_path[4200];
+#define SAVE_FAILED_EXIT_STATUS 74 /* EX_IOERR: a checkpoint could not be written (--on-save-error stop) */
+
+/* Checkpoint st->step into dir (llmc/checkpoint.h): stale marker removed, model file, state file,
+ * done marker, then retention. Returns 0, or −1 after printing why it failed (earlier checkpoints
+ * are untouched). Before the first update there are no AdamW moments: they are saved as zeros. */
+static int save_checkpoint(GPT* m, const char* dir, const TrainState* st, int keep_last, int keep_every) {
+    char model_path[4200], state_path[4200], done_path[4200], err[4600];
     checkpoint_paths(model_path, state_path, done_path, sizeof(model_path), dir, st->step, 0);
-    model_file_write(model_path, &m->config, m->params);
-    state_file_write(state_path, st, m->adam_m, m->adam_v, NULL);
-    checkpoint_mark_done(dir, st->step, 1);
+    if (!m->adam_m) {
+        m->adam_m = (float*)calloc_check(m->num_params, sizeof(float));
+        m->adam_v = (float*)calloc_check(m->num_params, sizeof(float));
+    }
+    if (checkpoint_begin(dir, st->step, err, sizeof(err)) != 0 ||
+        model_file_try_write(model_path, &m->config, m->params, err, sizeof(err)) != 0 ||
+        state_file_try_write(state_path, st, m->adam_m, m->adam_v, NULL, err, sizeof(err)) != 0 ||
+        checkpoint_try_mark_done(dir, st->step, 1, err, sizeof(err)) != 0) {
+        fprintf(stderr, "error: checkpoint of step %d not written: %s\n", st->step, err);
+        return -1;
+    }
     printf("checkpoint: step %d written to %s\n", st->step, dir);
+    checkpoint_retain(dir, st->step, keep_last, keep_every, stdout);
+    return 0;
 }
 
 int main(int argc, char** argv) {
@@ -414,6 +391,15 @@ int main(int argc, char** argv) {
     flags_reject(&args, "recompute", "the CPU trainer keeps all activations; recompute is a GPU-trainer option");
     flags_reject(&args, "master-weights", "the CPU trainer always trains in fp32");
     if (args.threads > 0) omp_set_num_threads(args.threads);
+    int save_error_continue = strcmp(args.on_save_error, "continue") == 0;
+    if (!save_error_continue && strcmp(args.on_save_error, "stop") != 0) {
+        fprintf(stderr, "error: --on-save-error: bad value '%s': expected stop or continue (see --help)\n", args.on_save_error);
+        return 2;
+    }
+    HealthConfig health_config = {args.max_bad_steps, args.spike_zscore, args.spike_window};
+    HealthState health;
+    memset(&health, 0, sizeof(health));
+    preempt_install();
 
     /* model */
     GPT model;
@@ -509,43 +495,15 @@ int main(int argc, char** argv) {
     run.has_master = 0;
     if (args.output_dir[0]) make_dir_check(args.output_dir);
 
-    /* samples are decoded with the tokenizer when its vocabulary is the model's; otherwise
-     * they are printed as token ids, starting from token 0 */
-    Tokenizer tokenizer;
-    int have_tokenizer = 0;
-    if (args.sample_every > 0 && access(args.tokenizer, R_OK) == 0) {
-        tokenizer_load(&tokenizer, args.tokenizer);
-        have_tokenizer = 1;
-        if (tokenizer.vocab_size != c->vocab_size) {
-            printf("samples: %s has %d tokens, the model %d: printing token ids\n", args.tokenizer, tokenizer.vocab_size,
-                   c->vocab_size);
-            tokenizer_free(&tokenizer);
-            have_tokenizer = 0;
-        }
-    }
-    /* the sampling context: <|endoftext|> (token 0 without a tokenizer), then the prompt's tokens */
-    int* prompt = (int*)malloc_check(sizeof(int));
-    int n_prompt = 1;
-    prompt[0] = have_tokenizer ? tokenizer.eot_token : 0;
-    if (args.prompt[0]) {
-        if (!have_tokenizer) fatalf("--prompt needs a tokenizer whose vocabulary is the model's (--tokenizer %s)", args.tokenizer);
-        int* ids;
-        size_t n = tokenizer_encode(&tokenizer, (const unsigned char*)args.prompt, strlen(args.prompt), &ids);
-        if (n + 1 > (size_t)T) fatalf("--prompt is %zu tokens, longer than the sequence length %d", n, T);
-        prompt = (int*)realloc(prompt, (n + 1) * sizeof(int));
-        if (!prompt) fatalf("out of memory");
-        memcpy(prompt + 1, ids, n * sizeof(int));
-        free(ids);
-        n_prompt = (int)n + 1;
-        printf("prompt: %d tokens\n", n_prompt - 1);
-    }
+    SampleSetup samples;
+    sample_setup(&samples, args.sample_every > 0, args.tokenizer, args.prompt, c->vocab_size, T);
 
     Rng rng;
     rng_seed(&rng, args.seed ^ 0x5A4D504C45ULL);
     int start_step = 0;
     if (args.resume) {
         if (!args.output_dir[0]) fatalf("--resume 1 needs --output-dir, where the checkpoints are");
-        int last = checkpoint_latest(args.output_dir);
+        int last = checkpoint_find_valid(args.output_dir, stdout);
         if (last < 0) {
             printf("resume: no complete checkpoint in %s, starting from scratch\n", args.output_dir);
         } else {
@@ -569,6 +527,8 @@ int main(int argc, char** argv) {
             free(master);
             model.adam_m = mm;
             model.adam_v = vv;
+            health = st.health;
+            health_resize(&health, health_config.window);
             rng = st.rng;
             dataloader_set_state(&train, &st.train_loader);
             start_step = st.step;
@@ -587,7 +547,15 @@ int main(int argc, char** argv) {
     printf("FP32 FMA peak of this machine, measured now: %.1f GFLOP/s (%s, %d threads); flops per token %.4g\n", peak_gflops,
            cpu_isa_name(cpu_matmul_isa()), omp_get_max_threads(), flops_per_token);
 
-    for (int step = start_step; step < max_steps; step++) {
+    /* Reliability (doc/reliability.md). A stop signal (llmc/signals.h) is honoured before each step and
+     * between micro-steps: an unfinished step is dropped (loader and Rng back to its start) and the
+     * state after `completed` steps is checkpointed, then exit 75. Every update first passes the
+     * health guard (llmc/health.h): a non-finite or spiking loss or norm skips it. */
+    int completed = start_step, saved_step = start_step > 0 ? start_step : -1, exit_status = 0;
+    for (int step = start_step; step < max_steps && !preempt_requested(); step++) {
+        Rng rng_at_step = rng;
+        DataLoaderState loader_at_step;
+        dataloader_get_state(&train, &loader_at_step);
         int last_step = step == max_steps - 1;
         if (have_val && args.val_every > 0 && (step % args.val_every == 0 || last_step)) {
             float vl = evaluate(&model, &val, args.val_batches);
@@ -595,45 +563,99 @@ int main(int argc, char** argv) {
             logger_val(&logger, step, vl); /* evaluated after `step` completed steps */
         }
         if (args.sample_every > 0 && step > 0 && step % args.sample_every == 0)
-            sample_text(&model, &tokenizer, have_tokenizer, prompt, n_prompt, args.sample_tokens, T, args.temperature, args.top_k, &rng);
+            sample_generate(&samples, next_logits_cpu, &model, args.sample_tokens, T, args.temperature, args.top_k, &rng);
 
         double t0 = now_seconds();
         gpt_zero_grad(&model);
         double loss_sum = 0.0;
+        int dropped = 0;
         for (int micro = 0; micro < accum; micro++) {
+            if (preempt_requested()) {
+                dataloader_set_state(&train, &loader_at_step);
+                rng = rng_at_step;
+                dropped = 1;
+                break;
+            }
             dataloader_next(&train);
             loss_sum += gpt_forward(&model, train.inputs, train.targets, B, T);
             gpt_backward(&model, train.inputs, train.targets, B, T, 1.0f / accum);
         }
+        if (dropped) break;
         float lr = schedule_lr(&sched, step);
-        float norm = gpt_update(&model, &oc, lr, step + 1);
-        double ms = (now_seconds() - t0) * 1000.0;
         float loss = (float)(loss_sum / accum);
+        float norm = gpt_grad_norm(&model);
+        HealthResult verdict = health_check(&health, &health_config, loss, norm);
+        if (verdict.verdict == HEALTH_OK) {
+            gpt_update_with_norm(&model, &oc, lr, step + 1, norm);
+            size_t bad = health_first_nonfinite(model.params, model.num_params);
+            if (bad < model.num_params) {
+                int tensor;
+                size_t element;
+                gpt_param_locate(c, bad, &tensor, &element);
+                fprintf(stderr, "error: step %d: the update made parameter %s[%zu] non-finite (%g); stopping, the last checkpoint is step %d\n",
+                        step + 1, GPT_PARAM_NAMES[tensor], element, (double)model.params[bad], saved_step);
+                exit_status = HEALTH_EXIT_STATUS;
+                break;
+            }
+        }
+        completed = step + 1;
+        double ms = (now_seconds() - t0) * 1000.0;
         double tok_s = (double)total_batch / (ms / 1000.0);
         double gflops = tok_s * flops_per_token * 1e-9;
         printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.1f ms | %.0f tok/s | %.1f GFLOP/s (%.1f%% of peak)\n", step + 1,
                max_steps, loss, lr, norm, ms, tok_s, gflops, 100.0 * gflops / peak_gflops);
+        if (verdict.verdict == HEALTH_SKIP_NONFINITE)
+            printf("step %5d/%d | update skipped: non-finite loss or gradient norm (%d in a row, %d in the run)\n", step + 1, max_steps,
+                   health.bad_in_row, health.skipped);
+        if (verdict.verdict == HEALTH_SKIP_SPIKE)
+            printf("step %5d/%d | update skipped: spike, z-score loss %.2f norm %.2f > %g (%d in a row, %d in the run)\n", step + 1,
+                   max_steps, verdict.z_loss, verdict.z_norm, (double)health_config.spike_zscore, health.bad_in_row, health.skipped);
         fflush(stdout);
         logger_step(&logger, step + 1, loss, lr, norm, ms, tok_s);
+        if (health_should_stop(&health, &health_config)) {
+            fprintf(stderr, "error: step %d: %d updates skipped in a row (--max-bad-steps %d); stopping, the last checkpoint is step %d\n",
+                    step + 1, health.bad_in_row, health_config.max_bad_steps, saved_step);
+            exit_status = HEALTH_EXIT_STATUS;
+            break;
+        }
 
-        int done = step + 1;
-        if (args.output_dir[0] && args.checkpoint_every > 0 && (done % args.checkpoint_every == 0 || done == max_steps)) {
+        if (args.output_dir[0] && args.checkpoint_every > 0 && (completed % args.checkpoint_every == 0 || completed == max_steps)) {
             TrainState st = run;
-            st.step = done;
+            st.step = completed;
             st.rng = rng;
+            st.health = health;
             dataloader_get_state(&train, &st.train_loader);
-            save_checkpoint(&model, args.output_dir, &st);
+            if (save_checkpoint(&model, args.output_dir, &st, args.keep_last, args.keep_every) == 0) saved_step = completed;
+            else if (save_error_continue) printf("checkpoint: continuing without it (--on-save-error continue)\n");
+            else {
+                fprintf(stderr, "error: stopping (--on-save-error stop); the last checkpoint is step %d\n", saved_step);
+                exit_status = SAVE_FAILED_EXIT_STATUS;
+                break;
+            }
         }
     }
-    if (args.sample_every > 0)
-        sample_text(&model, &tokenizer, have_tokenizer, prompt, n_prompt, args.sample_tokens, T, args.temperature, args.top_k, &rng);
+    int sig = preempt_requested();
+    if (exit_status == 0 && sig && completed < max_steps) {
+        printf("%s received: stopping after %d completed steps\n", preempt_signal_name(sig), completed);
+        exit_status = PREEMPT_EXIT_STATUS;
+        if (!args.output_dir[0]) printf("no --output-dir: nothing saved\n");
+        else if (saved_step != completed) {
+            TrainState st = run;
+            st.step = completed;
+            st.rng = rng;
+            st.health = health;
+            dataloader_get_state(&train, &st.train_loader);
+            if (save_checkpoint(&model, args.output_dir, &st, args.keep_last, args.keep_every) != 0) exit_status = SAVE_FAILED_EXIT_STATUS;
+        }
+    } else if (exit_status == 0 && args.sample_every > 0) {
+        sample_generate(&samples, next_logits_cpu, &model, args.sample_tokens, T, args.temperature, args.top_k, &rng);
+    }
 
-    free(prompt);
     logger_free(&logger);
-    if (have_tokenizer) tokenizer_free(&tokenizer);
+    sample_setup_free(&samples);
     dataloader_free(&train);
     if (have_val) dataloader_free(&val);
     gpt_free(&model);
-    return 0;
+    return exit_status;
 }
 #endif

@@ -2,18 +2,31 @@
  * llmc/checkpoint.h — the model's shape, model files, training-state files and checkpoint
  * directories (formats in doc/formats.md: "Model file", "Training state", "Checkpoint directory").
  *
- * Every reader checks magic, version, length, each header field against the others and the
- * payload CRC, and stops with one line naming the file and what is wrong. Every writer goes
- * through AtomicFile (tmp + fsync + rename). No global state.
+ * Every reader checks magic, version, length, each header field against the others, the
+ * payload CRC and that every float is finite, and stops with one line naming the file and what
+ * is wrong.
+ *
+ * Writing (doc/reliability.md): every file goes to "<name>.tmp", is flushed and fsynced, then
+ * verified — the tmp file is read back and its header, length and payload CRC checked against
+ * what was meant to be written — then renamed into place, and the directory fsynced. The
+ * *_try_write functions return 0, or −1 with a one-line message and the tmp file removed (disk
+ * full, file-size limit, unwritable directory), leaving any earlier file of that name untouched;
+ * model_file_write and state_file_write are their fatal forms.
+ *
+ * A checkpoint is complete once its done marker exists; checkpoint_find_valid walks back from the
+ * newest marker and returns the newest checkpoint whose marker, model file and every rank's state
+ * file verify, naming each one it skips; checkpoint_retain deletes old checkpoints (keep the last
+ * K, plus every M-th step) and debris of interrupted writes. No global state.
  */
 #ifndef LLMC_CHECKPOINT_H
 #define LLMC_CHECKPOINT_H
 
+#include "llmc/fileio.h"
 #include <dirent.h>
 #include <math.h>
 #include <stdint.h>
 #include "llmc/dataloader.h"
-#include "llmc/fileio.h"
+#include "llmc/health.h"
 #include "llmc/rng.h"
 #include "llmc/schedule.h"
 
@@ -61,6 +74,16 @@ static inline size_t gpt_num_params(const GPTConfig* c) {
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) total += sizes[i];
     return total;
 }
+/* Tensor (file order) and element within it of flat parameter index i (i < gpt_num_params). */
+static inline void gpt_param_locate(const GPTConfig* c, size_t i, int* tensor, size_t* element) {
+    size_t sizes[NUM_PARAM_TENSORS];
+    gpt_param_sizes(c, sizes);
+    int t = 0;
+    while (t < NUM_PARAM_TENSORS - 1 && i >= sizes[t]) i -= sizes[t++];
+    *tensor = t;
+    *element = i;
+}
+
 /* the 2-D weight tensors (matrices and embeddings) get weight decay; biases and LayerNorms don't */
 static inline int gpt_param_decays(int t) { return t == 0 || t == 1 || t == 4 || t == 6 || t == 10 || t == 12; }
 /* projections into the residual stream: init std scaled by 1/sqrt(2L) */
@@ -90,6 +113,33 @@ static inline int gpt_preset(const char* name, GPTConfig* c) {
 }
 
 /* Sizes positive and sane, C divisible by NH, Vp = padded_vocab(V); fatalf naming origin. */
+/* GPT-2 initialisation of params (gpt_num_params floats, file order): weights N(0, 0.02) from an Rng
+ * seeded with `seed`, residual projections N(0, 0.02/sqrt(2L)), biases 0, layernorm weights 1,
+ * padded vocabulary rows 0. Both trainers start from-scratch runs with it. */
+static inline void gpt_init_weights(float* params, const GPTConfig* c, uint64_t seed) {
+    size_t sizes[NUM_PARAM_TENSORS];
+    gpt_param_sizes(c, sizes);
+    Rng rng;
+    rng_seed(&rng, seed);
+    float* p = params;
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
+        size_t n = sizes[i];
+        const char* name = GPT_PARAM_NAMES[i];
+        if (name[0] == 'l' && name[1] == 'n') {
+            float value = name[strlen(name) - 1] == 'w' ? 1.0f : 0.0f;
+            for (size_t j = 0; j < n; j++) p[j] = value;
+        } else if (!gpt_param_decays(i)) {
+            memset(p, 0, n * sizeof(float));
+        } else {
+            float std = gpt_param_is_residual_proj(i) ? 0.02f / sqrtf(2.0f * (float)c->num_layers) : 0.02f;
+            rng_fill_normal(&rng, p, n, 0.0f, std);
+        }
+        p += n;
+    }
+    size_t C = (size_t)c->channels;
+    memset(params + (size_t)c->vocab_size * C, 0, (size_t)(c->padded_vocab_size - c->vocab_size) * C * sizeof(float));
+}
+
 static inline void gpt_config_check(const GPTConfig* c, const char* origin) {
     struct { const char* name; int value, max; } fields[6] = {
         {"max_seq_len", c->max_seq_len, 1 << 20}, {"vocab_size", c->vocab_size, 1 << 24},
@@ -108,8 +158,90 @@ static inline void gpt_config_check(const GPTConfig* c, const char* origin) {
 }
 
 /* ----------------------------------------------------------------------------
+ * non-fatal verification and atomic writes (for checkpoints, whose failure a run may survive) */
+
+static inline int ckpt_error_(char* err, size_t cap, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+static inline int ckpt_error_(char* err, size_t cap, const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, cap, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* Checks, without exiting, a file's common header (magic, version), its length against the
+ * header's payload size and the payload's CRC-32: 0 if good, else −1 with the reason in err. */
+static inline int file_verify(const char* path, const char* kind, uint32_t magic, int32_t version, char* err, size_t cap) {
+    FILE* f = fopen(path, "rb");
+    if (!f) return ckpt_error_(err, cap, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    int32_t h[HEADER_WORDS];
+    int rc = -1;
+    if (fstat(fileno(f), &sb) != 0) ckpt_error_(err, cap, "%s: stat failed: %s", path, strerror(errno));
+    else if (sb.st_size < HEADER_BYTES) ckpt_error_(err, cap, "%s: %s is truncated: %lld bytes, shorter than the header", path, kind, (long long)sb.st_size);
+    else if (fread(h, 4, HEADER_WORDS, f) != HEADER_WORDS) ckpt_error_(err, cap, "%s: header read failed", path);
+    else if ((uint32_t)h[0] != magic) ckpt_error_(err, cap, "%s: not a %s: magic 0x%08x", path, kind, (uint32_t)h[0]);
+    else if (h[1] != version) ckpt_error_(err, cap, "%s: %s version %d, expected %d", path, kind, h[1], version);
+    else if ((uint64_t)(sb.st_size - HEADER_BYTES) != header_payload_bytes(h))
+        ckpt_error_(err, cap, "%s: %s is %s: header says %llu payload bytes, file has %lld", path, kind,
+                    (uint64_t)(sb.st_size - HEADER_BYTES) < header_payload_bytes(h) ? "truncated" : "too long",
+                    (unsigned long long)header_payload_bytes(h), (long long)(sb.st_size - HEADER_BYTES));
+    else {
+        size_t piece = 1u << 20, got;
+        unsigned char* buf = (unsigned char*)malloc_check(piece);
+        uint32_t crc = 0;
+        while ((got = fread(buf, 1, piece, f)) > 0) crc = crc32_update(crc, buf, got);
+        free(buf);
+        if (ferror(f)) ckpt_error_(err, cap, "%s: read failed: %s", path, strerror(errno));
+        else if (crc != (uint32_t)h[2])
+            ckpt_error_(err, cap, "%s: %s is corrupt: payload CRC-32 0x%08x, header says 0x%08x", path, kind, crc, (uint32_t)h[2]);
+        else rc = 0;
+    }
+    fclose(f);
+    return rc;
+}
+
+/* fsync of the directory holding path, so a rename into it is durable (EINVAL: not supported there) */
+static inline int dir_sync_(const char* path, char* err, size_t cap) {
+    char dir[4096];
+    const char* slash = strrchr(path, '/');
+    if (!slash) snprintf(dir, sizeof(dir), ".");
+    else snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path == 0 ? 1 : slash - path), path);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd < 0) return ckpt_error_(err, cap, "%s: cannot open directory: %s", dir, strerror(errno));
+    int rc = fsync(fd) == 0 || errno == EINVAL ? 0 : ckpt_error_(err, cap, "%s: fsync failed: %s", dir, strerror(errno));
+    close(fd);
+    return rc;
+}
+
+/* Writes `pieces` buffers (data[i], bytes[i] bytes each) to path through "<path>.tmp": write, flush,
+ * fsync, close; then, if kind is non-NULL, file_verify of the tmp file as that kind (magic,
+ * version); then rename over path and fsync the directory. Returns 0, or −1 with the reason in err
+ * and the tmp file removed: an earlier file at path is then untouched. */
+static inline int atomic_try_write(const char* path, int pieces, const void* const* data, const size_t* bytes,
+                                   const char* kind, uint32_t magic, int32_t version, char* err, size_t cap) {
+    char tmp[4200];
+    if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp)) return ckpt_error_(err, cap, "%s: path too long", path);
+    FILE* f = fopen(tmp, "wb");
+    if (!f) return ckpt_error_(err, cap, "%s: cannot open for writing: %s", tmp, strerror(errno));
+    int rc = 0;
+    for (int i = 0; i < pieces && rc == 0; i++)
+        if (fwrite(data[i], 1, bytes[i], f) != bytes[i]) rc = ckpt_error_(err, cap, "%s: write failed: %s", tmp, strerror(errno));
+    if (rc == 0 && fflush(f) != 0) rc = ckpt_error_(err, cap, "%s: write failed: %s", tmp, strerror(errno));
+    if (rc == 0 && fsync(fileno(f)) != 0) rc = ckpt_error_(err, cap, "%s: fsync failed: %s", tmp, strerror(errno));
+    if (fclose(f) != 0 && rc == 0) rc = ckpt_error_(err, cap, "%s: close failed: %s", tmp, strerror(errno));
+    if (rc == 0 && kind) rc = file_verify(tmp, kind, magic, version, err, cap);
+    if (rc == 0 && rename(tmp, path) != 0) rc = ckpt_error_(err, cap, "%s: rename from %s failed: %s", path, tmp, strerror(errno));
+    if (rc != 0) {
+        unlink(tmp);
+        return rc;
+    }
+    return dir_sync_(path, err, cap);
+}
+
+/* ----------------------------------------------------------------------------
  * model file (GPTM) */
-static inline void model_file_write(const char* path, const GPTConfig* c, const float* params) {
+static inline int model_file_try_write(const char* path, const GPTConfig* c, const float* params, char* err, size_t cap) {
     gpt_config_check(c, path);
     size_t n = gpt_num_params(c);
     int32_t h[HEADER_WORDS];
@@ -123,11 +255,24 @@ static inline void model_file_write(const char* path, const GPTConfig* c, const 
     h[10] = c->num_heads;
     h[11] = c->channels;
     header_set_u64(h, 12, (uint64_t)n);
-    AtomicFile a;
-    atomic_open(&a, path);
-    fwrite_check(h, 4, HEADER_WORDS, a.f, a.tmp_path);
-    fwrite_check(params, sizeof(float), n, a.f, a.tmp_path);
-    atomic_commit(&a);
+    const void* data[2] = {h, params};
+    size_t bytes[2] = {HEADER_BYTES, n * sizeof(float)};
+    return atomic_try_write(path, 2, data, bytes, "model file", GPTM_MAGIC, GPTM_VERSION, err, cap);
+}
+static inline void model_file_write(const char* path, const GPTConfig* c, const float* params) {
+    char err[4600];
+    if (model_file_try_write(path, c, params, err, sizeof(err)) != 0) fatalf("%s", err);
+}
+
+/* Exits naming the tensor and element if values[0..n) (n parameters of config c) holds a NaN or inf. */
+static inline void params_finite_check(const float* values, size_t n, const GPTConfig* c, const char* what) {
+    size_t bad = health_first_nonfinite(values, n);
+    if (bad == n) return;
+    int tensor;
+    size_t element;
+    gpt_param_locate(c, bad, &tensor, &element);
+    fatalf("%s holds a non-finite value %g at %s[%zu] (parameter %zu)", what, (double)values[bad], GPT_PARAM_NAMES[tensor],
+           element, bad);
 }
 
 /* Reads a GPTM file (fp32, or bf16 widened to fp32); fills *c and *num_params, returns the
@@ -167,6 +312,9 @@ static inline float* model_file_read(const char* path, GPTConfig* c, size_t* num
             memcpy(&params[i], &bits, 4);
         }
     }
+    char what[4200];
+    snprintf(what, sizeof(what), "%s: model file", path);
+    params_finite_check(params, n, c, what);
     *num_params = n;
     return params;
 }
@@ -183,7 +331,13 @@ typedef struct {
     Schedule schedule;
     float weight_decay, beta1, beta2, eps, grad_clip;
     int has_master;             /* payload has fp32 master weights of the shard */
+    HealthState health;         /* the health guard's window and skip counts (llmc/health.h) */
 } TrainState;
+
+/* header words of the health state: count, bad in a row, skipped, then the loss and norm windows */
+#define GPTS_HEALTH_WORD 48
+#define GPTS_HEALTH_LOSS_WORD (GPTS_HEALTH_WORD + 3)
+#define GPTS_HEALTH_NORM_WORD (GPTS_HEALTH_LOSS_WORD + HEALTH_WINDOW_MAX)
 
 static inline void state_put_rng_(int32_t* h, int at, const Rng* r) {
     for (int i = 0; i < 4; i++) header_set_u64(h, at + 2 * i, r->s[i]);
@@ -217,12 +371,21 @@ static inline void state_header_fill_(int32_t* h, const TrainState* st) {
     header_set_f32(h, 45, st->eps);
     header_set_f32(h, 46, st->grad_clip);
     h[47] = st->has_master;
+    h[GPTS_HEALTH_WORD] = st->health.count;
+    h[GPTS_HEALTH_WORD + 1] = st->health.bad_in_row;
+    h[GPTS_HEALTH_WORD + 2] = st->health.skipped;
+    for (int i = 0; i < st->health.count; i++) {
+        header_set_f32(h, GPTS_HEALTH_LOSS_WORD + i, st->health.loss[i]);
+        header_set_f32(h, GPTS_HEALTH_NORM_WORD + i, st->health.norm[i]);
+    }
 }
 
 /* Writes m, v (and master if st->has_master; it must then be non-NULL), shard_count floats each. */
-static inline void state_file_write(const char* path, const TrainState* st, const float* m, const float* v,
-                                    const float* master) {
+static inline int state_file_try_write(const char* path, const TrainState* st, const float* m, const float* v,
+                                       const float* master, char* err, size_t cap) {
     if (st->has_master && !master) fatalf("%s: state has_master is set but no master weights were given", path);
+    if (st->health.count < 0 || st->health.count > HEALTH_WINDOW_MAX)
+        fatalf("%s: health window of %d steps is not in [0, %d]", path, st->health.count, HEALTH_WINDOW_MAX);
     size_t n = st->shard_count;
     int32_t h[HEADER_WORDS];
     header_init(h, GPTS_MAGIC, GPTS_VERSION);
@@ -232,11 +395,14 @@ static inline void state_file_write(const char* path, const TrainState* st, cons
     uint32_t crc = 0;
     for (int i = 0; i < num_arrays; i++) crc = crc32_update(crc, arrays[i], n * sizeof(float));
     header_set_payload(h, (uint64_t)n * sizeof(float) * num_arrays, crc);
-    AtomicFile a;
-    atomic_open(&a, path);
-    fwrite_check(h, 4, HEADER_WORDS, a.f, a.tmp_path);
-    for (int i = 0; i < num_arrays; i++) fwrite_check(arrays[i], sizeof(float), n, a.f, a.tmp_path);
-    atomic_commit(&a);
+    const void* data[4] = {h, m, v, master};
+    size_t bytes[4] = {HEADER_BYTES, n * sizeof(float), n * sizeof(float), n * sizeof(float)};
+    return atomic_try_write(path, 1 + num_arrays, data, bytes, "training state file", GPTS_MAGIC, GPTS_VERSION, err, cap);
+}
+static inline void state_file_write(const char* path, const TrainState* st, const float* m, const float* v,
+                                    const float* master) {
+    char err[4600];
+    if (state_file_try_write(path, st, m, v, master, err, sizeof(err)) != 0) fatalf("%s", err);
 }
 
 /* Reads and checks a state file; *m, *v (and *master, NULL when the file has none) are malloc'd.
@@ -282,6 +448,19 @@ static inline void state_file_read(const char* path, TrainState* st, float** m, 
         if (!isfinite(header_get_f32(h, w))) fatalf("%s: training state header word %d is not a finite float", path, w);
     if (st->has_master != 0 && st->has_master != 1)
         fatalf("%s: training state master-weights flag is %d, not 0 or 1", path, st->has_master);
+    HealthState* hs = &st->health;
+    hs->count = h[GPTS_HEALTH_WORD];
+    hs->bad_in_row = h[GPTS_HEALTH_WORD + 1];
+    hs->skipped = h[GPTS_HEALTH_WORD + 2];
+    if (hs->count < 0 || hs->count > HEALTH_WINDOW_MAX || hs->bad_in_row < 0 || hs->skipped < hs->bad_in_row)
+        fatalf("%s: training state health counts (window %d, bad in a row %d, skipped %d) are inconsistent", path,
+               hs->count, hs->bad_in_row, hs->skipped);
+    for (int i = 0; i < hs->count; i++) {
+        hs->loss[i] = header_get_f32(h, GPTS_HEALTH_LOSS_WORD + i);
+        hs->norm[i] = header_get_f32(h, GPTS_HEALTH_NORM_WORD + i);
+        if (!isfinite(hs->loss[i]) || !isfinite(hs->norm[i]))
+            fatalf("%s: training state health window entry %d is not finite", path, i);
+    }
     uint64_t arrays = st->has_master ? 3 : 2;
     if (header_payload_bytes(h) != arrays * count * sizeof(float))
         fatalf("%s: training state payload is %llu bytes, %llu arrays of %llu floats need %llu", path,
@@ -303,6 +482,14 @@ static inline void state_file_read(const char* path, TrainState* st, float** m, 
     }
     fclose_check(f, path);
     payload_crc_check(h, crc, path, "training state file");
+    const char* names[3] = {"AdamW m", "AdamW v", "master weights"};
+    const float* payload[3] = {*m, *v, mw};
+    for (int a = 0; a < (int)arrays; a++) {
+        size_t bad = health_first_nonfinite(payload[a], count);
+        if (bad < count)
+            fatalf("%s: training state %s holds a non-finite value at parameter %llu", path, names[a],
+                   (unsigned long long)(offset + bad));
+    }
     if (master) *master = mw;
     else free(mw);
 }
@@ -355,13 +542,167 @@ static inline void checkpoint_paths(char* model, char* state, char* done, size_t
 
 /* The step's completion marker, written (atomically) after every rank's files of the step are
  * complete. Its text: "step S\nworld W\n". */
-static inline void checkpoint_mark_done(const char* dir, int step, int world) {
-    char model[4096], state[4096], done[4096];
+static inline int checkpoint_try_mark_done(const char* dir, int step, int world, char* err, size_t cap) {
+    char model[4096], state[4096], done[4096], text[64];
     checkpoint_paths(model, state, done, sizeof(done), dir, step, 0);
-    AtomicFile a;
-    atomic_open(&a, done);
-    if (fprintf(a.f, "step %d\nworld %d\n", step, world) < 0) fatalf("%s: write failed: %s", a.tmp_path, strerror(errno));
-    atomic_commit(&a);
+    const void* data[1] = {text};
+    size_t bytes[1] = {(size_t)snprintf(text, sizeof(text), "step %d\nworld %d\n", step, world)};
+    return atomic_try_write(done, 1, data, bytes, NULL, 0, 0, err, cap);
+}
+static inline void checkpoint_mark_done(const char* dir, int step, int world) {
+    char err[4600];
+    if (checkpoint_try_mark_done(dir, step, world, err, sizeof(err)) != 0) fatalf("%s", err);
+}
+
+/* Called before writing checkpoint `step`: removes its marker if one is left from an earlier run
+ * (a checkpoint skipped as invalid on resume), so the step is incomplete until rewritten. */
+static inline int checkpoint_begin(const char* dir, int step, char* err, size_t cap) {
+    char model[4200], state[4200], done[4200];
+    checkpoint_paths(model, state, done, sizeof(model), dir, step, 0);
+    if (unlink(done) != 0 && errno != ENOENT) return ckpt_error_(err, cap, "%s: cannot delete: %s", done, strerror(errno));
+    return 0;
+}
+
+/* Parses a done marker: 0 and *world if its text is exactly "step S\nworld W\n" with W in
+ * [1, 65536], else −1 with the reason in err. */
+static inline int checkpoint_read_marker(const char* path, int step, int* world, char* err, size_t cap) {
+    FILE* f = fopen(path, "rb");
+    if (!f) return ckpt_error_(err, cap, "%s: cannot open: %s", path, strerror(errno));
+    char text[65], expected[64];
+    size_t n = fread(text, 1, 64, f);
+    fclose(f);
+    text[n] = '\0';
+    int s = -1, w = 0;
+    if (sscanf(text, "step %d\nworld %d\n", &s, &w) != 2 || w < 1 || w > 65536)
+        return ckpt_error_(err, cap, "%s: done marker is malformed", path);
+    snprintf(expected, sizeof(expected), "step %d\nworld %d\n", step, w);
+    if (strlen(text) != n || strcmp(text, expected) != 0)
+        return ckpt_error_(err, cap, "%s: done marker is not \"step %d, world %d\"", path, step, w);
+    *world = w;
+    return 0;
+}
+
+/* The steps S of every done_S.txt marker (exactly 8 digits) in dir, newest first, malloc'd into
+ * *steps (caller frees); returns how many, 0 if none or no such directory. */
+static inline int checkpoint_list(const char* dir, int** steps) {
+    *steps = NULL;
+    DIR* d = opendir(dir);
+    if (!d) {
+        if (errno == ENOENT) return 0;
+        fatalf("%s: cannot list directory: %s", dir, strerror(errno));
+    }
+    int n = 0, cap = 0;
+    struct dirent* e;
+    while ((e = readdir(d)) != NULL) {
+        const char* name = e->d_name;
+        if (strlen(name) != 17 || strncmp(name, "done_", 5) != 0 || strcmp(name + 13, ".txt") != 0) continue;
+        int step = 0, digits = 1;
+        for (int i = 5; i < 13; i++) {
+            if (name[i] < '0' || name[i] > '9') digits = 0;
+            else step = step * 10 + (name[i] - '0');
+        }
+        if (!digits) continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            int* grown = (int*)realloc(*steps, (size_t)cap * sizeof(int));
+            if (!grown) fatalf("out of memory listing %s", dir);
+            *steps = grown;
+        }
+        (*steps)[n++] = step;
+    }
+    closedir(d);
+    for (int i = 1; i < n; i++) /* insertion sort, newest first */
+        for (int j = i; j > 0 && (*steps)[j] > (*steps)[j - 1]; j--) {
+            int t = (*steps)[j];
+            (*steps)[j] = (*steps)[j - 1];
+            (*steps)[j - 1] = t;
+        }
+    return n;
+}
+
+/* Checks checkpoint `step` of dir without exiting: its marker, the model file and the state file of
+ * every rank verify (header, length, CRC). 0 if good, else −1 with the first problem in err. */
+static inline int checkpoint_verify(const char* dir, int step, char* err, size_t cap) {
+    char model[4200], state[4200], done[4200];
+    checkpoint_paths(model, state, done, sizeof(model), dir, step, 0);
+    int world = 0;
+    if (checkpoint_read_marker(done, step, &world, err, cap) != 0) return -1;
+    if (file_verify(model, "model file", GPTM_MAGIC, GPTM_VERSION, err, cap) != 0) return -1;
+    for (int r = 0; r < world; r++) {
+        checkpoint_paths(model, state, done, sizeof(model), dir, step, r);
+        if (file_verify(state, "training state file", GPTS_MAGIC, GPTS_VERSION, err, cap) != 0) return -1;
+    }
+    return 0;
+}
+
+/* The newest checkpoint of dir that verifies (checkpoint_verify), walking back from the newest
+ * marker and printing one line to report for each one skipped and why; −1 if none. */
+static inline int checkpoint_find_valid(const char* dir, FILE* report) {
+    int* steps;
+    int n = checkpoint_list(dir, &steps), found = -1;
+    for (int i = 0; i < n && found < 0; i++) {
+        char err[4600];
+        if (checkpoint_verify(dir, steps[i], err, sizeof(err)) == 0) found = steps[i];
+        else fprintf(report, "resume: skipping checkpoint of step %d: %s\n", steps[i], err);
+    }
+    free(steps);
+    return found;
+}
+
+/* Step of a checkpoint file name "model_S.bin", "state_S_R.bin", "done_S.txt" (or any of them
+ * with ".tmp" appended); −1 for other names. *is_tmp tells whether it ends in ".tmp". */
+static inline int checkpoint_file_step_(const char* name, int* is_tmp) {
+    static const char* const prefixes[3] = {"model_", "state_", "done_"};
+    size_t len = strlen(name);
+    *is_tmp = len > 4 && strcmp(name + len - 4, ".tmp") == 0;
+    for (int p = 0; p < 3; p++) {
+        size_t pl = strlen(prefixes[p]);
+        if (strncmp(name, prefixes[p], pl) != 0 || len < pl + 8) continue;
+        int step = 0;
+        for (size_t i = pl; i < pl + 8; i++) {
+            if (name[i] < '0' || name[i] > '9') return -1;
+            step = step * 10 + (name[i] - '0');
+        }
+        return step;
+    }
+    return -1;
+}
+
+/* Retention, run by the writer of the markers after checkpoint `newest` is complete: keeps the
+ * newest keep_last checkpoints (0: all) and every one whose step is a multiple of keep_every (0:
+ * none extra); deletes the others (marker first, so none is ever seen half-deleted), any ".tmp"
+ * file (an interrupted write) and checkpoint files of steps older than `newest` without a marker.
+ * Prints one line per deleted checkpoint to report; a failed deletion is reported, not fatal.
+ * Returns the number of checkpoints deleted. */
+static inline int checkpoint_retain(const char* dir, int newest, int keep_last, int keep_every, FILE* report) {
+    int* steps;
+    int n = checkpoint_list(dir, &steps), deleted = 0;
+    for (int i = 0; i < n; i++) {
+        int keep = (keep_last == 0 || i < keep_last) || (keep_every > 0 && steps[i] % keep_every == 0) || steps[i] > newest;
+        if (keep) continue;
+        char model[4200], state[4200], done[4200];
+        checkpoint_paths(model, state, done, sizeof(model), dir, steps[i], 0);
+        if (unlink(done) != 0) fprintf(report, "checkpoint: cannot delete %s: %s\n", done, strerror(errno));
+        else {
+            fprintf(report, "checkpoint: deleted step %d (keeping the last %d and every %d-th)\n", steps[i], keep_last, keep_every);
+            deleted++;
+        }
+    }
+    DIR* d = opendir(dir);
+    if (!d) fatalf("%s: cannot list directory: %s", dir, strerror(errno));
+    struct dirent* e;
+    while ((e = readdir(d)) != NULL) {
+        int is_tmp, step = checkpoint_file_step_(e->d_name, &is_tmp);
+        if (step < 0 || (!is_tmp && step >= newest)) continue;
+        char model[4200], state[4200], done[4200], path[4400];
+        checkpoint_paths(model, state, done, sizeof(model), dir, step, 0);
+        if (!is_tmp && access(done, F_OK) == 0) continue; /* a kept checkpoint */
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        if (unlink(path) != 0 && errno != ENOENT) fprintf(report, "checkpoint: cannot delete %s: %s\n", path, strerror(errno));
+    }
+    closedir(d);
+    free(steps);
+    return deleted;
 }
 
 /* Newest step S with a marker done_S.txt (exactly 8 digits) in dir; −1 if none or no such dir. */

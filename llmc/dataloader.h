@@ -108,7 +108,7 @@ static inline uint64_t dataloader_shard_header_(FILE* f, const char* path, int* 
     uint64_t n = header_get_u64(h, 5);
     if (h[8] != 2) fatalf("%s: token shard has %d bytes per token, this build reads 2 (uint16)", path, h[8]);
     if (h[7] <= 0 || h[7] > 65536) fatalf("%s: token shard vocab size %d is not in [1, 65536]", path, h[7]);
-    if (header_payload_bytes(h) != 2 * n)
+    if (n > header_payload_bytes(h) / 2 || header_payload_bytes(h) != 2 * n) /* the first test: 2n must not wrap */
         fatalf("%s: token shard header says %llu tokens but %llu payload bytes (expected %llu)", path,
                (unsigned long long)n, (unsigned long long)header_payload_bytes(h), (unsigned long long)(2 * n));
     *vocab = h[7];
@@ -226,7 +226,13 @@ static inline int dataloader_mock_token_(const DataLoader* dl, uint64_t j) {
     return (int)(rng_splitmix64(&x) % (uint64_t)dl->vocab_size);
 }
 
-static inline void dataloader_next(DataLoader* dl) {
+/* Fills inputs/targets with slice `slot` (in [0, world)) of the current global batch, and moves to
+ * the next global batch if `advance`. dataloader_next is slot = rank, advance = 1. A trainer with
+ * gradient accumulation makes the loader with world = ranks × micro-steps and reads slot
+ * micro·ranks + rank, advancing on the last micro-step: a global batch is then one optimizer step,
+ * so the position (and the shuffled order) does not depend on how the step is split. */
+static inline void dataloader_next_slot(DataLoader* dl, int slot, int advance) {
+    if (slot < 0 || slot >= dl->world) fatalf("dataloader: slot %d is not in [0, world=%d)", slot, dl->world);
     while (dl->pos.batch >= dl->shard_batches[dl->shard_order[dl->pos.shard]]) {
         dl->pos.batch = 0;
         if (++dl->pos.shard == (uint64_t)dl->num_shards) {
@@ -238,7 +244,7 @@ static inline void dataloader_next(DataLoader* dl) {
     }
     dataloader_prepare_shard_(dl);
     size_t bt = (size_t)dl->B * dl->T;
-    size_t start = (size_t)dl->batch_order[dl->pos.batch] * dataloader_window_(dl) + (size_t)dl->rank * bt;
+    size_t start = (size_t)dl->batch_order[dl->pos.batch] * dataloader_window_(dl) + (size_t)slot * bt;
     for (size_t i = 0; i < bt; i++) {
         if (dl->mock) {
             dl->inputs[i] = dataloader_mock_token_(dl, start + i);
@@ -248,8 +254,10 @@ static inline void dataloader_next(DataLoader* dl) {
             dl->targets[i] = dl->tokens[start + i + 1];
         }
     }
-    dl->pos.batch++;
+    if (advance) dl->pos.batch++;
 }
+
+static inline void dataloader_next(DataLoader* dl) { dataloader_next_slot(dl, dl->rank, 1); }
 
 static inline void dataloader_reset(DataLoader* dl) {
     dl->pos.epoch = dl->pos.shard = dl->pos.batch = 0;

@@ -12,7 +12,7 @@
  * the payload CRC is checked by whoever reads the payload (crc32_update over it).
  *
  * No global mutable state except crc32's table, built once on first use
- * (thread-safe: built under a pthread_once).
+ * (thread-safe: built under a pthread_once), and the fatal-error hook below.
  */
 #ifndef LLMC_FILEIO_H
 #define LLMC_FILEIO_H
@@ -36,7 +36,21 @@
 #define HEADER_BYTES (HEADER_WORDS * 4)
 
 /* ----------------------------------------------------------------------------
- * fatal errors: one line, naming where and what, then exit(1) */
+ * fatal errors: one line, naming where and what, then exit(1) through fatal_exit.
+ *
+ * fatal_exit(status) calls the fatal hook, if one is set, before exit(status). The hook is this
+ * header's one piece of mutable global state (one per translation unit, NULL by default); only
+ * the fuzz harnesses (dev/fuzz/) set it, to a function that longjmps back into the harness so a
+ * parser's error on bad input ends one fuzz input instead of the process. A hook that returns
+ * lets the exit happen. */
+typedef void (*FatalHook)(int status);
+static FatalHook fatal_hook_ = NULL;
+static inline void fatal_set_hook(FatalHook hook) { fatal_hook_ = hook; }
+static inline void fatal_exit(int status) __attribute__((noreturn));
+static inline void fatal_exit(int status) {
+    if (fatal_hook_) fatal_hook_(status);
+    exit(status);
+}
 static inline void fatalf(const char* fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 static inline void fatalf(const char* fmt, ...) {
     va_list ap;
@@ -45,7 +59,7 @@ static inline void fatalf(const char* fmt, ...) {
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
-    exit(1);
+    fatal_exit(1);
 }
 
 static inline FILE* fopen_check_(const char* path, const char* mode, const char* file, int line) {

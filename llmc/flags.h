@@ -16,6 +16,7 @@
 #ifndef LLMC_FLAGS_H
 #define LLMC_FLAGS_H
 
+#include "llmc/fileio.h" /* first: it sets the feature macros */
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -71,8 +72,25 @@ typedef enum { FLAG_STR, FLAG_INT, FLAG_FLOAT, FLAG_BOOL, FLAG_SCHED } FlagType;
     X(top_k, NULL, "--top-k", FLAG_INT, "0", 0, FLAG_INT_MAX, "sample among the k most likely tokens (0: all)")                      \
     X(checkpoint_every, "-n", "--checkpoint-every", FLAG_INT, "0", 0, FLAG_INT_MAX,                                                  \
       "write a checkpoint every this many steps (0: never)")                                                                         \
-    X(resume, "-y", "--resume", FLAG_INT, "0", 0, 1, "1: resume from the newest complete checkpoint in --output-dir")                \
+    X(resume, "-y", "--resume", FLAG_INT, "0", 0, 1, "1: resume from the newest complete, valid checkpoint in --output-dir")                \
+    X(keep_last, NULL, "--keep-last", FLAG_INT, "0", 0, FLAG_INT_MAX, "keep the newest K checkpoints, delete older ones (0: keep all)")   \
+    X(keep_every, NULL, "--keep-every", FLAG_INT, "0", 0, FLAG_INT_MAX,                                                              \
+      "also keep every checkpoint whose step is a multiple of M (0: none)")                                                          \
+    X(on_save_error, NULL, "--on-save-error", FLAG_STR, "stop", 0, 0,                                                                \
+      "a checkpoint write fails (disk full): stop (exit 74) or continue training")                                                   \
+    X(max_bad_steps, NULL, "--max-bad-steps", FLAG_INT, "5", 0, FLAG_INT_MAX,                                                        \
+      "stop (exit 65) after this many skipped updates in a row (0: never)")                                                          \
+    X(spike_zscore, NULL, "--spike-zscore", FLAG_FLOAT, "0", 0, 1e30,                                                                \
+      "skip an update whose loss or gradient-norm z-score exceeds this (0: off)")                                                    \
+    X(spike_window, NULL, "--spike-window", FLAG_INT, "32", 2, 64, "steps the spike z-score is computed over")                        \
     X(zero, "-z", "--zero", FLAG_INT, "0", 0, 2, "ZeRO stage: 0 off, 1 shard optimizer state, 2 also gradients")                     \
+    X(dist_init, NULL, "--dist-init", FLAG_STR, "auto", 0, 0, "multi-GPU: how ranks share the NCCL id: auto|mpi|file|tcp")             \
+    X(dist_file, NULL, "--dist-file", FLAG_STR, "", 0, 0, "multi-GPU: id file for --dist-init file, new per job, on a shared disk")     \
+    X(dist_timeout, NULL, "--dist-timeout", FLAG_FLOAT, "600", 1, 1e7,                                                               \
+      "multi-GPU: seconds to wait for peers (rendezvous; a step with no progress) before exiting")                                  \
+    X(grad_comm, NULL, "--grad-comm", FLAG_STR, "bf16", 0, 0, "multi-GPU: type gradients are reduced in: bf16|fp32 (fp32 build: fp32)") \
+    X(lr_scale, NULL, "--lr-scale", FLAG_STR, "none", 0, 0, "scale --lr by the global batch / --lr-ref-batch: none|linear|sqrt")      \
+    X(lr_ref_batch, NULL, "--lr-ref-batch", FLAG_INT, "0", 0, FLAG_INT_MAX, "tokens per step --lr was tuned for (--lr-scale; 0: B*T)") \
     X(recompute, "-r", "--recompute", FLAG_INT, "0", 0, 2, "recompute activations in backward: 0 off, 1 GELU, 2 also LayerNorm")     \
     X(master_weights, "-w", "--master-weights", FLAG_INT, "1", 0, 1, "keep fp32 master weights (1) or not (0)")                      \
     X(seed, NULL, "--seed", FLAG_INT, "1337", 0, FLAG_INT_MAX, "random seed (init, data order, sampling)")                           \
@@ -111,7 +129,7 @@ static inline void flags_fail_(const char* fmt, ...) {
     vfprintf(stderr, fmt, ap);
     fputs(" (see --help)\n", stderr);
     va_end(ap);
-    exit(2);
+    fatal_exit(2);
 }
 
 static inline const char* flags_type_name_(FlagType t) {

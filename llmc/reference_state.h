@@ -8,6 +8,7 @@
 #ifndef LLMC_REFERENCE_STATE_H
 #define LLMC_REFERENCE_STATE_H
 
+#include <math.h>
 #include "fileio.h"
 
 #define REFERENCE_MAGIC 0x46455247u /* "GREF" */
@@ -87,6 +88,47 @@ static inline void reference_state_free(ReferenceState* r) {
     free(r->grads);
     free(r->step_losses);
     free(r->final_params);
+}
+
+/* ----------------------------------------------------------------------------
+ * Comparison bookkeeping of the trainers' tests (test_gpt.c, test_gpt.cu). */
+
+/* ||a - b|| / ||b|| in double; if ||b|| is 0, the absolute norm ||a - b||; NaN anywhere gives infinity. */
+static inline double rel_l2(const float* a, const float* b, size_t n) {
+    double diff = 0.0, ref = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)a[i] - (double)b[i];
+        diff += d * d;
+        ref += (double)b[i] * b[i];
+    }
+    if (!(diff == diff)) return INFINITY;
+    return ref > 0.0 ? sqrt(diff / ref) : sqrt(diff);
+}
+
+typedef struct {
+    int passed, failed;
+    double worst, worst_ratio; /* the error with the largest error / bound, and that ratio */
+    char worst_name[64];
+} CheckTally;
+
+/* One comparison: prints "what name kind err (bound b) ok|FAIL" and counts it. */
+static inline void tally_check(CheckTally* t, const char* what, const char* name, const char* kind, double err, double bound) {
+    int ok = err <= bound;
+    printf("%-8s %-10s %s %.3e (bound %.0e)  %s\n", what, name, kind, err, bound, ok ? "ok" : "FAIL");
+    if (ok) t->passed++;
+    else t->failed++;
+    if (!(err / bound <= t->worst_ratio)) {
+        t->worst_ratio = err / bound;
+        t->worst = err;
+        snprintf(t->worst_name, sizeof(t->worst_name), "%s %s", what, name);
+    }
+}
+
+/* the closing lines: the worst error, then "N passed, M failed"; returns the exit status */
+static inline int tally_finish(const CheckTally* t) {
+    printf("worst relative error %.3e (%s, %.2f of its bound)\n", t->worst, t->worst_name, t->worst_ratio);
+    printf("%d passed, %d failed\n", t->passed, t->failed);
+    return t->failed ? 1 : 0;
 }
 
 #endif

@@ -1,0 +1,34 @@
+/* Fuzz harness: prepare_data.c's corpus readers on arbitrary bytes: the JSON-lines field
+ * extractor (json_line_field, each line, field "text") and the chunk cutter (find_cut, for text
+ * with a separator line and for JSON lines), which must return a cut at or after where it was asked to start. prepare_data.c is
+ * included with its main renamed, so its static functions are reachable. */
+#include <omp.h>
+#include "dev/fuzz/fuzz_common.h"
+#define main prepare_data_main
+#include "prepare_data.c"
+#undef main
+
+int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    FUZZ_RUN({
+        unsigned char* out = (unsigned char*)malloc(size + 1);
+        for (size_t i = 0, next; i < size; i = next) {
+            size_t end = line_end(data, size, i, &next);
+            size_t len = 0;
+            const char* err = json_line_field(data + i, end - i, "text", out, &len);
+            if (!err && len > end - i) abort();
+            if (next <= i) abort();
+        }
+        for (int jsonl = 0; jsonl <= 1; jsonl++) {
+            size_t from = 0;
+            int starts_document;
+            for (int cuts = 0; cuts < 10000; cuts++) {
+                size_t cut = find_cut(data, size, from, jsonl, jsonl ? NULL : "---", &starts_document);
+                if (cut == 0) break;
+                if (cut < from || cut > size) abort();
+                from = cut + 1;
+            }
+        }
+        free(out);
+    });
+    return 0;
+}

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Kill test: usage dev/test_kill.sh TRAINER [SEED]
+#   A small training run of TRAINER (./train_gpt_cpu now; the simulated GPU trainer is one more
+#   line in mk/reliability.mk) is killed with SIGKILL again and again, at random times and while a
+#   checkpoint is being written (a "<name>.tmp" file exists), and restarted with -y 1 each time
+#   until it finishes. Its final model file and optimizer state must be bit-identical to those of
+#   an uninterrupted run, and every restart must resume from the newest complete checkpoint.
+#   At least 5 kills, at least 2 of them during a checkpoint write. Ends with "N passed, M failed".
+set -u
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here"
+trainer=${1:?usage: dev/test_kill.sh TRAINER [SEED]}
+RANDOM=${2:-$$}
+PYTHON=${PYTHON:-/usr/bin/python3}
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+ok() { echo "ok    $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL  $1"; fail=$((fail + 1)); }
+
+"$PYTHON" dev/fuzz/write_shard.py "$tmp/train_000.bin" 256 20000 && "$PYTHON" dev/fuzz/write_shard.py "$tmp/train_001.bin" 256 15000 ||
+    { bad "writing shards"; echo "$pass passed, $fail failed"; exit 1; }
+steps=30
+run=("$trainer" --n-layer 2 --n-head 4 --n-embd 128 --vocab-size 256 -b 4 -t 32 -d 256 -i "$tmp/train_*.bin" -s 0 -v 0
+    -x $steps -n 1 --keep-last 2 --keep-every 10 -l 1e-3 -u 3 --seed 5)
+final=$(printf 'model_%08d.bin state_%08d_00000.bin' $steps $steps)
+
+"${run[@]}" -o "$tmp/ref" >"$tmp/ref.log" 2>&1 || bad "uninterrupted run failed: $(tail -2 "$tmp/ref.log")"
+
+kills=0
+write_kills=0
+resumes_ok=0
+for attempt in $(seq 1 40); do
+    [ $kills -ge 6 ] && [ $write_kills -ge 2 ] && break
+    expected=$(ls "$tmp/run" 2>/dev/null | sed -n 's/^done_\([0-9]*\)\.txt$/\1/p' | sort | tail -1)
+    "${run[@]}" -o "$tmp/run" -y 1 >"$tmp/attempt.log" 2>&1 &
+    pid=$!
+    if [ $((attempt % 2)) -eq 0 ]; then
+        # kill as soon as a checkpoint file is being written (after a random number of writes)
+        skip=$((RANDOM % 3))
+        while kill -0 $pid 2>/dev/null; do
+            for f in "$tmp/run"/*.tmp; do
+                if [ -e "$f" ]; then
+                    if [ $skip -eq 0 ]; then kill -9 $pid 2>/dev/null; break 2; fi
+                    skip=$((skip - 1))
+                    while [ -e "$f" ]; do :; done
+                fi
+            done
+        done
+    else
+        sleep "0.$((RANDOM % 9 + 1))$((RANDOM % 10))"
+        kill -9 $pid 2>/dev/null
+    fi
+    wait $pid 2>/dev/null
+    rc=$?
+    if [ -n "$expected" ]; then
+        if grep -q "^resume: step $((10#$expected)) from" "$tmp/attempt.log"; then
+            resumes_ok=$((resumes_ok + 1))
+        else
+            bad "restart $attempt did not resume from step $((10#$expected)): $(grep -m1 '^resume' "$tmp/attempt.log")"
+        fi
+    fi
+    if [ $rc -eq 137 ]; then
+        kills=$((kills + 1))
+        if ls "$tmp/run"/*.tmp >/dev/null 2>&1; then write_kills=$((write_kills + 1)); fi
+    elif [ $rc -eq 0 ]; then
+        break # finished before the kill landed
+    else
+        bad "attempt $attempt exited with $rc: $(tail -2 "$tmp/attempt.log")"
+        break
+    fi
+done
+last_ckpt=$(ls "$tmp/run" | sed -n 's/^done_\([0-9]*\)\.txt$/\1/p' | sort | tail -1)
+"${run[@]}" -o "$tmp/run" -y 1 >"$tmp/last.log" 2>&1 || bad "final restart failed: $(tail -2 "$tmp/last.log")"
+skipped=$(cat "$tmp"/*.log | grep -c '^resume: skipping' || true)
+
+if [ $kills -ge 5 ] && [ $write_kills -ge 1 ]; then
+    ok "$trainer killed with SIGKILL $kills times ($write_kills during a checkpoint write), last complete checkpoint before the final restart: step $((10#${last_ckpt:-0}))"
+else
+    bad "only $kills kills ($write_kills during a write)"
+fi
+[ $resumes_ok -gt 0 ] && ok "$resumes_ok restarts each resumed from the newest complete checkpoint ($skipped skipped as invalid)"
+same=1
+for f in $final; do cmp -s "$tmp/ref/$f" "$tmp/run/$f" || same=0; done
+if [ $same -eq 1 ]; then
+    ok "final model and optimizer state after $steps steps bit-identical to the uninterrupted run ($final)"
+else
+    bad "final files differ from the uninterrupted run ($final)"
+fi
+left=$(ls "$tmp/run" | grep -c '\.tmp$' || true)
+kept=$(ls "$tmp/run" | sed -n 's/^done_\([0-9]*\)\.txt$/\1/p' | tr '\n' ' ')
+if [ "$left" -eq 0 ] && [ "$kept" = "00000010 00000020 00000029 00000030 " ]; then
+    ok "retention after the kills: checkpoints $kept(last 2 + every 10th), no .tmp left"
+else
+    bad "retention after the kills: markers '$kept', $left .tmp files"
+fi
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Reliability tests of a trainer (usage: dev/test_reliability.sh [TRAINER], default ./train_gpt_cpu):
+#   - SIGTERM, SIGUSR1, SIGINT: the run stops at the next micro-step, writes a checkpoint of the
+#     completed steps and exits 75; resuming it ends bit-identical to an uninterrupted run;
+#   - corrupted checkpoints (flipped byte, truncated state, malformed marker) are skipped, named,
+#     and the newest valid one is resumed; the result is still bit-identical;
+#   - out of space (a file-size limit, ulimit -f): the write fails with a clear error, exit 74,
+#     the previous checkpoint stays valid and no .tmp is left; --on-save-error continue trains on;
+#   - divergence (a huge learning rate): the run stops with exit 65 and a message.
+# Ends with "N passed, M failed".
+set -u
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here"
+trainer=${1:-./train_gpt_cpu}
+PYTHON=${PYTHON:-/usr/bin/python3}
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+ok() { echo "ok    $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL  $1"; fail=$((fail + 1)); }
+# same_final DIR_A DIR_B STEP: model and state files of STEP identical
+same_final() {
+    local f
+    for f in $(printf 'model_%08d.bin state_%08d_00000.bin' "$3" "$3"); do cmp -s "$1/$f" "$2/$f" || return 1; done
+}
+
+"$PYTHON" dev/fuzz/write_shard.py "$tmp/train_000.bin" 256 20000 || bad "writing shards"
+"$PYTHON" dev/fuzz/write_shard.py "$tmp/train_001.bin" 256 15000 || bad "writing shards"
+base=("$trainer" --n-layer 2 --n-head 4 --n-embd 64 --vocab-size 256 -b 4 -t 32 -i "$tmp/train_*.bin" -s 0 -v 0 -l 1e-3 -u 2 --seed 3)
+
+# ---------------------------------------------------------------- stop signals
+# 20 micro-steps per step, so a signal lands inside a step
+long=("${base[@]}" -d 2560 -x 8)
+"${long[@]}" -o "$tmp/sig_ref" -n 8 >"$tmp/sig_ref.log" 2>&1 || bad "uninterrupted signal-test run failed"
+for sig in TERM USR1 INT; do
+    dir="$tmp/sig_$sig"
+    log="$tmp/sig_$sig.log"
+    "${long[@]}" -o "$dir" >"$log" 2>&1 &
+    pid=$!
+    while kill -0 $pid 2>/dev/null && ! grep -q '^step  *3/8 | loss' "$log"; do sleep 0.01; done
+    sleep 0.05
+    start=$(date +%s.%N)
+    kill -$sig $pid
+    wait $pid
+    rc=$?
+    took=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+    printed=$(grep -E '^step +[0-9]+/8 \| loss' "$log" | tail -1 | sed -E 's/^step +([0-9]+)\/.*/\1/')
+    saved=$(ls "$dir" 2>/dev/null | sed -n 's/^done_\([0-9]*\)\.txt$/\1/p' | tail -1)
+    if [ $rc -eq 75 ] && [ -n "$saved" ] && [ $((10#$saved)) -eq "$printed" ] && grep -q "SIG$sig received" "$log"; then
+        ok "SIG$sig after step $printed: exit 75 in ${took}s, checkpoint of step $((10#$saved)) (the completed steps), \"$(grep received "$log")\""
+    else
+        bad "SIG$sig: exit $rc, printed step ${printed:-?}, saved ${saved:-none}: $(tail -2 "$log")"
+    fi
+    "${long[@]}" -o "$dir" -y 1 -n 8 >"$tmp/sig_resume.log" 2>&1
+    if same_final "$tmp/sig_ref" "$dir" 8; then
+        ok "SIG$sig: resumed run ends bit-identical to the uninterrupted one (step 8 model and state)"
+    else
+        bad "SIG$sig: resumed run differs: $(tail -2 "$tmp/sig_resume.log")"
+    fi
+done
+
+# ---------------------------------------------------------------- corrupted checkpoints are skipped
+short=("${base[@]}" -x 10)
+"${short[@]}" -o "$tmp/ref" -n 2 >/dev/null 2>&1
+mkdir -p "$tmp/corrupt"
+cp "$tmp/ref"/*_0000000[2468]*.* "$tmp/corrupt/"
+printf '\x55' | dd of="$tmp/corrupt/model_00000008.bin" bs=1 seek=5000 conv=notrunc status=none
+head -c 20000 "$tmp/ref/state_00000006_00000.bin" >"$tmp/corrupt/state_00000006_00000.bin"
+printf 'step 4\nworld x\n' >"$tmp/corrupt/done_00000004.txt"
+"${short[@]}" -o "$tmp/corrupt" -n 2 -y 1 >"$tmp/corrupt.log" 2>&1
+rc=$?
+skips=$(grep -c '^resume: skipping' "$tmp/corrupt.log")
+if [ $rc -eq 0 ] && [ "$skips" -eq 3 ] && grep -q '^resume: step 2 from' "$tmp/corrupt.log" &&
+    grep -q 'step 8: .*model_00000008.bin: model file is corrupt' "$tmp/corrupt.log" &&
+    grep -q 'step 6: .*state_00000006_00000.bin: training state file is truncated' "$tmp/corrupt.log" &&
+    grep -q 'step 4: .*done_00000004.txt: done marker is malformed' "$tmp/corrupt.log"; then
+    ok "resume skips 3 bad checkpoints, naming each, and resumes from step 2: $(grep '^resume: skipping' "$tmp/corrupt.log" | sed 's/.*: //' | tr '\n' ';')"
+else
+    bad "corrupted checkpoints: exit $rc, $skips skipped: $(grep '^resume' "$tmp/corrupt.log" | head -5)"
+fi
+if same_final "$tmp/ref" "$tmp/corrupt" 10; then ok "after skipping them the run ends bit-identical (step 10)"; else bad "after skipping: step 10 differs"; fi
+
+# ---------------------------------------------------------------- out of space: a file-size limit
+mkdir -p "$tmp/full"
+cp "$tmp/ref"/*_00000004*.* "$tmp/full/"
+before=$(md5sum "$tmp/full"/*00000004* | md5sum)
+(ulimit -f 100 && exec "${short[@]}" -o "$tmp/full" -n 2 -y 1) >"$tmp/full.log" 2>"$tmp/full.err"
+rc=$?
+after=$(md5sum "$tmp/full"/*00000004* | md5sum)
+msg=$(grep -m1 'checkpoint of step 6 not written' "$tmp/full.err")
+if [ $rc -eq 74 ] && [ "$before" = "$after" ] && ! ls "$tmp/full"/*.tmp >/dev/null 2>&1 && ! [ -e "$tmp/full/done_00000006.txt" ] &&
+    grep -q 'File too large' <<<"$msg" && grep -q 'last checkpoint is step 4' "$tmp/full.err"; then
+    ok "file-size limit 100 KiB: exit 74, step-4 checkpoint untouched, no .tmp left: \"$msg\""
+else
+    bad "file-size limit: exit $rc, stderr: $(head -c 400 "$tmp/full.err")"
+fi
+"${short[@]}" -o "$tmp/full" -n 2 -y 1 >"$tmp/full2.log" 2>&1
+if grep -q '^resume: step 4 from' "$tmp/full2.log" && same_final "$tmp/ref" "$tmp/full" 10; then
+    ok "after the failed write, -y 1 resumes from step 4 and ends bit-identical"
+else
+    bad "after the failed write: $(grep '^resume' "$tmp/full2.log")"
+fi
+rm -rf "$tmp/full" && mkdir -p "$tmp/full"
+cp "$tmp/ref"/*_00000004*.* "$tmp/full/"
+(ulimit -f 100 && exec "${short[@]}" -o "$tmp/full" -n 2 -y 1 --on-save-error continue) >"$tmp/full.log" 2>"$tmp/full.err"
+rc=$?
+fails=$(grep -c 'not written' "$tmp/full.err")
+if [ $rc -eq 0 ] && [ "$fails" -eq 3 ] && grep -q '^step  *10/10 | loss' "$tmp/full.log" && grep -q 'continuing without it' "$tmp/full.log"; then
+    ok "--on-save-error continue: all 10 steps trained, exit 0, $fails failed checkpoint writes reported"
+else
+    bad "--on-save-error continue: exit $rc, $fails failures reported: $(tail -2 "$tmp/full.err")"
+fi
+
+# ---------------------------------------------------------------- divergence
+"${base[@]}" -x 20 -l 1e30 -u 0 --grad-clip 0 --max-bad-steps 3 -o "$tmp/diverge" -n 1 >"$tmp/div.log" 2>"$tmp/div.err"
+rc=$?
+if [ $rc -eq 65 ] && grep -qE '^error: step [0-9]+: (3 updates skipped in a row|the update made parameter .* non-finite)' "$tmp/div.err"; then
+    ok "learning rate 1e30: exit 65: $(head -1 "$tmp/div.err")"
+else
+    bad "learning rate 1e30: exit $rc: $(head -c 300 "$tmp/div.err")"
+fi
+
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]

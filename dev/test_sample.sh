@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# Tests of the sampling tool ./sample_gpt_cpu (sample_gpt.c):
+#   - build/ux/test_sample_gpt: the KV-cache forward against train_gpt.c's full forward at every
+#     position, and generated tokens against a cache-free generator (dev/test_sample_gpt.c);
+#   - the same tokens as the CPU trainer's sample for the same model, seed, temperature and top-k
+#     (train_gpt_cpu -x 0 samples once): token ids with a V=256 model, text after a prompt with a
+#     GPT-2-vocabulary model and data/gpt2_tokenizer.bin; and the same text as the simulated GPU
+#     trainer's (train_gpt_sim_fp32) sample;
+#   - generation past the model's max_seq_len (the cache refill) gives the requested token count;
+#   - bad input: no model, a missing or truncated model file, bad flag values, an unknown flag, a
+#     prompt with a tokenizer that does not match the model: one "error:" line, non-zero exit.
+# Models are written with train_gpt.py's writer, weights N(0, 0.15) so that attention is far from
+# uniform. Ends with "N passed, M failed".
+set -u
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here"
+PYTHON=${PYTHON:-/usr/bin/python3}
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+ok() { echo "ok    $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL  $1"; fail=$((fail + 1)); }
+
+# make_model PATH L H C V maxT: a model file with weights N(0, 0.15), LayerNorm weights 1 + N(0, 0.15)
+make_model() {
+    "$PYTHON" - "$@" <<'EOF'
+import sys
+import numpy as np
+sys.path.insert(0, ".")
+import train_gpt as tg
+path, (L, H, C, V, T) = sys.argv[1], map(int, sys.argv[2:7])
+cfg = tg.GPTConfig(L, H, C, V, T)
+rng = np.random.default_rng(L * 7919 + V)
+t = {n: rng.normal(0.0, 0.15, s).astype(np.float32) for n, s in cfg.tensor_shapes()}
+for n in ("ln1w", "ln2w", "lnfw"):
+    t[n] += 1.0
+t["wte"][V:] = 0.0
+tg.save_model_file(path, cfg, t)
+EOF
+}
+
+# between_markers FILE: the trainer's sample, the lines between "---- sample" and "----"
+between_markers() { sed -n '/^---- sample$/,/^----$/p' "$1" | sed '1d;$d'; }
+
+# ---------------------------------------------------------------- KV cache vs full forward
+make_model "$tmp/small.bin" 2 3 96 300 48
+./build/ux/test_sample_gpt "$tmp/small.bin" | tee "$tmp/unit.txt"
+line=$(tail -n 1 "$tmp/unit.txt")
+if [[ "$line" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+    pass=$((pass + BASH_REMATCH[1]))
+    fail=$((fail + BASH_REMATCH[2]))
+else
+    bad "test_sample_gpt did not finish: $line"
+fi
+
+# ---------------------------------------------------------------- same tokens as the trainer
+for setting in "0.9 40 7" "1.0 0 1337" "0 0 3"; do
+    read -r temp topk seed <<<"$setting"
+    flags="--seed $seed --temperature $temp --top-k $topk"
+    ./train_gpt_cpu -e "$tmp/small.bin" --mock-data 1 -x 0 -v 0 -s 1 -g 40 -t 48 $flags >"$tmp/trainer.txt" 2>&1
+    ./sample_gpt_cpu -e "$tmp/small.bin" --ids -g 40 $flags >"$tmp/ours.txt" 2>"$tmp/err.txt"
+    want=$(between_markers "$tmp/trainer.txt" | xargs)
+    got=$(xargs <"$tmp/ours.txt")
+    n=$(wc -w <<<"$got")
+    if [ -n "$want" ] && [ "$want" = "$got" ] && [ "$n" -eq 40 ]; then
+        ok "ids, temperature $temp, top-k $topk, seed $seed: the trainer's 40 sampled tokens ($(cut -d' ' -f1-6 <<<"$got") ...)"
+    else
+        bad "ids, temperature $temp, top-k $topk, seed $seed: trainer '$want' vs sample_gpt_cpu '$got' $(cat "$tmp/err.txt")"
+    fi
+done
+
+make_model "$tmp/gpt2vocab.bin" 1 2 32 50257 64
+prompt="The quick brown fox"
+./train_gpt_cpu -e "$tmp/gpt2vocab.bin" --mock-data 1 -x 0 -v 0 -s 1 -g 30 -t 64 --seed 11 --top-k 50 --prompt "$prompt" \
+    >"$tmp/trainer.txt" 2>&1
+./sample_gpt_cpu -e "$tmp/gpt2vocab.bin" -g 30 --seed 11 --top-k 50 --prompt "$prompt" >"$tmp/ours.txt" 2>"$tmp/err.txt"
+if between_markers "$tmp/trainer.txt" >"$tmp/want.txt" && [ -s "$tmp/want.txt" ] && cmp -s "$tmp/want.txt" "$tmp/ours.txt" &&
+    [[ "$(head -c ${#prompt} "$tmp/ours.txt")" == "$prompt" ]]; then
+    ok "text after --prompt '$prompt', GPT-2 vocabulary: the trainer's sample, byte for byte ($(wc -c <"$tmp/ours.txt") bytes)"
+else
+    bad "text after --prompt: trainer '$(head -c 200 "$tmp/want.txt")' vs sample_gpt_cpu '$(head -c 200 "$tmp/ours.txt")' $(cat "$tmp/err.txt")"
+fi
+
+# the simulated GPU trainer (train_gpt.cu in the CUDA simulator, fp32): its sample, no prompt
+for setting in "1.0 50 11" "0.7 0 5"; do
+    read -r temp topk seed <<<"$setting"
+    flags="--seed $seed --temperature $temp --top-k $topk"
+    ./train_gpt_sim_fp32 -e "$tmp/gpt2vocab.bin" --mock-data 1 -x 0 -v 0 -s 1 -g 30 -t 64 $flags >"$tmp/trainer.txt" 2>&1
+    ./sample_gpt_cpu -e "$tmp/gpt2vocab.bin" -g 30 $flags >"$tmp/ours.txt" 2>"$tmp/err.txt"
+    if between_markers "$tmp/trainer.txt" >"$tmp/want.txt" && [ -s "$tmp/want.txt" ] && cmp -s "$tmp/want.txt" "$tmp/ours.txt"; then
+        ok "text, temperature $temp, top-k $topk, seed $seed: the simulated GPU trainer's (fp32) sample, byte for byte ($(wc -c <"$tmp/ours.txt") bytes)"
+    else
+        bad "text vs train_gpt_sim_fp32: '$(head -c 200 "$tmp/want.txt")' vs '$(head -c 200 "$tmp/ours.txt")' $(tail -n 2 "$tmp/trainer.txt") $(cat "$tmp/err.txt")"
+    fi
+done
+
+# ---------------------------------------------------------------- past max_seq_len
+./sample_gpt_cpu -e "$tmp/small.bin" --ids -g 150 --seed 5 >"$tmp/ours.txt" 2>"$tmp/err.txt"
+rc=$?
+n=$(wc -w <"$tmp/ours.txt")
+if [ $rc -eq 0 ] && [ "$n" -eq 150 ]; then
+    ok "150 tokens from a model with max_seq_len 48 (the cache refills): $(tail -n 1 "$tmp/err.txt")"
+else
+    bad "150 tokens past max_seq_len 48: exit $rc, $n tokens, $(cat "$tmp/err.txt")"
+fi
+
+# ---------------------------------------------------------------- bad input
+expect_error() {
+    local name=$1 pattern=$2
+    shift 2
+    "$@" >"$tmp/out" 2>"$tmp/err"
+    local rc=$?
+    local first
+    first=$(head -n 1 "$tmp/err")
+    if [ $rc -ne 0 ] && [ $rc -lt 128 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && [[ "$first" == error:* ]] &&
+        grep -qE -- "$pattern" <<<"$first"; then
+        ok "$name: exit $rc: $first"
+    else
+        bad "$name: exit $rc, stderr: $(head -c 300 "$tmp/err")"
+    fi
+}
+head -c 3000 "$tmp/small.bin" >"$tmp/trunc.bin"
+expect_error "no model" "give -e MODEL" ./sample_gpt_cpu --ids
+expect_error "missing model file" "nowhere.bin: cannot open" ./sample_gpt_cpu -e "$tmp/nowhere.bin" --ids
+expect_error "truncated model file" "trunc.bin.*(truncated|shorter)" ./sample_gpt_cpu -e "$tmp/trunc.bin" --ids
+expect_error "negative temperature" "--temperature: bad value '-1'" ./sample_gpt_cpu -e "$tmp/small.bin" --temperature -1
+expect_error "token count not a number" "--tokens: bad value 'ten'" ./sample_gpt_cpu -e "$tmp/small.bin" -g ten
+expect_error "unknown flag" "unknown flag '--topk'" ./sample_gpt_cpu -e "$tmp/small.bin" --topk 5
+expect_error "missing value" "--seed: missing value" ./sample_gpt_cpu -e "$tmp/small.bin" --seed
+expect_error "prompt, tokenizer does not match the model" "tokenizer has 50257 tokens but the model .* has 300" \
+    ./sample_gpt_cpu -e "$tmp/small.bin" --prompt "hello"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
