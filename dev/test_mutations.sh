@@ -14,7 +14,8 @@ fail=0
 mutations=(
     "llmc/cpu_ops.h|(1.0f + 3.0f * 0.044715f * x * x)|(1.0f + 3.0f * 0.045715f * x * x)|GELU derivative: 0.044715 -> 0.045715"
     "train_gpt.c|float wd = gpt_param_decays(i) ? oc->weight_decay : 0.0f;|float wd = oc->weight_decay;|weight decay on every tensor"
-    "train_gpt.c|scale = oc->grad_clip / (norm + 1e-6f);|scale = oc->grad_clip / (norm + 1e-3f);|clipping coefficient epsilon 1e-6 -> 1e-3"
+    "llmc/cpu_ops.h|float bc2_sqrt = (float)sqrt(1.0 - pow((double)beta2, t));|float bc2_sqrt = (float)sqrt(1.0 - pow((double)beta2, t + 1));|AdamW second-moment bias correction one step late"
+    "llmc/cpu_ops.h|float s = 1.0f / sqrtf(sq / C + 1e-5f);|float s = 1.0f / sqrtf(sq / C + 1e-4f);|layernorm epsilon 1e-5 -> 1e-4"
 )
 for m in "${mutations[@]}"; do
     IFS='|' read -r file text replacement what <<<"$m"
