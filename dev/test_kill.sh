@@ -22,7 +22,7 @@ bad() { echo "FAIL  $1"; fail=$((fail + 1)); }
 
 "$PYTHON" dev/fuzz/write_shard.py "$tmp/train_000.bin" 256 20000 && "$PYTHON" dev/fuzz/write_shard.py "$tmp/train_001.bin" 256 15000 ||
     { bad "writing shards"; echo "$pass passed, $fail failed"; exit 1; }
-steps=30
+steps=40
 run=("$trainer" --n-layer 2 --n-head 4 --n-embd 128 --vocab-size 256 -b 4 -t 32 -d 256 -i "$tmp/train_*.bin" -s 0 -v 0
     -x $steps -n 1 --keep-last 2 --keep-every 10 -l 1e-3 -u 3 --seed 5)
 final=$(printf 'model_%08d.bin state_%08d_00000.bin' $steps $steps)
@@ -32,43 +32,46 @@ final=$(printf 'model_%08d.bin state_%08d_00000.bin' $steps $steps)
 kills=0
 write_kills=0
 resumes_ok=0
+# Each attempt resumes, then is killed once its progress reaches a random step `target` just
+# ahead of where it resumed: right after that step's line (odd attempts), or while the first
+# checkpoint file after step target-1 is being written (even attempts, a tight poll for a .tmp,
+# falling back to a plain kill if the process gets two steps past the target). Kills are tied
+# to progress, not to wall time, so a fast or a slow machine gives the same number of them.
+step_done() { grep -qE "^step +$1/$steps \| loss" "$tmp/attempt.log"; }
 for attempt in $(seq 1 40); do
     [ $kills -ge 6 ] && [ $write_kills -ge 2 ] && break
     expected=$(ls "$tmp/run" 2>/dev/null | sed -n 's/^done_\([0-9]*\)\.txt$/\1/p' | sort | tail -1)
+    from=$((10#${expected:-0}))
+    target=$((from + 1 + RANDOM % 3))
+    [ $((target + 2)) -ge $steps ] && break
     "${run[@]}" -o "$tmp/run" -y 1 >"$tmp/attempt.log" 2>&1 &
     pid=$!
     if [ $((attempt % 2)) -eq 0 ]; then
-        # kill as soon as a checkpoint file is being written (after a random number of writes)
-        skip=$((RANDOM % 3))
+        while kill -0 $pid 2>/dev/null && ! step_done $((target - 1)); do sleep 0.005; done
+        spins=0
         while kill -0 $pid 2>/dev/null; do
-            for f in "$tmp/run"/*.tmp; do
-                if [ -e "$f" ]; then
-                    if [ $skip -eq 0 ]; then kill -9 $pid 2>/dev/null; break 2; fi
-                    skip=$((skip - 1))
-                    while [ -e "$f" ]; do :; done
-                fi
-            done
+            if compgen -G "$tmp/run/*.tmp" >/dev/null; then kill -9 $pid 2>/dev/null; break; fi
+            spins=$((spins + 1))
+            if [ $((spins % 512)) -eq 0 ] && step_done $((target + 2)); then kill -9 $pid 2>/dev/null; break; fi
         done
     else
-        sleep "0.$((RANDOM % 9 + 1))$((RANDOM % 10))"
+        while kill -0 $pid 2>/dev/null && ! step_done $target; do sleep 0.005; done
         kill -9 $pid 2>/dev/null
     fi
     wait $pid 2>/dev/null
     rc=$?
     if [ -n "$expected" ]; then
-        if grep -q "^resume: step $((10#$expected)) from" "$tmp/attempt.log"; then
+        if grep -q "^resume: step $from from" "$tmp/attempt.log"; then
             resumes_ok=$((resumes_ok + 1))
         else
-            bad "restart $attempt did not resume from step $((10#$expected)): $(grep -m1 '^resume' "$tmp/attempt.log")"
+            bad "restart $attempt did not resume from step $from: $(grep -m1 '^resume' "$tmp/attempt.log")"
         fi
     fi
     if [ $rc -eq 137 ]; then
         kills=$((kills + 1))
-        if ls "$tmp/run"/*.tmp >/dev/null 2>&1; then write_kills=$((write_kills + 1)); fi
-    elif [ $rc -eq 0 ]; then
-        break # finished before the kill landed
+        if compgen -G "$tmp/run/*.tmp" >/dev/null; then write_kills=$((write_kills + 1)); fi
     else
-        bad "attempt $attempt exited with $rc: $(tail -2 "$tmp/attempt.log")"
+        bad "attempt $attempt exited with $rc before it was killed: $(tail -2 "$tmp/attempt.log")"
         break
     fi
 done
@@ -76,7 +79,7 @@ last_ckpt=$(ls "$tmp/run" | sed -n 's/^done_\([0-9]*\)\.txt$/\1/p' | sort | tail
 "${run[@]}" -o "$tmp/run" -y 1 >"$tmp/last.log" 2>&1 || bad "final restart failed: $(tail -2 "$tmp/last.log")"
 skipped=$(cat "$tmp"/*.log | grep -c '^resume: skipping' || true)
 
-if [ $kills -ge 5 ] && [ $write_kills -ge 1 ]; then
+if [ $kills -ge 5 ] && [ $write_kills -ge 2 ]; then
     ok "$trainer killed with SIGKILL $kills times ($write_kills during a checkpoint write), last complete checkpoint before the final restart: step $((10#${last_ckpt:-0}))"
 else
     bad "only $kills kills ($write_kills during a write)"
@@ -91,7 +94,7 @@ else
 fi
 left=$(ls "$tmp/run" | grep -c '\.tmp$' || true)
 kept=$(ls "$tmp/run" | sed -n 's/^done_\([0-9]*\)\.txt$/\1/p' | tr '\n' ' ')
-if [ "$left" -eq 0 ] && [ "$kept" = "00000010 00000020 00000029 00000030 " ]; then
+if [ "$left" -eq 0 ] && [ "$kept" = "00000010 00000020 00000030 00000039 00000040 " ]; then
     ok "retention after the kills: checkpoints $kept(last 2 + every 10th), no .tmp left"
 else
     bad "retention after the kills: markers '$kept', $left .tmp files"
