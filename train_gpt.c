@@ -21,6 +21,7 @@
 #include "llmc/checkpoint.h"
 #include "llmc/dataloader.h"
 #include "llmc/cpu_ops.h"
+#include "llmc/profile.h"
 
 /* ----------------------------------------------------------------------------
  * Parameters: one contiguous fp32 buffer in model-file order (doc/formats.md). */
@@ -112,8 +113,10 @@ typedef struct {
     int batch_cap, seq_cap; /* activation capacity */
     float* act_memory;
     float* act_grad_memory;
+    size_t act_bytes; /* act_memory and act_grad_memory together */
     Activations a;
     ActivationGrads da;
+    Profiler* prof; /* per-op times (llmc/profile.h) while the trainer profiles; NULL: off */
 } GPT;
 
 static void gpt_setup(GPT* m, const GPTConfig* c) {
@@ -173,6 +176,7 @@ static void gpt_alloc_activations(GPT* m, int B, int T) {
         *gptrs[i] = p;
         p += gsizes[i];
     }
+    m->act_bytes = (total + gtotal) * sizeof(float);
     m->batch_cap = B;
     m->seq_cap = T;
 }
@@ -207,22 +211,33 @@ static void gpt_forward_body(GPT* m, const int* inputs, int B, int T) {
     ParameterTensors* w = &m->w;
     Activations* a = &m->a;
 
-    encoder_forward(a->encoded, inputs, w->wte, w->wpe, B, T, C);
+    Profiler* p = m->prof;
+
+    PROFILE(p, PROF_ENCODER_FWD, encoder_forward(a->encoded, inputs, w->wte, w->wpe, B, T, C));
     for (int l = 0; l < L; l++) {
         const float* residual = l == 0 ? a->encoded : a->residual3 + (size_t)(l - 1) * BT * C;
         size_t o = (size_t)l * BT * C, o3 = 3 * o, o4 = 4 * o, ot = (size_t)l * BT;
-        layernorm_forward(a->ln1 + o, a->ln1_mean + ot, a->ln1_rstd + ot, residual, w->ln1w + l * C, w->ln1b + l * C, (int)BT, C);
-        matmul_forward(a->qkv + o3, a->ln1 + o, w->qkvw + (size_t)l * 3 * C * C, w->qkvb + l * 3 * C, (int)BT, C, 3 * C);
-        attention_forward(a->atty + o, a->att + (size_t)l * B * NH * T * T, a->qkv + o3, B, T, C, NH);
-        matmul_forward(a->attproj + o, a->atty + o, w->attprojw + (size_t)l * C * C, w->attprojb + l * C, (int)BT, C, C);
-        residual_forward(a->residual2 + o, residual, a->attproj + o, BT * C);
-        layernorm_forward(a->ln2 + o, a->ln2_mean + ot, a->ln2_rstd + ot, a->residual2 + o, w->ln2w + l * C, w->ln2b + l * C, (int)BT, C);
-        matmul_forward(a->fch + o4, a->ln2 + o, w->fcw + (size_t)l * 4 * C * C, w->fcb + l * 4 * C, (int)BT, C, 4 * C);
-        gelu_forward(a->fch_gelu + o4, a->fch + o4, BT * 4 * C);
-        matmul_forward(a->fcproj + o, a->fch_gelu + o4, w->fcprojw + (size_t)l * 4 * C * C, w->fcprojb + l * C, (int)BT, 4 * C, C);
-        residual_forward(a->residual3 + o, a->residual2 + o, a->fcproj + o, BT * C);
+        PROFILE(p, PROF_LAYERNORM_FWD,
+                layernorm_forward(a->ln1 + o, a->ln1_mean + ot, a->ln1_rstd + ot, residual, w->ln1w + l * C, w->ln1b + l * C, (int)BT, C));
+        PROFILE(p, PROF_MATMUL_QKV_FWD,
+                matmul_forward(a->qkv + o3, a->ln1 + o, w->qkvw + (size_t)l * 3 * C * C, w->qkvb + l * 3 * C, (int)BT, C, 3 * C));
+        PROFILE(p, PROF_ATTENTION_FWD, attention_forward(a->atty + o, a->att + (size_t)l * B * NH * T * T, a->qkv + o3, B, T, C, NH));
+        PROFILE(p, PROF_MATMUL_ATTPROJ_FWD,
+                matmul_forward(a->attproj + o, a->atty + o, w->attprojw + (size_t)l * C * C, w->attprojb + l * C, (int)BT, C, C));
+        PROFILE(p, PROF_RESIDUAL_FWD, residual_forward(a->residual2 + o, residual, a->attproj + o, BT * C));
+        PROFILE(p, PROF_LAYERNORM_FWD,
+                layernorm_forward(a->ln2 + o, a->ln2_mean + ot, a->ln2_rstd + ot, a->residual2 + o, w->ln2w + l * C, w->ln2b + l * C,
+                                  (int)BT, C));
+        PROFILE(p, PROF_MATMUL_FC_FWD,
+                matmul_forward(a->fch + o4, a->ln2 + o, w->fcw + (size_t)l * 4 * C * C, w->fcb + l * 4 * C, (int)BT, C, 4 * C));
+        PROFILE(p, PROF_GELU_FWD, gelu_forward(a->fch_gelu + o4, a->fch + o4, BT * 4 * C));
+        PROFILE(p, PROF_MATMUL_FCPROJ_FWD,
+                matmul_forward(a->fcproj + o, a->fch_gelu + o4, w->fcprojw + (size_t)l * 4 * C * C, w->fcprojb + l * C, (int)BT, 4 * C,
+                               C));
+        PROFILE(p, PROF_RESIDUAL_FWD, residual_forward(a->residual3 + o, a->residual2 + o, a->fcproj + o, BT * C));
     }
-    layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, a->residual3 + (size_t)(L - 1) * BT * C, w->lnfw, w->lnfb, (int)BT, C);
+    PROFILE(p, PROF_LAYERNORM_FWD,
+            layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, a->residual3 + (size_t)(L - 1) * BT * C, w->lnfw, w->lnfb, (int)BT, C));
 }
 
 /* Full forward: logits (B, T, Vp) and, given targets, the per-token losses;
@@ -231,13 +246,18 @@ static float gpt_forward(GPT* m, const int* inputs, const int* targets, int B, i
     const GPTConfig* c = &m->config;
     int BT = B * T, V = c->vocab_size, Vp = c->padded_vocab_size;
     gpt_forward_body(m, inputs, B, T);
+    profile_begin(m->prof, PROF_CLASSIFIER_FWD); /* logits, then the loss */
     matmul_forward(m->a.logits, m->a.lnf, m->w.wte, NULL, BT, c->channels, Vp);
-    if (!targets) return -1.0f;
+    if (!targets) {
+        profile_end(m->prof, PROF_CLASSIFIER_FWD);
+        return -1.0f;
+    }
     for (int i = 0; i < BT; i++)
         if (targets[i] < 0 || targets[i] >= V) fatalf("target token %d at position %d is outside the vocabulary [0, %d)", targets[i], i, V);
     crossentropy_forward(m->a.losses, m->a.logits, targets, BT, V, Vp);
     double sum = 0.0;
     for (int i = 0; i < BT; i++) sum += m->a.losses[i];
+    profile_end(m->prof, PROF_CLASSIFIER_FWD);
     return (float)(sum / BT);
 }
 
@@ -264,42 +284,63 @@ static void gpt_backward(GPT* m, const int* inputs, const int* targets, int B, i
     Activations* a = &m->a;
     ActivationGrads* d = &m->da;
 
+    Profiler* p = m->prof;
+
+    profile_begin(p, PROF_CLASSIFIER_BWD); /* the loss, the logits and the tied classifier matmul */
     float dloss = loss_scale / (float)BT;
     for (size_t i = 0; i < BT; i++) d->losses[i] = dloss;
     crossentropy_backward(a->logits, a->logits, targets, d->losses, (int)BT, V, Vp);
     memset(d->ln, 0, BT * C * sizeof(float));
     matmul_backward(d->ln, g->wte, NULL, a->logits, a->lnf, w->wte, (int)BT, C, Vp);
+    profile_end(p, PROF_CLASSIFIER_BWD);
+    profile_begin(p, PROF_LAYERNORM_BWD);
     memset(d->residual, 0, BT * C * sizeof(float));
     layernorm_backward(d->residual, g->lnfw, g->lnfb, d->ln, a->residual3 + (size_t)(L - 1) * BT * C, w->lnfw, a->lnf_mean,
                        a->lnf_rstd, (int)BT, C);
+    profile_end(p, PROF_LAYERNORM_BWD);
 
+    /* each op's time includes zeroing the gradient buffer it accumulates into */
     for (int l = L - 1; l >= 0; l--) {
         const float* residual = l == 0 ? a->encoded : a->residual3 + (size_t)(l - 1) * BT * C;
         size_t o = (size_t)l * BT * C, o3 = 3 * o, o4 = 4 * o, ot = (size_t)l * BT;
         /* MLP: residual3 = residual2 + fcproj(gelu(fc(ln2(residual2)))); d->residual flows through unchanged */
+        profile_begin(p, PROF_MATMUL_FCPROJ_BWD);
         memset(d->fch_gelu, 0, BT * 4 * C * sizeof(float));
         matmul_backward(d->fch_gelu, g->fcprojw + (size_t)l * 4 * C * C, g->fcprojb + l * C, d->residual, a->fch_gelu + o4,
                         w->fcprojw + (size_t)l * 4 * C * C, (int)BT, 4 * C, C);
+        profile_end(p, PROF_MATMUL_FCPROJ_BWD);
+        profile_begin(p, PROF_GELU_BWD);
         memset(d->fch, 0, BT * 4 * C * sizeof(float));
         gelu_backward(d->fch, a->fch + o4, d->fch_gelu, BT * 4 * C);
+        profile_end(p, PROF_GELU_BWD);
+        profile_begin(p, PROF_MATMUL_FC_BWD);
         memset(d->ln, 0, BT * C * sizeof(float));
         matmul_backward(d->ln, g->fcw + (size_t)l * 4 * C * C, g->fcb + l * 4 * C, d->fch, a->ln2 + o, w->fcw + (size_t)l * 4 * C * C,
                         (int)BT, C, 4 * C);
-        layernorm_backward(d->residual, g->ln2w + l * C, g->ln2b + l * C, d->ln, a->residual2 + o, w->ln2w + l * C,
-                           a->ln2_mean + ot, a->ln2_rstd + ot, (int)BT, C);
+        profile_end(p, PROF_MATMUL_FC_BWD);
+        PROFILE(p, PROF_LAYERNORM_BWD,
+                layernorm_backward(d->residual, g->ln2w + l * C, g->ln2b + l * C, d->ln, a->residual2 + o, w->ln2w + l * C,
+                                   a->ln2_mean + ot, a->ln2_rstd + ot, (int)BT, C));
         /* attention: residual2 = residual + attproj(attention(qkv(ln1(residual)))) */
+        profile_begin(p, PROF_MATMUL_ATTPROJ_BWD);
         memset(d->atty, 0, BT * C * sizeof(float));
         matmul_backward(d->atty, g->attprojw + (size_t)l * C * C, g->attprojb + l * C, d->residual, a->atty + o,
                         w->attprojw + (size_t)l * C * C, (int)BT, C, C);
+        profile_end(p, PROF_MATMUL_ATTPROJ_BWD);
+        profile_begin(p, PROF_ATTENTION_BWD);
         memset(d->qkv, 0, BT * 3 * C * sizeof(float));
         attention_backward(d->qkv, d->atty, a->qkv + o3, a->att + (size_t)l * B * NH * T * T, B, T, C, NH);
+        profile_end(p, PROF_ATTENTION_BWD);
+        profile_begin(p, PROF_MATMUL_QKV_BWD);
         memset(d->ln, 0, BT * C * sizeof(float));
         matmul_backward(d->ln, g->qkvw + (size_t)l * 3 * C * C, g->qkvb + l * 3 * C, d->qkv, a->ln1 + o,
                         w->qkvw + (size_t)l * 3 * C * C, (int)BT, C, 3 * C);
-        layernorm_backward(d->residual, g->ln1w + l * C, g->ln1b + l * C, d->ln, residual, w->ln1w + l * C, a->ln1_mean + ot,
-                           a->ln1_rstd + ot, (int)BT, C);
+        profile_end(p, PROF_MATMUL_QKV_BWD);
+        PROFILE(p, PROF_LAYERNORM_BWD,
+                layernorm_backward(d->residual, g->ln1w + l * C, g->ln1b + l * C, d->ln, residual, w->ln1w + l * C, a->ln1_mean + ot,
+                                   a->ln1_rstd + ot, (int)BT, C));
     }
-    encoder_backward(g->wte, g->wpe, d->residual, inputs, B, T, C);
+    PROFILE(p, PROF_ENCODER_BWD, encoder_backward(g->wte, g->wpe, d->residual, inputs, B, T, C));
 }
 
 /* ----------------------------------------------------------------------------
@@ -333,9 +374,11 @@ static inline float gpt_update(GPT* m, const OptimizerConfig* oc, float lr, int 
 
 #ifndef TESTING
 #include "llmc/cpu_peak.h"
+#include "llmc/early_stop.h"
 #include "llmc/flags.h"
 #include "llmc/health.h"
 #include "llmc/logger.h"
+#include "llmc/progress.h"
 #include "llmc/sampler.h"
 #include "llmc/signals.h"
 #include "llmc/generate.h"
@@ -394,6 +437,10 @@ int main(int argc, char** argv) {
     int save_error_continue = strcmp(args.on_save_error, "continue") == 0;
     if (!save_error_continue && strcmp(args.on_save_error, "stop") != 0) {
         fprintf(stderr, "error: --on-save-error: bad value '%s': expected stop or continue (see --help)\n", args.on_save_error);
+        return 2;
+    }
+    if (args.early_stop > 0 && ((!args.val_data[0] && !args.mock_data) || args.val_every == 0)) {
+        fprintf(stderr, "error: --early-stop %d needs validation: give --val-data and --val-every > 0 (see --help)\n", args.early_stop);
         return 2;
     }
     HealthConfig health_config = {args.max_bad_steps, args.spike_zscore, args.spike_window};
@@ -536,14 +583,29 @@ int main(int argc, char** argv) {
         }
     }
 
+    /* early stopping (llmc/early_stop.h): the best checkpoint goes to DIR/best */
+    EarlyStop early;
+    early_stop_init(&early, args.early_stop);
+    char best_dir[4200] = "";
+    if (args.early_stop > 0 && args.output_dir[0]) {
+        early_stop_dir(best_dir, sizeof(best_dir), args.output_dir);
+        make_dir_check(best_dir);
+        if (start_step > 0) early_stop_resume(&early, best_dir, start_step, args.val_every, stdout);
+    }
+
+    /* the run header (llmc/progress.h), on stdout and as the first record of this run in metrics.jsonl */
     Logger logger;
     logger_init(&logger, args.output_dir[0] ? args.output_dir : NULL, args.resume);
     double flops_per_token = 6.0 * (double)model.num_params + 6.0 * c->num_layers * (double)c->channels * T;
     double peak_gflops = cpu_fma_peak_best(5L * 1000 * 1000, 3);
-    printf("train_gpt_cpu: %d layers, %d heads, %d channels, vocab %d (padded %d), max seq len %d\n", c->num_layers, c->num_heads,
-           c->channels, c->vocab_size, c->padded_vocab_size, c->max_seq_len);
-    printf("parameters: %zu | batch %d x %d, %d micro-steps per step (%lld tokens) | %d steps | %d threads\n", model.num_params, B,
-           T, accum, total_batch, max_steps, omp_get_max_threads());
+    char device[128];
+    snprintf(device, sizeof(device), "CPU %s, %d threads", cpu_isa_name(cpu_matmul_isa()), omp_get_max_threads());
+    RunInfo info = {"train_gpt_cpu", "fp32", device, 1, *c, model.num_params, B, T, accum, total_batch, start_step, max_steps,
+                    {model.num_params * sizeof(float), model.num_params * sizeof(float), 2 * model.num_params * sizeof(float),
+                     model.act_bytes, 0},
+                    flops_per_token, peak_gflops * 1e9};
+    run_header_print(stdout, &info, &args);
+    run_header_log(&logger, &info, &args);
     printf("FP32 FMA peak of this machine, measured now: %.1f GFLOP/s (%s, %d threads); flops per token %.4g\n", peak_gflops,
            cpu_isa_name(cpu_matmul_isa()), omp_get_max_threads(), flops_per_token);
 
@@ -552,21 +614,58 @@ int main(int argc, char** argv) {
      * state after `completed` steps is checkpointed, then exit 75. Every update first passes the
      * health guard (llmc/health.h): a non-finite or spiking loss or norm skips it. */
     int completed = start_step, saved_step = start_step > 0 ? start_step : -1, exit_status = 0;
+    /* --profile N: per-op times of N steps, from the run's second step (the first one warms caches) */
+    Profiler profiler;
+    profile_reset(&profiler);
+    int profile_from = start_step + (max_steps - start_step > 1), profiled = 0;
+    double profiled_seconds = 0.0;
+    Progress progress;
+    progress_init(&progress);
     for (int step = start_step; step < max_steps && !preempt_requested(); step++) {
         Rng rng_at_step = rng;
         DataLoaderState loader_at_step;
         dataloader_get_state(&train, &loader_at_step);
         int last_step = step == max_steps - 1;
-        if (have_val && args.val_every > 0 && (step % args.val_every == 0 || last_step)) {
-            float vl = evaluate(&model, &val, args.val_batches);
-            printf("step %5d/%d | val loss %.6f\n", step, max_steps, vl);
-            logger_val(&logger, step, vl); /* evaluated after `step` completed steps */
+        /* evaluated after `step` completed steps: the weights this step's training loss is computed with */
+        int evaluated = have_val && args.val_every > 0 && (step % args.val_every == 0 || last_step);
+        float val_loss = 0.0f;
+        if (evaluated) {
+            val_loss = evaluate(&model, &val, args.val_batches);
+            printf("step %5d/%d | val loss %.6f\n", step, max_steps, val_loss);
+            logger_val(&logger, step, val_loss);
+            EarlyStopVerdict verdict = args.early_stop > 0 ? early_stop_update(&early, step, val_loss) : EARLY_STOP_WAIT;
+            if (verdict == EARLY_STOP_IMPROVED && best_dir[0]) {
+                TrainState st = run;
+                st.step = step;
+                st.rng = rng;
+                st.health = health;
+                st.train_loader = loader_at_step;
+                char err[4600];
+                if (save_checkpoint(&model, best_dir, &st, 1, 0) != 0) exit_status = SAVE_FAILED_EXIT_STATUS;
+                else if (early_stop_try_write(&early, best_dir, err, sizeof(err)) != 0) {
+                    fprintf(stderr, "error: best checkpoint of step %d not recorded: %s\n", step, err);
+                    exit_status = SAVE_FAILED_EXIT_STATUS;
+                }
+                if (exit_status != 0 && save_error_continue) {
+                    printf("checkpoint: continuing without the best checkpoint (--on-save-error continue)\n");
+                    exit_status = 0;
+                } else if (exit_status != 0) {
+                    fprintf(stderr, "error: stopping (--on-save-error stop); the last checkpoint is step %d\n", saved_step);
+                    break;
+                }
+            }
+            if (verdict == EARLY_STOP_STOP) {
+                printf("early stop: val loss has not improved for %d evaluations; best %.6f at step %d%s%s\n", early.since_best,
+                       (double)early.best_loss, early.best_step, best_dir[0] ? ", checkpoint in " : "", best_dir);
+                break;
+            }
         }
         if (args.sample_every > 0 && step > 0 && step % args.sample_every == 0)
             sample_generate(&samples, next_logits_cpu, &model, args.sample_tokens, T, args.temperature, args.top_k, &rng);
 
+        model.prof = args.profile > 0 && step >= profile_from && profiled < args.profile ? &profiler : NULL;
         double t0 = now_seconds();
-        gpt_zero_grad(&model);
+        PROFILE(model.prof, PROF_ZERO_GRAD, gpt_zero_grad(&model));
         double loss_sum = 0.0;
         int dropped = 0;
         for (int micro = 0; micro < accum; micro++) {
@@ -576,18 +675,21 @@ int main(int argc, char** argv) {
                 dropped = 1;
                 break;
             }
-            dataloader_next(&train);
+            PROFILE(model.prof, PROF_DATA, dataloader_next(&train));
             loss_sum += gpt_forward(&model, train.inputs, train.targets, B, T);
             gpt_backward(&model, train.inputs, train.targets, B, T, 1.0f / accum);
         }
         if (dropped) break;
         float lr = schedule_lr(&sched, step);
         float loss = (float)(loss_sum / accum);
-        float norm = gpt_grad_norm(&model);
-        HealthResult verdict = health_check(&health, &health_config, loss, norm);
+        float norm;
+        PROFILE(model.prof, PROF_GRAD_NORM, norm = gpt_grad_norm(&model));
+        HealthResult verdict;
+        PROFILE(model.prof, PROF_HEALTH, verdict = health_check(&health, &health_config, loss, norm));
         if (verdict.verdict == HEALTH_OK) {
-            gpt_update_with_norm(&model, &oc, lr, step + 1, norm);
-            size_t bad = health_first_nonfinite(model.params, model.num_params);
+            PROFILE(model.prof, PROF_ADAMW, gpt_update_with_norm(&model, &oc, lr, step + 1, norm));
+            size_t bad;
+            PROFILE(model.prof, PROF_HEALTH, bad = health_first_nonfinite(model.params, model.num_params));
             if (bad < model.num_params) {
                 int tensor;
                 size_t element;
@@ -602,16 +704,31 @@ int main(int argc, char** argv) {
         double ms = (now_seconds() - t0) * 1000.0;
         double tok_s = (double)total_batch / (ms / 1000.0);
         double gflops = tok_s * flops_per_token * 1e-9;
-        printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.1f ms | %.0f tok/s | %.1f GFLOP/s (%.1f%% of peak)\n", step + 1,
-               max_steps, loss, lr, norm, ms, tok_s, gflops, 100.0 * gflops / peak_gflops);
+        progress_step(&progress, ms / 1000.0);
+        double elapsed = progress_elapsed(&progress);
+        char val_text[48] = "", elapsed_text[32], eta_text[32];
+        if (evaluated) snprintf(val_text, sizeof(val_text), " | val loss %.6f", val_loss);
+        format_duration(elapsed_text, sizeof(elapsed_text), elapsed);
+        format_duration(eta_text, sizeof(eta_text), progress_eta(&progress, max_steps - completed));
+        printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.1f ms | %.0f tok/s | %.1f GFLOP/s (%.1f%% of peak)%s | elapsed %s | "
+               "ETA %s\n",
+               step + 1, max_steps, loss, lr, norm, ms, tok_s, gflops, 100.0 * gflops / peak_gflops, val_text, elapsed_text, eta_text);
         if (verdict.verdict == HEALTH_SKIP_NONFINITE)
             printf("step %5d/%d | update skipped: non-finite loss or gradient norm (%d in a row, %d in the run)\n", step + 1, max_steps,
                    health.bad_in_row, health.skipped);
         if (verdict.verdict == HEALTH_SKIP_SPIKE)
             printf("step %5d/%d | update skipped: spike, z-score loss %.2f norm %.2f > %g (%d in a row, %d in the run)\n", step + 1,
                    max_steps, verdict.z_loss, verdict.z_norm, (double)health_config.spike_zscore, health.bad_in_row, health.skipped);
+        if (model.prof) {
+            model.prof = NULL;
+            profiled++;
+            profiled_seconds += ms / 1000.0;
+            if (profiled == args.profile) profile_print(stdout, &profiler, profiled, profiled_seconds);
+        }
         fflush(stdout);
-        logger_step(&logger, step + 1, loss, lr, norm, ms, tok_s);
+        StepRecord record = {step + 1, loss, lr, norm, (float)ms, (float)tok_s, (long long)completed * total_batch, elapsed,
+                             gflops / peak_gflops};
+        logger_step_record(&logger, &record);
         if (health_should_stop(&health, &health_config)) {
             fprintf(stderr, "error: step %d: %d updates skipped in a row (--max-bad-steps %d); stopping, the last checkpoint is step %d\n",
                     step + 1, health.bad_in_row, health_config.max_bad_steps, saved_step);
@@ -634,6 +751,7 @@ int main(int argc, char** argv) {
             }
         }
     }
+    if (profiled > 0 && profiled < args.profile) profile_print(stdout, &profiler, profiled, profiled_seconds);
     int sig = preempt_requested();
     if (exit_status == 0 && sig && completed < max_steps) {
         printf("%s received: stopping after %d completed steps\n", preempt_signal_name(sig), completed);

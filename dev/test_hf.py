@@ -218,7 +218,8 @@ def run_tests(tmp):
     hf_loss = float(torch.nn.functional.cross_entropy(logits.reshape(-1, V), torch.from_numpy(y).reshape(-1)))
     r = run(["./train_gpt_cpu", "-e", imported, "-i", shard, "-j", shard, "-b", str(B), "-t", str(T), "-x", "1",
              "-v", "1", "-m", "1", "-s", "0", "--shuffle", "0"])
-    val = [float(line.split("val loss")[1]) for line in r.stdout.splitlines() if "val loss" in line]
+    val = [float(line.split("| val loss")[1]) for line in r.stdout.splitlines() if line.startswith("step") and
+           "/1 | val loss" in line]
     err = abs(val[0] - hf_loss) / hf_loss if val else np.inf
     check(r.returncode == 0 and err < 1e-5, f"train_gpt_cpu -e imported: step-0 val loss {val[0] if val else None} vs "
                                             f"transformers {hf_loss:.6f}: rel {err:.1e} (bound 1e-5){why(r)}")

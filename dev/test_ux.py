@@ -5,7 +5,18 @@ dev/test_ux.py — tests of what a user sees after a run: metrics.jsonl, scripts
   metrics   a short ./train_gpt_cpu run (2 layers, 32 channels, V=256, on periodic token shards written
             here) with -o DIR: every step line's loss, lr, norm, ms and tok/s, and every val loss line,
             equal the records of DIR/metrics.jsonl (parsed here with json; to the printed precision),
-            and the two list the same steps
+            and the two list the same steps; the run header record (git revision naming a commit of this
+            repository, memory plan = the byte counts of a formula written here, config, flags) matches the
+            printed header; "tokens" = step x B x T; "elapsed_s" and "mfu" match the step line's elapsed and
+            % of peak; ETA = mean of the last 20 printed step times x steps left; evaluation steps show
+            the val loss in the step line
+  early     --early-stop: at lr 0 (val loss constant) --early-stop 2 stops at the 3rd evaluation, exit 0,
+            naming best step 0, with the best checkpoint in DIR/best; on a learning run, DIR/best/best.txt
+            names the step of the lowest val loss in metrics.jsonl and holds exactly that checkpoint; a run
+            stopped at step 5 and resumed (-y 1) restores the count and stops as an uninterrupted run does;
+            without validation --early-stop is a one-line error (exit 2)
+  profile   --profile 3: a table naming the ops, whose rows sum to within 30% of the profiled steps'
+            printed step times
   plot      plot.py on that run and a second one (another lr): exit 0, nothing on stderr (matplotlib
             raised and warned nothing), a PNG (signature, IHDR 1300x850, > 30 KB) whose pixels hold
             lines of both runs' colours; its summary line's final loss is the file's; a repeated step
@@ -75,6 +86,98 @@ def colour_pixels(path, rgb):
 
 STEP_RE = re.compile(r"^step\s+(\d+)/\d+ \| loss (\S+) \| lr (\S+) \| norm (\S+) \| (\S+) ms \| (\S+) tok/s")
 VAL_RE = re.compile(r"^step\s+(\d+)/\d+ \| val loss (\S+)")
+TAIL_RE = re.compile(r"\((\S+)% of peak\)(?: \| val loss (\S+))? \| elapsed (\S+) \| ETA (\S+)$")
+
+
+def seconds(text):
+    """ "42s", "3m07s", "2h05m", "3d04h" -> (seconds, resolution in seconds)"""
+    m = re.fullmatch(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?", text)
+    d, h, mi, s = (int(x) if x else 0 for x in m.groups())
+    return d * 86400 + h * 3600 + mi * 60 + s, (3600 if m.group(1) else 60 if m.group(2) else 1)
+
+
+def memory_formula(L, NH, C, V, maxT, B, T):
+    """bytes of the CPU trainer's parameters, gradients, AdamW moments and activations (fp32), counted here"""
+    Vp = (V + 127) // 128 * 128
+    params = Vp * C + maxT * C + L * (12 * C * C + 13 * C) + 2 * C
+    BT = B * T
+    # per layer: ln1, qkv (3), atty, attproj, residual2, ln2, fch (4), fch_gelu (4), fcproj, residual3 = 18 C per token,
+    # two layernorms' mean and rstd, the attention probabilities; then encoded, lnf, its mean and rstd, logits, losses
+    acts = L * (18 * BT * C + 4 * BT + B * NH * T * T) + 2 * BT * C + 2 * BT + BT * Vp + BT
+    act_grads = 14 * BT * C + BT  # one layer's activation gradients
+    return {"parameters": 4 * params, "gradients": 4 * params, "optimizer": 8 * params, "activations": 4 * (acts + act_grads)}
+
+
+def check_header(stdout, metrics_path, dims):
+    with open(metrics_path) as f:
+        first = json.loads(f.readline())
+    h = first.get("header", {})
+    rev = h.get("git_revision", "")
+    printed = re.search(r"^precision (\S+) \| world size (\d+) \| git revision (\S+) \|", stdout, re.M)
+    commit = rev.split("-")[0]
+    known = rev == "unknown" or run(["git", "cat-file", "-e", commit + "^{commit}"]).returncode == 0
+    check(printed is not None and printed.groups() == (h.get("precision"), str(h.get("world_size")), rev) and known
+          and h.get("precision") == "fp32" and h.get("world_size") == 1,
+          f"header record first: git revision {rev!r} (a commit of this repository: {known}), precision "
+          f"{h.get('precision')}, world size {h.get('world_size')}, as printed")
+    L, NH, C, V, B, T = dims
+    want = memory_formula(L, NH, C, V, T, B, T)
+    mem = h.get("memory", {})
+    worst = max(abs(mem.get(k, -1) - v) for k, v in want.items())
+    mib = re.search(r"^memory: parameters (\S+) MiB .* activations (\S+) MiB .* total (\S+) MiB", stdout, re.M)
+    check(worst == 0 and mem.get("total") == sum(mem[k] for k in want) + mem.get("scratch", 0) and mib is not None
+          and abs(float(mib.group(2)) - want["activations"] / 2**20) <= 0.05,
+          f"header memory plan equals the formula (worst |diff| {worst} bytes; activations {mem.get('activations')} B, "
+          f"printed {mib.group(2) if mib else None} MiB)")
+    cfg = h.get("config", {})
+    flags = h.get("flags", {})
+    check(cfg.get("num_layers") == L and cfg.get("channels") == C and cfg.get("vocab_size") == V
+          and h.get("num_params") == want["parameters"] // 4 and h.get("tokens_per_step") == B * T
+          and flags.get("n-layer") == L and flags.get("lr") == float(flags.get("lr")) and isinstance(flags.get("train-data"), str),
+          f"header config {cfg}, {h.get('num_params')} parameters, {h.get('tokens_per_step')} tokens per step, "
+          f"{len(flags)} flags")
+    return h
+
+
+def check_progress(stdout, metrics_path, tokens_per_step, max_steps):
+    tails, ms = {}, {}
+    for line in stdout.splitlines():
+        m = STEP_RE.match(line)
+        if m:
+            t = TAIL_RE.search(line)
+            tails[int(m.group(1))] = t.groups() if t else None
+            ms[int(m.group(1))] = float(m.group(5))
+    records = {}
+    with open(metrics_path) as f:
+        for line in f:
+            r = json.loads(line)
+            if "loss" in r:
+                records[r["step"]] = r
+    check(len(tails) > 0 and all(tails.values()), f"every step line ends with elapsed and ETA ({len(tails)} lines)")
+    bad_tokens = [s for s, r in records.items() if r.get("tokens") != s * tokens_per_step]
+    check(not bad_tokens and records, f"step records: tokens = step x {tokens_per_step} at all {len(records)} steps "
+          f"(wrong at {bad_tokens[:5]})")
+    worst_eta, worst_elapsed, worst_mfu, elapsed_order = 0.0, 0.0, 0.0, True
+    steps = sorted(tails)
+    previous = -1.0
+    for s in steps:
+        mfu_pct, _, elapsed, eta = tails[s]
+        recent = [ms[k] for k in steps if k <= s][-20:]
+        want = sum(recent) / len(recent) / 1000 * (max_steps - s)
+        got, unit = seconds(eta)
+        worst_eta = max(worst_eta, abs(got - want) / unit)
+        got, unit = seconds(elapsed)
+        r = records.get(s, {})
+        worst_elapsed = max(worst_elapsed, abs(got - r.get("elapsed_s", -1e9)) / unit)
+        worst_mfu = max(worst_mfu, abs(float(mfu_pct) - 100 * r.get("mfu", -1e9)))
+        elapsed_order = elapsed_order and r.get("elapsed_s", -1) >= previous
+        previous = r.get("elapsed_s", -1)
+    check(worst_eta <= 0.51, f"ETA = mean of the last 20 printed step times x steps left (worst error {worst_eta:.2f} "
+          "of the printed unit, bound 0.5 + rounding)")
+    check(worst_elapsed <= 0.51 and worst_mfu <= 0.0501 and elapsed_order,
+          f"elapsed_s and mfu equal the step line's elapsed and % of peak (worst {worst_elapsed:.2f} units, "
+          f"{worst_mfu:.3f} points), elapsed_s never decreases")
+    return tails
 
 
 def check_metrics(stdout, metrics_path):
@@ -90,6 +193,8 @@ def check_metrics(stdout, metrics_path):
     with open(metrics_path) as f:
         for line in f:
             r = json.loads(line)
+            if "header" in r:
+                continue
             if "val_loss" in r:
                 logged_val[r["step"]] = r["val_loss"]
             else:
@@ -129,10 +234,76 @@ def run_tests(tmp):
     runs = {}
     for name, lr in (("run_a", "3e-3"), ("run_b", "1e-3")):
         out = os.path.join(tmp, name)
-        r = run(["./train_gpt_cpu"] + model + ["-x", "40", "-u", "4", "-q", "0.1", "-v", "10", "-l", lr, "-o", out])
+        r = run(["./train_gpt_cpu"] + model + ["-x", "40", "-u", "4", "-q", "0.1", "-v", "10", "-l", lr, "-o", out,
+                                               "--early-stop", "100"])
         check(r.returncode == 0, f"train_gpt_cpu {name} (lr {lr}, 40 steps) exit {r.returncode} {r.stderr.strip()[-200:]}")
         runs[name] = (out, r.stdout)
-    logged, _ = check_metrics(runs["run_a"][1], os.path.join(runs["run_a"][0], "metrics.jsonl"))
+    metrics_a = os.path.join(runs["run_a"][0], "metrics.jsonl")
+    logged, logged_val = check_metrics(runs["run_a"][1], metrics_a)
+    check_header(runs["run_a"][1], metrics_a, (2, 2, 32, 256, 4, 32))
+    tails = check_progress(runs["run_a"][1], metrics_a, 4 * 32, 40)
+    shown = {s - 1: float(t[1]) for s, t in tails.items() if t and t[1] is not None}
+    worst = max((abs(shown[k] - logged_val[k]) for k in logged_val if k in shown), default=1.0)
+    check(sorted(shown) == sorted(logged_val) and worst <= 5.01e-7, f"the step line after each evaluation shows its val loss: {len(shown)} lines, "
+          f"{len(logged_val)} val records, worst |diff| {worst:.1e} (bound 5e-7)")
+
+    # ------------------------------------------------------------ early stopping
+    best_dir = os.path.join(runs["run_a"][0], "best")
+    best_step = min(logged_val, key=lambda s: (logged_val[s], s))
+    try:
+        with open(os.path.join(best_dir, "best.txt")) as f:
+            best_text = f.read()
+    except OSError:
+        best_text = ""
+    m = re.fullmatch(r"step (\d+)\nval_loss (\S+)\n", best_text)
+    files = sorted(os.listdir(best_dir)) if os.path.isdir(best_dir) else []
+    want_files = sorted(["best.txt", f"done_{best_step:08d}.txt", f"model_{best_step:08d}.bin", f"state_{best_step:08d}_00000.bin"])
+    check(m is not None and int(m.group(1)) == best_step and float(m.group(2)) == logged_val[best_step] and files == want_files,
+          f"learning run: best/best.txt names step {m.group(1) if m else None}, the lowest val loss of metrics.jsonl is at "
+          f"step {best_step} ({logged_val[best_step]:.6f}); best/ holds {files}")
+    out = os.path.join(tmp, "flat")
+    r = run(["./train_gpt_cpu"] + model + ["-x", "40", "-v", "2", "-l", "0", "-o", out, "--early-stop", "2"])
+    vals = [json.loads(line) for line in open(os.path.join(out, "metrics.jsonl"))] if r.returncode == 0 else []
+    val_steps = [v["step"] for v in vals if "val_loss" in v]
+    last_line = [line for line in r.stdout.splitlines() if STEP_RE.match(line)][-1:]
+    stop = re.search(r"^early stop: .* best (\S+) at step (\d+), checkpoint in (\S+)$", r.stdout, re.M)
+    check(r.returncode == 0 and val_steps == [0, 2, 4] and stop is not None and stop.group(2) == "0"
+          and stop.group(3) == os.path.join(out, "best") and os.path.exists(os.path.join(out, "best", "model_00000000.bin"))
+          and last_line and STEP_RE.match(last_line[0]).group(1) == "4",
+          f"lr 0, --early-stop 2: exit {r.returncode}, evaluations at steps {val_steps} (want 0, 2, 4), last step line "
+          f"{STEP_RE.match(last_line[0]).group(1) if last_line else None}: {stop.group(0) if stop else r.stderr.strip()[-200:]}")
+    out = os.path.join(tmp, "flat_resumed")  # stopped after 5 steps, then resumed: stops where an uninterrupted run would
+    first = run(["./train_gpt_cpu"] + model + ["-x", "5", "-v", "2", "-l", "0", "-o", out, "-n", "5", "--early-stop", "3"])
+    r = run(["./train_gpt_cpu"] + model + ["-x", "40", "-v", "2", "-l", "0", "-o", out, "-n", "5", "--early-stop", "3", "-y", "1"])
+    whole = run(["./train_gpt_cpu"] + model + ["-x", "40", "-v", "2", "-l", "0", "--early-stop", "3"])
+    ends = [re.findall(r"^early stop: .*", x.stdout, re.M) for x in (r, whole)]
+    last_val = [[m.group(1) for m in map(VAL_RE.match, x.stdout.splitlines()) if m][-1:] for x in (r, whole)]
+    restored = re.search(r"^resume: early stop: best val loss \S+ at step 0, 2 evaluation\(s\) since$", r.stdout, re.M)
+    check(first.returncode == 0 and r.returncode == 0 and restored is not None and len(ends[0]) == 1 and
+          ends[0][0] == ends[1][0].split(", checkpoint in")[0] + f", checkpoint in {os.path.join(out, 'best')}"
+          and "at step 0" in ends[0][0] and "for 3 evaluations" in ends[0][0] and last_val[0] == last_val[1] == ["6"],
+          f"--early-stop 3, stopped at step 5 and resumed: {restored.group(0) if restored else None}; last evaluation "
+          f"at step {last_val[0]} (uninterrupted {last_val[1]}, want 6); "
+          f"{ends[0][0] if ends[0] else r.stdout[-300:]} (uninterrupted: {ends[1][0] if ends[1] else None})")
+    no_val = [a for i, a in enumerate(model) if a != "-j" and (i == 0 or model[i - 1] != "-j")]
+    r = run(["./train_gpt_cpu"] + no_val + ["-x", "4", "--early-stop", "2"])
+    lines = r.stderr.strip().splitlines()
+    check(r.returncode == 2 and len(lines) == 1 and "--early-stop 2 needs validation" in lines[0],
+          f"--early-stop without validation data: exit {r.returncode}: {r.stderr.strip()[-200:]}")
+
+    # ------------------------------------------------------------ profile
+    r = run(["./train_gpt_cpu", "--n-layer", "2", "--n-head", "4", "--n-embd", "64", "--vocab-size", "256", "-b", "4", "-t", "64",
+             "--mock-data", "-x", "5", "-v", "0", "-s", "0", "--profile", "3"])
+    rows = re.findall(r"^\| ([a-z][a-z ]+?) +\| +(\S+) \|", r.stdout, re.M)
+    ops = {name: float(total) for name, total in rows if name != "op"}
+    step_ms = [float(STEP_RE.match(line).group(5)) for line in r.stdout.splitlines() if STEP_RE.match(line)]
+    profiled = sum(step_ms[1:4]) if len(step_ms) == 5 else float("nan")
+    expected = {"encoder forward", "layernorm forward", "matmul qkv forward", "attention forward", "gelu forward",
+                "classifier forward", "classifier backward", "matmul fc backward", "attention backward", "adamw", "grad norm"}
+    ratio = sum(ops.values()) / profiled if profiled == profiled else 0.0
+    check(r.returncode == 0 and expected <= set(ops) and abs(ratio - 1) <= 0.3,
+          f"--profile 3: {len(ops)} ops (missing {sorted(expected - set(ops))}), rows sum to {sum(ops.values()):.2f} ms, "
+          f"steps 2-4 printed {profiled:.2f} ms (ratio {ratio:.3f}, bound 1 +- 0.3)")
 
     # ------------------------------------------------------------ plot
     png = os.path.join(tmp, "curves.png")

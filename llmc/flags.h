@@ -83,6 +83,10 @@ typedef enum { FLAG_STR, FLAG_INT, FLAG_FLOAT, FLAG_BOOL, FLAG_SCHED } FlagType;
     X(spike_zscore, NULL, "--spike-zscore", FLAG_FLOAT, "0", 0, 1e30,                                                                \
       "skip an update whose loss or gradient-norm z-score exceeds this (0: off)")                                                    \
     X(spike_window, NULL, "--spike-window", FLAG_INT, "32", 2, 64, "steps the spike z-score is computed over")                        \
+    X(early_stop, NULL, "--early-stop", FLAG_INT, "0", 0, FLAG_INT_MAX,                                                              \
+      "stop when the val loss has not improved for N evaluations; best checkpoint in -o DIR/best (0: off)")                         \
+    X(profile, NULL, "--profile", FLAG_INT, "0", 0, FLAG_INT_MAX,                                                                    \
+      "time each op over N steps (after the first) and print a table (0: off)")                                                     \
     X(zero, "-z", "--zero", FLAG_INT, "0", 0, 2, "ZeRO stage: 0 off, 1 shard optimizer state, 2 also gradients")                     \
     X(dist_init, NULL, "--dist-init", FLAG_STR, "auto", 0, 0, "multi-GPU: how ranks share the NCCL id: auto|mpi|file|tcp")             \
     X(dist_file, NULL, "--dist-file", FLAG_STR, "", 0, 0, "multi-GPU: id file for --dist-init file, new per job, on a shared disk")     \

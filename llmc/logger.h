@@ -30,34 +30,80 @@ static inline void logger_init(Logger* L, const char* dir, int resume) {
 }
 
 /* a JSON number: %.9g round-trips a float; non-finite → null */
-static inline void logger_number_(char* out, size_t cap, double x) {
+static inline void logger_json_number(char* out, size_t cap, double x) {
     if (isfinite(x)) snprintf(out, cap, "%.9g", x);
     else snprintf(out, cap, "null");
 }
 
-static inline void logger_line_(Logger* L, const char* line) {
-    if (fputs(line, L->f) < 0 || fflush(L->f) != 0) fatalf("%s: write failed: %s", L->path, strerror(errno));
+/* one record: a JSON object (without its newline), written and flushed */
+static inline void logger_record(Logger* L, const char* json_object) {
+    if (!L->f) return;
+    if (fputs(json_object, L->f) < 0 || fputc('\n', L->f) == EOF || fflush(L->f) != 0)
+        fatalf("%s: write failed: %s", L->path, strerror(errno));
 }
 
-static inline void logger_step(Logger* L, int step, float loss, float lr, float norm, float ms, float tok_s) {
+/* s as a JSON string literal (quotes included) into out; cut short (still a valid literal) if cap is small */
+static inline void logger_json_string(char* out, size_t cap, const char* s) {
+    size_t n = 0;
+    out[n++] = '"';
+    for (; *s && n + 8 < cap; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') {
+            out[n++] = '\\';
+            out[n++] = (char)ch;
+        } else if (ch < 0x20) {
+            n += (size_t)snprintf(out + n, cap - n, "\\u%04x", ch);
+        } else {
+            out[n++] = (char)ch;
+        }
+    }
+    out[n++] = '"';
+    out[n] = '\0';
+}
+
+typedef struct {
+    int step;
+    float loss, lr, norm, ms, tok_s;
+    long long tokens; /* tokens processed since step 0; < 0: not written */
+    double elapsed_s; /* seconds since this run started; < 0: not written */
+    double mfu;       /* achieved FLOP/s / peak FLOP/s; < 0: not written */
+} StepRecord;
+
+static inline void logger_step_record(Logger* L, const StepRecord* r) {
     if (!L->f) return;
-    char a[32], b[32], c[32], d[32], e[32], line[256];
-    logger_number_(a, sizeof(a), loss);
-    logger_number_(b, sizeof(b), lr);
-    logger_number_(c, sizeof(c), norm);
-    logger_number_(d, sizeof(d), ms);
-    logger_number_(e, sizeof(e), tok_s);
-    snprintf(line, sizeof(line), "{\"step\":%d,\"loss\":%s,\"lr\":%s,\"norm\":%s,\"ms\":%s,\"tok_s\":%s}\n", step, a, b, c,
-             d, e);
-    logger_line_(L, line);
+    char a[32], b[32], c[32], d[32], e[32], line[512];
+    logger_json_number(a, sizeof(a), r->loss);
+    logger_json_number(b, sizeof(b), r->lr);
+    logger_json_number(c, sizeof(c), r->norm);
+    logger_json_number(d, sizeof(d), r->ms);
+    logger_json_number(e, sizeof(e), r->tok_s);
+    int n = snprintf(line, sizeof(line), "{\"step\":%d,\"loss\":%s,\"lr\":%s,\"norm\":%s,\"ms\":%s,\"tok_s\":%s", r->step, a,
+                     b, c, d, e);
+    if (r->tokens >= 0) n += snprintf(line + n, sizeof(line) - n, ",\"tokens\":%lld", r->tokens);
+    if (r->elapsed_s >= 0) {
+        logger_json_number(a, sizeof(a), r->elapsed_s);
+        n += snprintf(line + n, sizeof(line) - n, ",\"elapsed_s\":%s", a);
+    }
+    if (r->mfu >= 0) {
+        logger_json_number(a, sizeof(a), r->mfu);
+        n += snprintf(line + n, sizeof(line) - n, ",\"mfu\":%s", a);
+    }
+    snprintf(line + n, sizeof(line) - n, "}");
+    logger_record(L, line);
+}
+
+/* a step record without the optional fields */
+static inline void logger_step(Logger* L, int step, float loss, float lr, float norm, float ms, float tok_s) {
+    StepRecord r = {step, loss, lr, norm, ms, tok_s, -1, -1.0, -1.0};
+    logger_step_record(L, &r);
 }
 
 static inline void logger_val(Logger* L, int step, float val_loss) {
     if (!L->f) return;
     char a[32], line[128];
-    logger_number_(a, sizeof(a), val_loss);
-    snprintf(line, sizeof(line), "{\"step\":%d,\"val_loss\":%s}\n", step, a);
-    logger_line_(L, line);
+    logger_json_number(a, sizeof(a), val_loss);
+    snprintf(line, sizeof(line), "{\"step\":%d,\"val_loss\":%s}", step, a);
+    logger_record(L, line);
 }
 
 static inline void logger_free(Logger* L) {

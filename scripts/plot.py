@@ -8,12 +8,13 @@ Each argument is a metrics.jsonl written by the trainers (llmc/logger.h), or a d
 a run is named after its directory unless --names says otherwise. The PNG has four panels:
     loss vs step      training loss (thin; with --smooth N, a moving average over N steps on top) and
                       validation loss (dots), one colour per run
-    loss vs tokens    the same against tokens seen (step × tokens per step, where tokens per step is
-                      tok_s × ms / 1000 of the step records, as the trainer computes tok_s)
+    loss vs tokens    the same against tokens seen: the step records' "tokens"; in files without it,
+                      step × tokens per step, where tokens per step is tok_s × ms / 1000 of the step
+                      records (as the trainer computes tok_s)
     learning rate     vs step
     throughput        tok/s vs step
 --log puts the loss axes on a log scale. After a resume a file may hold a step twice; the last record
-wins, as the logger's comment says. The script prints one summary line per run (steps, final training
+wins, as the logger's comment says; run-header records ({"header": ...}) are skipped. The script prints one summary line per run (steps, final training
 loss, best and final validation loss, median tok/s). Errors are one line naming the file (exit 1).
 Uses matplotlib's Agg backend (no display needed).
 """
@@ -50,6 +51,8 @@ def read_metrics(path):
             rec = json.loads(line)
         except json.JSONDecodeError as e:
             raise MetricsError(f"{path}:{number}: not a JSON object: {e}") from None
+        if isinstance(rec, dict) and isinstance(rec.get("header"), dict):
+            continue
         if not isinstance(rec, dict) or not isinstance(rec.get("step"), int):
             raise MetricsError(f"{path}:{number}: a record needs an integer \"step\": {line.strip()[:80]}")
         rec = {k: (math.nan if v is None else v) for k, v in rec.items()}
@@ -66,7 +69,8 @@ def read_metrics(path):
 
 
 def tokens_per_step(run):
-    """tok_s × ms / 1000 of the step records (their median, rounded); None without step records."""
+    """tok_s × ms / 1000 of the step records (their median, rounded); None without step records.
+    For files written before step records had "tokens"."""
     estimates = sorted(r["tok_s"] * r["ms"] / 1000.0 for r in run["steps"].values()
                        if math.isfinite(r["tok_s"]) and math.isfinite(r["ms"]))
     return round(estimates[len(estimates) // 2]) if estimates else None
@@ -115,15 +119,19 @@ def plot(runs, out_path, log_scale=False, smooth=0):
         tps = tokens_per_step(run)
         xs = list(steps)
         losses = [steps[s]["loss"] for s in xs]
+        exact = bool(xs) and all("tokens" in steps[s] for s in xs)
+        if exact:  # the val records lie between steps: tokens per step from the last step record
+            tps = steps[xs[-1]]["tokens"] / xs[-1] if xs[-1] > 0 else tps
         for ax, scale in ((ax_step, 1), (ax_tok, tps)):
             if scale is None:
                 continue
+            at = [steps[x]["tokens"] for x in xs] if exact and ax is ax_tok else [x * scale for x in xs]
             if xs:
                 thin = smooth > 1
-                ax.plot([x * scale for x in xs], losses, color=color, lw=0.8 if thin else 1.5,
+                ax.plot(at, losses, color=color, lw=0.8 if thin else 1.5,
                         alpha=0.35 if thin else 1.0, label=None if thin else f"{name} train")
                 if thin:
-                    ax.plot([x * scale for x in xs], moving_average(losses, smooth), color=color, lw=1.5,
+                    ax.plot(at, moving_average(losses, smooth), color=color, lw=1.5,
                             label=f"{name} train (mean of {smooth})")
             if val:
                 ax.plot([s * scale for s in val], list(val.values()), "o--", color=color, ms=4, lw=1,

@@ -1,0 +1,199 @@
+/*
+ * dev/test_progress.c — unit tests of the trainers' progress modules, each against a reference
+ * written here from its specification (not from the code's output):
+ *   format_duration        (llmc/progress.h) vs the rule "rounded seconds -> 42s, 3m07s, 2h05m, 3d04h"
+ *   progress_eta           the mean of the last PROGRESS_WINDOW step times x steps left, over 50 steps
+ *   logger_json_string     escapes " \ and control characters as JSON requires (checked byte by byte;
+ *                          dev/test_ux.py parses whole records with Python's json module)
+ *   early_stop_update      vs a naive replay (best = strict minimum of the finite losses so far)
+ *   early_stop_resume      the evaluations-since-best count vs enumerating the evaluation steps
+ *   profile_print          rows sorted by time, each row's share, the total line
+ * Ends with "N passed, M failed".
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "llmc/early_stop.h"
+#include "llmc/profile.h"
+#include "llmc/progress.h"
+
+static int passed = 0, failed = 0;
+static void check(int ok, const char* what) {
+    printf("%s %s\n", ok ? "ok  " : "FAIL", what);
+    if (ok) passed++;
+    else failed++;
+}
+
+static void test_format_duration(void) {
+    const struct {
+        double s;
+        const char* want;
+    } cases[] = {{0, "0s"},          {-3, "0s"},          {0.49, "0s"},         {0.5, "1s"},         {59.4, "59s"},
+                 {59.5, "1m00s"},    {83, "1m23s"},       {245, "4m05s"},       {3599.4, "59m59s"},  {3599.5, "1h00m"},
+                 {7500, "2h05m"},    {86399, "23h59m"},   {86400, "1d00h"},     {3 * 86400 + 4 * 3600 + 59, "3d04h"}};
+    int n = (int)(sizeof(cases) / sizeof(cases[0])), bad = 0;
+    char got[32], report[256] = "";
+    for (int i = 0; i < n; i++) {
+        format_duration(got, sizeof(got), cases[i].s);
+        if (strcmp(got, cases[i].want) != 0 && !bad++) snprintf(report, sizeof(report), ": %g s gave %s, want %s", cases[i].s, got, cases[i].want);
+    }
+    char what[400];
+    snprintf(what, sizeof(what), "format_duration: %d cases (0 s to 3 days, rounding at .5, carries)%s", n, report);
+    check(bad == 0, what);
+}
+
+static void test_eta(void) {
+    Progress p;
+    progress_init(&p);
+    double times[50], worst = 0.0;
+    int max_steps = 60;
+    check(progress_eta(&p, 10) == 0.0, "progress_eta before any step: 0");
+    for (int k = 0; k < 50; k++) {
+        times[k] = 0.01 * (1 + (k * 37) % 11); /* uneven step times */
+        progress_step(&p, times[k]);
+        int first = k + 1 > PROGRESS_WINDOW ? k + 1 - PROGRESS_WINDOW : 0;
+        double sum = 0.0;
+        for (int i = first; i <= k; i++) sum += times[i];
+        double want = sum / (k + 1 - first) * (max_steps - (k + 1));
+        double err = fabs(progress_eta(&p, max_steps - (k + 1)) - want);
+        if (err > worst) worst = err;
+    }
+    char what[200];
+    snprintf(what, sizeof(what), "progress_eta over 50 uneven steps = mean of the last %d x steps left (worst |error| %.1e s)",
+             PROGRESS_WINDOW, worst);
+    check(worst < 1e-9, what);
+    check(progress_elapsed(&p) >= 0.0 && progress_elapsed(&p) < 60.0, "progress_elapsed: non-negative, from progress_init");
+}
+
+static void test_json_string(void) {
+    char out[64];
+    logger_json_string(out, sizeof(out), "a\"b\\c\nd\x01/e");
+    check(strcmp(out, "\"a\\\"b\\\\c\\u000ad\\u0001/e\"") == 0, "logger_json_string escapes quote, backslash, newline, 0x01");
+    char small[12];
+    logger_json_string(small, sizeof(small), "0123456789abcdef");
+    size_t n = strlen(small);
+    check(n < sizeof(small) && small[0] == '"' && small[n - 1] == '"', "logger_json_string cut short stays a quoted literal");
+}
+
+static void test_early_stop(void) {
+    /* losses of 40 evaluations: falling, then flat, a NaN, a new best, then rising */
+    float losses[40];
+    for (int i = 0; i < 40; i++) losses[i] = i < 10 ? 5.0f - 0.1f * i : i < 20 ? 4.1f : 4.2f + 0.01f * i;
+    losses[12] = NAN;
+    losses[21] = 3.0f;
+    int mismatches = 0, stops_checked = 0;
+    for (int patience = 1; patience <= 12; patience++) {
+        EarlyStop e;
+        early_stop_init(&e, patience);
+        int stop_at = -1;
+        for (int i = 0; i < 40 && stop_at < 0; i++) {
+            EarlyStopVerdict v = early_stop_update(&e, i * 5, losses[i]);
+            /* naive reference: the best is the strict minimum of the finite losses before and at i */
+            int best = -1;
+            for (int j = 0; j <= i; j++)
+                if (isfinite(losses[j]) && (best < 0 || losses[j] < losses[best])) best = j;
+            int since = i - best;
+            EarlyStopVerdict want = best == i ? EARLY_STOP_IMPROVED : since >= patience ? EARLY_STOP_STOP : EARLY_STOP_WAIT;
+            if (v != want || e.best_step != best * 5 || e.best_loss != losses[best] || e.since_best != since) mismatches++;
+            if (v == EARLY_STOP_STOP) stop_at = i;
+        }
+        stops_checked += stop_at >= 0;
+    }
+    char what[200];
+    snprintf(what, sizeof(what), "early_stop_update vs a naive replay, patience 1..12 over 40 evaluations: %d mismatches, %d runs stopped",
+             mismatches, stops_checked);
+    check(mismatches == 0 && stops_checked == 12, what);
+    EarlyStop flat;
+    early_stop_init(&flat, 3);
+    int evals = 0;
+    EarlyStopVerdict v;
+    do v = early_stop_update(&flat, evals * 10, 2.5f);
+    while (++evals < 100 && v != EARLY_STOP_STOP);
+    check(evals == 4 && flat.best_step == 0, "a constant val loss with --early-stop 3 stops at the 4th evaluation, best step 0");
+}
+
+static void test_early_stop_resume(void) {
+    char dir[256];
+    snprintf(dir, sizeof(dir), "/tmp/test_progress_%d", (int)getpid());
+    make_dir_check(dir);
+    int mismatches = 0, cases = 0;
+    for (int every = 1; every <= 7; every++)
+        for (int best = 0; best <= 30; best += every)
+            for (int start = best + 1; start <= 40; start++) {
+                /* reference: evaluations at steps s = 0, every, 2 every, ... with best < s < start */
+                int want = 0;
+                for (int s = 0; s < start; s += every) want += s > best;
+                EarlyStop e;
+                early_stop_init(&e, 3);
+                e.best_step = best;
+                e.best_loss = 1.5f;
+                char err[4600];
+                /* the best step's marker makes the checkpoint "complete" for early_stop_resume */
+                char model[4200], state[4200], done[4200];
+                checkpoint_paths(model, state, done, sizeof(model), dir, best, 0);
+                FILE* f = fopen_check(done, "wb");
+                fclose_check(f, done);
+                int rc = early_stop_try_write(&e, dir, err, sizeof(err));
+                EarlyStop r;
+                early_stop_init(&r, 3);
+                FILE* sink = fopen_check("/dev/null", "w");
+                int restored = rc == 0 && early_stop_resume(&r, dir, start, every, sink);
+                fclose_check(sink, "/dev/null");
+                remove(done);
+                cases++;
+                if (!restored || r.best_step != best || r.best_loss != 1.5f || r.since_best != want) mismatches++;
+            }
+    char path[300];
+    snprintf(path, sizeof(path), "%s/best.txt", dir);
+    EarlyStop r;
+    early_stop_init(&r, 3);
+    FILE* sink = fopen_check("/dev/null", "w");
+    int without_checkpoint = early_stop_resume(&r, dir, 40, 5, sink); /* best.txt names a step with no marker */
+    fclose_check(sink, "/dev/null");
+    remove(path);
+    rmdir(dir);
+    char what[200];
+    snprintf(what, sizeof(what), "early_stop_resume: best step, loss and evaluations since, vs enumeration: %d cases, %d mismatches",
+             cases, mismatches);
+    check(mismatches == 0, what);
+    check(without_checkpoint == 0 && r.best_step == -1, "early_stop_resume ignores best.txt when its checkpoint is not complete");
+}
+
+static void test_profile_print(void) {
+    Profiler p;
+    profile_reset(&p);
+    profile_add(&p, PROF_ADAMW, 0.010);
+    profile_add(&p, PROF_MATMUL_FC_FWD, 0.030);
+    profile_add(&p, PROF_MATMUL_FC_FWD, 0.030);
+    profile_add(&p, PROF_GELU_FWD, 0.020);
+    profile_add(NULL, PROF_GELU_FWD, 1.0); /* off: no effect, no crash */
+    profile_begin(NULL, PROF_DATA);
+    profile_end(NULL, PROF_DATA);
+    char* text = NULL;
+    size_t bytes = 0;
+    FILE* f = open_memstream(&text, &bytes);
+    profile_print(f, &p, 2, 0.100);
+    fclose(f);
+    const char* fc = strstr(text, "matmul fc forward");
+    const char* gelu = strstr(text, "gelu forward");
+    const char* adamw = strstr(text, "adamw");
+    int rows = 0;
+    for (const char* s = text; (s = strstr(s, "\n| ")) != NULL; s++) rows++;
+    int ok = fc && gelu && adamw && fc < gelu && gelu < adamw && rows == 4 && strstr(fc, "60.00") && strstr(fc, "30.000") &&
+             strstr(fc, "1.0") && strstr(fc, "60.0%") && strstr(text, "the ops sum to 90.00 ms of 100.00 ms step time (90.0%)");
+    check(ok, "profile_print: 3 rows (+ heading) longest first, ms, ms/step, calls/step, share, total line; NULL profiler a no-op");
+    if (!ok) fputs(text, stdout);
+    free(text);
+    check(fabs(profile_total(&p) - 0.090) < 1e-12, "profile_total sums the ops");
+}
+
+int main(void) {
+    test_format_duration();
+    test_eta();
+    test_json_string();
+    test_early_stop();
+    test_early_stop_resume();
+    test_profile_print();
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,97 @@
+/*
+ * llmc/early_stop.h — --early-stop N: end a run when the validation loss has not improved for N
+ * evaluations, keeping the best model.
+ *
+ * early_stop_update(e, step, val_loss) after each evaluation: a finite loss below every earlier
+ * one (strictly) is the new best (EARLY_STOP_IMPROVED: the trainer writes the best checkpoint);
+ * otherwise one more evaluation without improvement, and once there are `patience` of them in a
+ * row, EARLY_STOP_STOP (the trainer stops, exit 0). A non-finite loss never improves. So a run
+ * whose validation loss cannot improve stops at its (N+1)-th evaluation.
+ *
+ * The best checkpoint is a complete checkpoint in DIR/best/ (doc/formats.md, "Checkpoint
+ * directory"; the trainer keeps only the newest there) plus DIR/best/best.txt, written after it:
+ * "step S\nval_loss L\n" (L with %.9g, which round-trips a float). On resume, early_stop_resume
+ * reads best.txt back and counts the evaluations made since the best step, so a resumed run stops
+ * where an uninterrupted one would. No global state.
+ */
+#ifndef LLMC_EARLY_STOP_H
+#define LLMC_EARLY_STOP_H
+
+#include <math.h>
+#include "llmc/checkpoint.h"
+
+typedef struct {
+    int patience;    /* evaluations without improvement that stop the run (> 0) */
+    int best_step;   /* the step of the best evaluation; -1 before the first */
+    float best_loss; /* its validation loss */
+    int since_best;  /* evaluations since the best one */
+} EarlyStop;
+
+typedef enum { EARLY_STOP_IMPROVED, EARLY_STOP_WAIT, EARLY_STOP_STOP } EarlyStopVerdict;
+
+static inline void early_stop_init(EarlyStop* e, int patience) {
+    e->patience = patience;
+    e->best_step = -1;
+    e->best_loss = INFINITY;
+    e->since_best = 0;
+}
+
+static inline EarlyStopVerdict early_stop_update(EarlyStop* e, int step, float val_loss) {
+    if (isfinite(val_loss) && (e->best_step < 0 || val_loss < e->best_loss)) {
+        e->best_step = step;
+        e->best_loss = val_loss;
+        e->since_best = 0;
+        return EARLY_STOP_IMPROVED;
+    }
+    e->since_best++;
+    return e->since_best >= e->patience ? EARLY_STOP_STOP : EARLY_STOP_WAIT;
+}
+
+/* "<dir>/best" into out */
+static inline void early_stop_dir(char* out, size_t cap, const char* dir) {
+    if ((size_t)snprintf(out, cap, "%s/best", dir) >= cap) fatalf("%s: path too long for the best checkpoint", dir);
+}
+
+/* Writes best_dir/best.txt atomically; returns 0, or -1 with the reason in err. */
+static inline int early_stop_try_write(const EarlyStop* e, const char* best_dir, char* err, size_t cap) {
+    char path[4200], text[96];
+    if ((size_t)snprintf(path, sizeof(path), "%s/best.txt", best_dir) >= sizeof(path)) {
+        snprintf(err, cap, "%s: path too long", best_dir);
+        return -1;
+    }
+    const void* data[1] = {text};
+    size_t bytes[1] = {(size_t)snprintf(text, sizeof(text), "step %d\nval_loss %.9g\n", e->best_step, (double)e->best_loss)};
+    return atomic_try_write(path, 1, data, bytes, NULL, 0, 0, err, cap);
+}
+
+/* On resume at start_step (evaluations every val_every steps, at steps 0, val_every, ...): restores
+ * the best step and loss from best_dir/best.txt and counts the evaluations after the best one and
+ * before start_step. Returns 1 if restored; 0 if there is no best.txt, or if best_dir holds no
+ * complete checkpoint of the step it names (a write cut short), with the reason printed to report. */
+static inline int early_stop_resume(EarlyStop* e, const char* best_dir, int start_step, int val_every, FILE* report) {
+    char path[4200];
+    if ((size_t)snprintf(path, sizeof(path), "%s/best.txt", best_dir) >= sizeof(path)) fatalf("%s: path too long", best_dir);
+    FILE* f = fopen(path, "rb");
+    if (!f) {
+        if (errno == ENOENT) return 0;
+        fatalf("%s: cannot open: %s", path, strerror(errno));
+    }
+    int step;
+    float loss;
+    int fields = fscanf(f, "step %d\nval_loss %f\n", &step, &loss);
+    fclose_check(f, path);
+    if (fields != 2 || step < 0 || step > start_step || !isfinite(loss))
+        fatalf("%s: malformed: expected \"step S\\nval_loss L\\n\" with 0 <= S <= %d and L finite", path, start_step);
+    if (checkpoint_latest(best_dir) != step) {
+        fprintf(report, "resume: early stop: %s names step %d but %s has no complete checkpoint of it; the best restarts\n", path,
+                step, best_dir);
+        return 0;
+    }
+    e->best_step = step;
+    e->best_loss = loss;
+    e->since_best = start_step > 0 ? (start_step - 1) / val_every - step / val_every : 0;
+    fprintf(report, "resume: early stop: best val loss %.6f at step %d, %d evaluation(s) since\n", (double)loss, step, e->since_best);
+    return 1;
+}
+
+#endif
