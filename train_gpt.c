@@ -433,6 +433,13 @@ int main(int argc, char** argv) {
     flags_reject(&args, "zero", "the CPU trainer has no ZeRO sharding (it runs as one process)");
     flags_reject(&args, "recompute", "the CPU trainer keeps all activations; recompute is a GPU-trainer option");
     flags_reject(&args, "master-weights", "the CPU trainer always trains in fp32");
+    const char* one_process = "the CPU trainer runs as one process (multi-GPU is train_gpt's)";
+    flags_reject(&args, "dist-init", one_process);
+    flags_reject(&args, "dist-file", one_process);
+    flags_reject(&args, "dist-timeout", one_process);
+    flags_reject(&args, "grad-comm", one_process);
+    flags_reject(&args, "lr-scale", one_process);
+    flags_reject(&args, "lr-ref-batch", one_process);
     if (args.threads > 0) omp_set_num_threads(args.threads);
     int save_error_continue = strcmp(args.on_save_error, "continue") == 0;
     if (!save_error_continue && strcmp(args.on_save_error, "stop") != 0) {
@@ -486,16 +493,24 @@ int main(int argc, char** argv) {
     int B = args.batch_size, T = args.seq_len;
     if (T > c->max_seq_len) fatalf("--seq-len %d is longer than the model's maximum sequence length %d", T, c->max_seq_len);
 
-    /* data */
+    /* data: a training window is one optimizer step of `accum` micro-batches; micro-step j reads
+     * slot j (as the GPU trainer's rank r reads slot j*world + r), so the data order does not
+     * depend on how a step is split */
+    size_t tokens_per_micro = (size_t)B * T;
+    long long total_batch = args.total_batch > 0 ? args.total_batch : (long long)tokens_per_micro;
+    if (total_batch % (long long)tokens_per_micro != 0)
+        fatalf("--total-batch %lld is not a multiple of micro-batch x sequence length = %d x %d = %zu tokens", total_batch, B, T,
+               tokens_per_micro);
+    int accum = (int)(total_batch / (long long)tokens_per_micro);
     DataLoader train, val;
     int have_val = 0;
     if (args.mock_data) {
-        dataloader_init_mock(&train, B, T, c->vocab_size, 0, 1, args.seed);
+        dataloader_init_mock(&train, B, T, c->vocab_size, 0, accum, args.seed);
         dataloader_init_mock(&val, B, T, c->vocab_size, 0, 1, args.seed + 1);
         have_val = 1;
     } else {
         if (!args.train_data[0]) fatalf("no training data: give --train-data GLOB (or --mock-data)");
-        dataloader_init(&train, args.train_data, B, T, 0, 1, args.shuffle, args.seed);
+        dataloader_init(&train, args.train_data, B, T, 0, accum, args.shuffle, args.seed);
         if (train.vocab_size > c->vocab_size)
             fatalf("%s: the shards hold tokens up to %d but the model's vocabulary is %d", args.train_data, train.vocab_size,
                    c->vocab_size);
@@ -504,15 +519,9 @@ int main(int argc, char** argv) {
             have_val = 1;
         }
     }
-    size_t tokens_per_micro = (size_t)B * T;
-    long long total_batch = args.total_batch > 0 ? args.total_batch : (long long)tokens_per_micro;
-    if (total_batch % (long long)tokens_per_micro != 0)
-        fatalf("--total-batch %lld is not a multiple of micro-batch x sequence length = %d x %d = %zu tokens", total_batch, B, T,
-               tokens_per_micro);
-    int accum = (int)(total_batch / (long long)tokens_per_micro);
     int max_steps = args.max_steps;
     if (max_steps < 0) {
-        max_steps = (int)(dataloader_batches_per_epoch(&train) / (size_t)accum);
+        max_steps = (int)dataloader_batches_per_epoch(&train);
         if (max_steps < 1) max_steps = 1;
     }
     gpt_alloc_activations(&model, B, T);
@@ -675,7 +684,7 @@ int main(int argc, char** argv) {
                 dropped = 1;
                 break;
             }
-            PROFILE(model.prof, PROF_DATA, dataloader_next(&train));
+            PROFILE(model.prof, PROF_DATA, dataloader_next_slot(&train, micro, micro == accum - 1));
             loss_sum += gpt_forward(&model, train.inputs, train.targets, B, T);
             gpt_backward(&model, train.inputs, train.targets, B, T, 1.0f / accum);
         }

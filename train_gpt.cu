@@ -35,6 +35,7 @@
 #include "llmc/classifier.cuh"
 #include "llmc/global_norm.cuh"
 #include "llmc/adamw.cuh"
+#include "llmc/distributed.cuh"
 
 /* ----------------------------------------------------------------------------
  * Parameters: one contiguous floatX buffer in model-file order (doc/formats.md); the gradients mirror it. */
@@ -126,9 +127,11 @@ typedef struct {
     uint64_t seed; /* stochastic rounding */
     floatX* params;
     floatX* grads;
-    float* master; /* fp32 master weights (bf16 build with --master-weights 1), else NULL */
-    float* adam_m;
+    Shard opt;     /* the parameters the optimizer state covers: all, or this rank's ZeRO-1 shard */
+    float* master; /* fp32 master weights of opt (bf16 build with --master-weights 1), else NULL */
+    float* adam_m; /* opt.size each */
     float* adam_v;
+    Distributed* dist; /* multi-GPU communication (llmc/distributed.cuh), or NULL */
     ParameterTensors w;
     ParameterTensors g;
     void* act_memory;
@@ -173,12 +176,13 @@ static int gpt_uses_master(int master_weights) {
 #endif
 }
 
-static MemoryPlan gpt_memory_plan(const GPTConfig* c, int B, int T, int recompute, int master_weights) {
+/* opt_elems: elements of each optimizer array (the parameter count, or a ZeRO-1 shard) */
+static MemoryPlan gpt_memory_plan(const GPTConfig* c, int B, int T, int recompute, int master_weights, size_t opt_elems) {
     MemoryPlan p;
     size_t n = gpt_num_params(c), BT = (size_t)B * T, C = c->channels;
     p.params = n * sizeof(floatX);
     p.grads = n * sizeof(floatX);
-    p.optimizer = n * sizeof(float) * (master_weights ? 3 : 2);
+    p.optimizer = opt_elems * sizeof(float) * (master_weights ? 3 : 2);
     size_t sizes[NUM_ACTIVATIONS];
     int is_fp32[NUM_ACTIVATIONS];
     activation_sizes(c, B, T, recompute, sizes, is_fp32);
@@ -204,8 +208,8 @@ static inline void memory_plan_print(const MemoryPlan* p, const MemoryPlan* with
 }
 
 /* Stops with the bytes needed when the model and a batch of B x T tokens do not fit in the device's free memory. */
-static void gpt_check_memory(const GPTConfig* c, int B, int T, int recompute, int master_weights) {
-    MemoryPlan plan = gpt_memory_plan(c, B, T, recompute, master_weights);
+static void gpt_check_memory(const GPTConfig* c, int B, int T, int recompute, int master_weights, size_t opt_elems) {
+    MemoryPlan plan = gpt_memory_plan(c, B, T, recompute, master_weights, opt_elems);
     size_t need = plan.params + plan.grads + plan.optimizer + plan.activations + plan.scratch, free_bytes, total_bytes;
     cudaCheck(cudaMemGetInfo(&free_bytes, &total_bytes));
     if (need > free_bytes)
@@ -216,16 +220,20 @@ static void gpt_check_memory(const GPTConfig* c, int B, int T, int recompute, in
 }
 
 /* Allocates the model for batches of up to B x T tokens, after checking that it fits in the device's
- * free memory (the error names how much it needs). Weights are set by gpt_set_weights. */
-static void gpt_create(GPT* m, const GPTConfig* c, int B, int T, int recompute, int master_weights, uint64_t seed) {
+ * free memory (the error names how much it needs). The optimizer state covers the parameters of
+ * `opt` (NULL: all of them). Weights are set by gpt_set_weights. */
+static void gpt_create(GPT* m, const GPTConfig* c, int B, int T, int recompute, int master_weights, uint64_t seed, const Shard* opt) {
     gpt_config_check(c, "model config");
     if (!attention_supported(c->channels, c->num_heads))
         fatalf("model config: head size %d is above the attention kernel's maximum %d", c->channels / c->num_heads, 32 * ATT_DIMS);
     if (c->channels % 8 != 0) fatalf("model config: channels %d is not a multiple of 8, which cuBLASLt's alignment needs", c->channels);
     if (T > c->max_seq_len) fatalf("sequence length %d exceeds the model's maximum %d", T, c->max_seq_len);
     master_weights = gpt_uses_master(master_weights);
-    gpt_check_memory(c, B, T, recompute, master_weights);
+    Shard whole = zero_shard(gpt_num_params(c), 1, 0);
+    if (!opt) opt = &whole;
+    gpt_check_memory(c, B, T, recompute, master_weights, opt->size);
     memset(m, 0, sizeof(*m));
+    m->opt = *opt;
     m->config = *c;
     m->batch_cap = B;
     m->seq_cap = T;
@@ -239,11 +247,12 @@ static void gpt_create(GPT* m, const GPTConfig* c, int B, int T, int recompute, 
     cudaCheck(cudaMalloc(&m->params, n * sizeof(floatX)));
     cudaCheck(cudaMalloc(&m->grads, n * sizeof(floatX)));
     cudaCheck(cudaMemset(m->grads, 0, n * sizeof(floatX)));
-    if (master_weights) cudaCheck(cudaMalloc(&m->master, n * sizeof(float)));
-    cudaCheck(cudaMalloc(&m->adam_m, n * sizeof(float)));
-    cudaCheck(cudaMalloc(&m->adam_v, n * sizeof(float)));
-    cudaCheck(cudaMemset(m->adam_m, 0, n * sizeof(float)));
-    cudaCheck(cudaMemset(m->adam_v, 0, n * sizeof(float)));
+    size_t so = opt->size;
+    if (master_weights) cudaCheck(cudaMalloc(&m->master, so * sizeof(float)));
+    cudaCheck(cudaMalloc(&m->adam_m, so * sizeof(float)));
+    cudaCheck(cudaMalloc(&m->adam_v, so * sizeof(float)));
+    cudaCheck(cudaMemset(m->adam_m, 0, so * sizeof(float)));
+    cudaCheck(cudaMemset(m->adam_v, 0, so * sizeof(float)));
     point_parameters(&m->w, m->params, m->param_sizes);
     point_parameters(&m->g, m->grads, m->param_sizes);
 
@@ -257,7 +266,7 @@ static void gpt_create(GPT* m, const GPTConfig* c, int B, int T, int recompute, 
                                     (void**)&a->fch_gelu, (void**)&a->residual3, (void**)&a->lnf,      (void**)&a->lnf_mean,
                                     (void**)&a->lnf_rstd, (void**)&a->proj,     (void**)&a->logits,    (void**)&a->losses};
     size_t BT = (size_t)B * T, C = c->channels;
-    cudaCheck(cudaMalloc(&m->act_memory, gpt_memory_plan(c, B, T, recompute, master_weights).activations));
+    cudaCheck(cudaMalloc(&m->act_memory, gpt_memory_plan(c, B, T, recompute, master_weights, so).activations));
     char* p = (char*)m->act_memory;
     for (int i = 0; i < NUM_ACTIVATIONS; i++) {
         *ptrs[i] = p;
@@ -280,6 +289,30 @@ static void gpt_create(GPT* m, const GPTConfig* c, int B, int T, int recompute, 
     m->logits_host = (float*)malloc_check((size_t)c->padded_vocab_size * sizeof(float));
 }
 
+/* Gradient buckets for llmc/distributed.cuh, in the order the backward pass completes them: bucket l
+ * (l = L-1 .. 0) is layer l's twelve tensors, bucket L the embeddings and the final layernorm (their
+ * gradients are complete only after the encoder's backward). first: L + 2 ints; ranges: 12L + 4. */
+#define GPT_LAYER_TENSORS 12 /* ln1w .. fcprojb: tensors 2..13 of the file order */
+static inline void gpt_buckets(const GPT* m, int* first, ParamRange* ranges) {
+    int L = m->config.num_layers, k = 0;
+    size_t offsets[NUM_PARAM_TENSORS], at = 0;
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
+        offsets[i] = at;
+        at += m->param_sizes[i];
+    }
+    for (int l = 0; l < L; l++) {
+        first[l] = k;
+        for (int i = 2; i < 2 + GPT_LAYER_TENSORS; i++) {
+            size_t per_layer = m->param_sizes[i] / L;
+            ranges[k++] = (ParamRange){offsets[i] + l * per_layer, per_layer};
+        }
+    }
+    first[L] = k;
+    static const int embedding_tensors[4] = {0, 1, 14, 15};
+    for (int j = 0; j < 4; j++) ranges[k++] = (ParamRange){offsets[embedding_tensors[j]], m->param_sizes[embedding_tensors[j]]};
+    first[L + 1] = k;
+}
+
 static void gpt_free(GPT* m) {
     void* device[] = {m->params, m->grads, m->master, m->adam_m, m->adam_v, m->act_memory, m->scratch, m->inputs_dev,
                       m->targets_dev, m->buckets_dev};
@@ -292,13 +325,20 @@ static void gpt_free(GPT* m) {
     free(m->logits_host);
 }
 
-/* Sets the weights from fp32 host values: the masters (if any) and the parameters rounded from them as
- * AdamW's step t rounded them (t = 0 for a fresh model, the checkpoint's step on resume). */
+/* Sets the weights from fp32 host values (all num_params): the masters of m->opt (if any) and every
+ * parameter rounded as AdamW's step t rounded it (t = 0 for a fresh model, the checkpoint's step on
+ * resume); the rounding depends on the element's index only, so every rank gets the same bits. */
 static void gpt_set_weights(GPT* m, const float* host, int t) {
     size_t n = m->num_params;
     if (m->master) {
-        cudaCheck(cudaMemcpy(m->master, host, n * sizeof(float), cudaMemcpyHostToDevice));
-        params_from_master(m->params, m->master, n, t, m->seed, m->stream);
+        float* full = m->master; /* a whole-model staging buffer when the masters are a ZeRO-1 shard */
+        if (m->opt.count < n) cudaCheck(cudaMalloc(&full, n * sizeof(float)));
+        cudaCheck(cudaMemcpy(full, host, n * sizeof(float), cudaMemcpyHostToDevice));
+        params_from_master(m->params, full, n, t, m->seed, m->stream);
+        if (full != m->master) {
+            cudaCheck(cudaMemcpy(m->master, full + m->opt.offset, m->opt.count * sizeof(float), cudaMemcpyDeviceToDevice));
+            cudaCheck(cudaFree(full));
+        }
         return;
     }
     floatX* staged = (floatX*)malloc_check(n * sizeof(floatX));
@@ -307,13 +347,20 @@ static void gpt_set_weights(GPT* m, const float* host, int t) {
     free(staged);
 }
 
-/* fp32 host copy of the weights: the masters if any, else the parameters */
-static void gpt_get_weights(const GPT* m, float* host) {
+/* fp32 host copy of all the weights: the masters if any (gathered from every rank when they are a
+ * ZeRO-1 shard; every rank must call it then), else the parameters */
+static void gpt_get_weights(GPT* m, float* host) {
     size_t n = m->num_params;
+    if (m->master && m->opt.count < n) {
+        dist_gather_shards(m->dist, m->master, host, m->stream);
+        return;
+    }
     if (m->master) {
         cudaCheck(cudaMemcpy(host, m->master, n * sizeof(float), cudaMemcpyDeviceToHost));
         return;
     }
+    if (m->dist)
+        for (int b = 0; b < m->dist->num_buckets; b++) dist_wait_params(m->dist, b, m->stream);
     floatX* staged = (floatX*)malloc_check(n * sizeof(floatX));
     cudaCheck(cudaMemcpy(staged, m->params, n * sizeof(floatX), cudaMemcpyDeviceToHost));
     floatX_to_floats(host, staged, n);
@@ -354,6 +401,7 @@ static void gpt_forward_body(GPT* m, const int* inputs, int B, int T) {
     cudaStream_t s = m->stream;
     cudaCheck(cudaMemcpyAsync(m->inputs_dev, inputs, (size_t)BT * sizeof(int), cudaMemcpyHostToDevice, s));
 
+    if (m->dist) dist_wait_params(m->dist, L, s); /* ZeRO-1: a bucket's parameters are used once gathered */
     encoder_forward(a->encoded, m->inputs_dev, w->wte, w->wpe, B, T, C, s);
     residual_layernorm_forward(NULL, a->ln1, a->ln1_mean, a->ln1_rstd, a->encoded, NULL, w->ln1w, w->ln1b, BT, C, s);
     for (int l = 0; l < L; l++) {
@@ -362,6 +410,7 @@ static void gpt_forward_body(GPT* m, const int* inputs, int B, int T) {
         floatX* ln2 = layer_slice(a->ln2, l, lc, ln_stacked);
         floatX* fch_gelu = layer_slice(a->fch_gelu, l, 4 * lc, gelu_stacked);
         floatX *qkv = a->qkv + 3 * l * lc, *atty = a->atty + l * lc, *residual2 = a->residual2 + l * lc, *fch = a->fch + 4 * l * lc;
+        if (m->dist) dist_wait_params(m->dist, l, s);
         matmul_forward(&m->blas, qkv, NULL, ln1, w->qkvw + (size_t)l * 3 * C * C, w->qkvb + l * 3 * C, BT, C, 3 * C);
         attention_forward(atty, a->att_lse + (size_t)l * NH * BT, qkv, B, T, C, NH, s);
         matmul_forward(&m->blas, a->proj, NULL, atty, w->attprojw + (size_t)l * C * C, w->attprojb + l * C, BT, C, C);
@@ -412,8 +461,10 @@ static void gpt_zero_grad(GPT* m) { cudaCheck(cudaMemsetAsync(m->grads, 0, m->nu
 
 /* ----------------------------------------------------------------------------
  * Backward pass: accumulates d(grad_scale * mean loss)/d(params) into m->grads. Must follow
- * gpt_forward(..., grad_scale) with grad_scale != 0 on the same batch (the logits hold their gradient). */
-static void gpt_backward(GPT* m, const int* inputs, int B, int T) {
+ * gpt_forward(..., grad_scale) with grad_scale != 0 on the same batch (the logits hold their gradient).
+ * With reduce (the last micro-step of a multi-GPU step), each layer's gradients are handed to the
+ * communication stream as soon as they are complete (gpt_buckets), overlapping the layers below. */
+static void gpt_backward(GPT* m, const int* inputs, int B, int T, int reduce) {
     const GPTConfig* c = &m->config;
     int L = c->num_layers, C = c->channels, NH = c->num_heads, Vp = c->padded_vocab_size, BT = B * T;
     size_t lc = (size_t)BT * C;
@@ -459,37 +510,61 @@ static void gpt_backward(GPT* m, const int* inputs, int B, int T) {
                         w->qkvw + (size_t)l * 3 * C * C, NULL, BT, C, 3 * C);
         layernorm_backward(d->residual, g->ln1w + l * C, g->ln1b + l * C, colsum, d->ln, residual, w->ln1w + l * C, ln1_mean, ln1_rstd,
                            BT, C, s);
+        if (reduce && m->dist) dist_reduce_bucket(m->dist, l, m->grads, s);
     }
     int num_buckets = encoder_buckets(m->buckets, m->bucket_keys, inputs, BT);
     cudaCheck(cudaMemcpyAsync(m->buckets_dev, m->buckets, (3 * (size_t)BT + 1) * sizeof(int), cudaMemcpyHostToDevice, s));
     encoder_backward(g->wte, g->wpe, d->residual, m->buckets_dev, num_buckets, B, T, C, s);
+    if (reduce && m->dist) dist_reduce_bucket(m->dist, L, m->grads, s);
     cudaCheck(cudaStreamSynchronize(s)); /* the host bucket arrays are reused by the next backward */
 }
 
 /* ----------------------------------------------------------------------------
- * AdamW update with global-norm clipping. Returns the gradient norm before clipping. t is the 1-based
- * step count (bias correction and the stochastic-rounding seed). */
-static float gpt_update(GPT* m, const OptimizerConfig* oc, float lr, int t) {
+ * AdamW update with global-norm clipping, on the parameters the optimizer state covers (m->opt: all,
+ * or this rank's ZeRO-1 shard, whose new values every rank then gathers). With several GPUs it first
+ * waits for the gradient reduction, and the norm is the sum over ranks of each rank's shard's Σ g²
+ * (llmc/distributed.cuh). Returns the gradient norm before clipping. t is the 1-based step count
+ * (bias correction and the stochastic-rounding seed). G: the gradient type (fp32 after an fp32 reduction). */
+template <typename G>
+static float gpt_update_from(GPT* m, const G* grads, const OptimizerConfig* oc, float lr, int t) {
     float* norm_scratch = m->scratch + m->colsum_floats + m->delta_floats;
-    float norm = sqrtf(global_norm_squared(m->grads, m->num_params, norm_scratch, m->stream));
+    Shard norm_range = m->dist ? m->dist->shard : m->opt;
+    global_norm_squared_launch(grads + norm_range.offset, norm_range.count, norm_scratch, m->stream);
+    float norm_squared;
+    if (m->dist) norm_squared = dist_sum_device_float(m->dist, norm_scratch + GNORM_BLOCKS, m->stream);
+    else {
+        cudaCheck(cudaMemcpyAsync(&norm_squared, norm_scratch + GNORM_BLOCKS, sizeof(float), cudaMemcpyDeviceToHost, m->stream));
+        cudaCheck(cudaStreamSynchronize(m->stream));
+    }
+    float norm = sqrtf(norm_squared);
     float scale = 1.0f;
     if (oc->grad_clip > 0.0f && norm > oc->grad_clip) scale = oc->grad_clip / (norm + 1e-6f);
-    size_t offset = 0;
-    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
-        size_t n = m->param_sizes[i];
+    size_t offset = 0, opt_end = m->opt.offset + m->opt.count;
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) { /* each tensor's part inside the optimizer's range */
+        size_t lo = offset > m->opt.offset ? offset : m->opt.offset;
+        size_t hi = offset + m->param_sizes[i] < opt_end ? offset + m->param_sizes[i] : opt_end;
         float wd = gpt_param_decays(i) ? oc->weight_decay : 0.0f;
-        adamw_update(m->params + offset, m->master ? m->master + offset : NULL, m->grads + offset, m->adam_m + offset,
-                     m->adam_v + offset, n, offset, lr, oc->beta1, oc->beta2, oc->eps, wd, scale, t, m->seed, m->stream);
-        offset += n;
+        size_t at = lo - m->opt.offset; /* index into the optimizer's arrays */
+        if (lo < hi)
+            adamw_update(m->params + lo, m->master ? m->master + at : NULL, grads + lo, m->adam_m + at, m->adam_v + at, hi - lo, lo, lr,
+                         oc->beta1, oc->beta2, oc->eps, wd, scale, t, m->seed, m->stream);
+        offset += m->param_sizes[i];
     }
+    if (m->dist) dist_gather_params(m->dist, m->params, m->stream);
     return norm;
+}
+
+static float gpt_update(GPT* m, const OptimizerConfig* oc, float lr, int t) {
+    if (m->dist) dist_wait_grads(m->dist, m->stream);
+    if (m->dist && m->dist->staged) return gpt_update_from(m, (const float*)m->dist->grads32, oc, lr, t);
+    return gpt_update_from(m, (const floatX*)m->grads, oc, lr, t);
 }
 
 #ifndef TESTING
 #include "llmc/flags.h"
 #include "llmc/logger.h"
 #include "llmc/sampler.h"
-#include "llmc/tokenizer.h"
+#include "llmc/generate.h"
 
 static double now_seconds(void) {
     struct timespec ts;
@@ -509,7 +584,8 @@ static double device_bf16_peak(const char* name) {
     return 0.0;
 }
 
-/* Mean loss over the first `batches` batches of the validation loader. */
+/* Mean loss over the first `batches` batches of the validation loader (every rank its slice of each;
+ * the mean over ranks). */
 static float evaluate(GPT* m, DataLoader* val, int batches) {
     dataloader_reset(val);
     double sum = 0.0;
@@ -517,81 +593,58 @@ static float evaluate(GPT* m, DataLoader* val, int batches) {
         dataloader_next(val);
         sum += gpt_forward(m, val->inputs, val->targets, val->B, val->T, 0.0f);
     }
-    return (float)(sum / batches);
+    return dist_mean(m->dist, (float)(sum / batches), m->stream);
 }
 
-/* Generates `count` tokens after an end-of-text token, printing them as they come. */
-static void sample_text(GPT* m, const Tokenizer* tok, int have_tokenizer, int eot, int count, int window, float temperature,
-                        int top_k, Rng* rng) {
-    int* ctx = (int*)malloc_check((size_t)(count + 1) * sizeof(int));
-    int n = 0;
-    ctx[n++] = eot;
-    printf("---- sample\n");
-    for (int i = 0; i < count; i++) {
-        int start = n > window ? n - window : 0;
-        const float* logits = gpt_forward_last(m, ctx + start, n - start);
-        int next = sample_token(logits, m->config.vocab_size, temperature, top_k, rng);
-        ctx[n++] = next;
-        if (have_tokenizer) {
-            size_t len;
-            const unsigned char* bytes = tokenizer_token_bytes(tok, next, &len);
-            fwrite(bytes, 1, len, stdout);
-        } else {
-            printf("%d ", next);
-        }
-        fflush(stdout);
-    }
-    printf("\n----\n");
-    free(ctx);
-}
+/* sampling callback (llmc/generate.h): logits of the next position, copied to the host */
+static const float* next_logits_gpu(void* model, const int* tokens, int n) { return gpt_forward_last((GPT*)model, tokens, n); }
 
+/* Every rank writes the optimizer state of its shard's range (llmc/zero.h; with ZeRO 0 a slice of
+ * its full copy), rank 0 the model file (fp32 weights, gathered when sharded); once all are written,
+ * rank 0 marks the step done with the world size. */
 static void save_checkpoint(GPT* m, const char* dir, const TrainState* st) {
+    Distributed* d = m->dist;
     char model_path[4200], state_path[4200], done_path[4200];
-    checkpoint_paths(model_path, state_path, done_path, sizeof(model_path), dir, st->step, 0);
-    size_t n = m->num_params;
-    float* host = (float*)malloc_check(3 * n * sizeof(float));
+    checkpoint_paths(model_path, state_path, done_path, sizeof(model_path), dir, st->step, d->rank);
+    size_t n = m->num_params, count = d->shard.count, at = d->shard.offset - m->opt.offset;
+    float* host = (float*)malloc_check((n + 2 * count + 1) * sizeof(float));
     gpt_get_weights(m, host);
-    cudaCheck(cudaMemcpy(host + n, m->adam_m, n * sizeof(float), cudaMemcpyDeviceToHost));
-    cudaCheck(cudaMemcpy(host + 2 * n, m->adam_v, n * sizeof(float), cudaMemcpyDeviceToHost));
-    model_file_write(model_path, &m->config, host);
-    state_file_write(state_path, st, host + n, host + 2 * n, NULL);
-    checkpoint_mark_done(dir, st->step, 1);
+    cudaCheck(cudaMemcpy(host + n, m->adam_m + at, count * sizeof(float), cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(host + n + count, m->adam_v + at, count * sizeof(float), cudaMemcpyDeviceToHost));
+    TrainState mine = *st;
+    mine.rank = d->rank;
+    mine.world = d->world;
+    mine.shard_offset = d->shard.offset;
+    mine.shard_count = count;
+    if (d->rank == 0) model_file_write(model_path, &m->config, host);
+    state_file_write(state_path, &mine, host + n, host + n + count, NULL);
+    dist_mean(d, 0.0f, m->stream); /* barrier: every rank's files are written */
+    if (d->rank == 0) checkpoint_mark_done(dir, st->step, d->world);
     free(host);
     printf("checkpoint: step %d written to %s\n", st->step, dir);
-}
-
-/* GPT-2 initialisation, as train_gpt.c's gpt_init_random: weights N(0, 0.02), residual projections
- * N(0, 0.02/sqrt(2L)), biases 0, layernorm weights 1, padded vocabulary rows 0. host: num_params floats. */
-static void init_random_weights(float* host, const GPTConfig* c, uint64_t seed) {
-    size_t sizes[NUM_PARAM_TENSORS];
-    gpt_param_sizes(c, sizes);
-    Rng rng;
-    rng_seed(&rng, seed);
-    float* p = host;
-    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
-        size_t n = sizes[i];
-        const char* name = GPT_PARAM_NAMES[i];
-        if (name[0] == 'l' && name[1] == 'n') {
-            float value = name[strlen(name) - 1] == 'w' ? 1.0f : 0.0f;
-            for (size_t j = 0; j < n; j++) p[j] = value;
-        } else if (!gpt_param_decays(i)) {
-            memset(p, 0, n * sizeof(float));
-        } else {
-            float std = gpt_param_is_residual_proj(i) ? 0.02f / sqrtf(2.0f * (float)c->num_layers) : 0.02f;
-            rng_fill_normal(&rng, p, n, 0.0f, std);
-        }
-        p += n;
-    }
-    size_t C = (size_t)c->channels;
-    memset(host + (size_t)c->vocab_size * C, 0, (size_t)(c->padded_vocab_size - c->vocab_size) * C * sizeof(float));
 }
 
 int main(int argc, char** argv) {
     TrainArgs args;
     flags_parse(&args, argc, argv, "train_gpt");
-    flags_reject(&args, "zero", "ZeRO sharding needs several GPUs; this trainer runs on one");
+    if (args.zero == 2) fatalf("--zero 2 (sharded gradients) is not implemented: use -z 1 (sharded optimizer state) or -z 0");
+    if (strcmp(args.grad_comm, "bf16") != 0 && strcmp(args.grad_comm, "fp32") != 0)
+        fatalf("--grad-comm %s: expected bf16 or fp32", args.grad_comm);
+    /* one process per GPU (llmc/process_group.h); ranks above 0 print nothing on stdout */
+    ProcessGroup pg;
+    process_group_init(&pg, &argc, &argv, args.dist_init, args.dist_file, args.dist_timeout);
+    int rank = pg.rank, world = pg.world;
+    if (rank > 0 && !freopen("/dev/null", "w", stdout)) fatalf("rank %d: cannot silence stdout: %s", rank, strerror(errno));
+    int device_count;
+    cudaCheck(cudaGetDeviceCount(&device_count));
+    /* GPU = local rank; a process that sees one GPU (srun --gpus-per-task, the simulator) uses that one */
+    int device = device_count == 1 ? 0 : pg.local_rank;
+    if (device >= device_count)
+        fatalf("rank %d: local rank %d but this node shows %d GPU(s): start at most one process per GPU", rank, device, device_count);
+    cudaCheck(cudaSetDevice(device));
+    if (world > 1) process_group_watchdog_start(&pg);
     cudaDeviceProp prop;
-    cudaCheck(cudaGetDeviceProperties(&prop, 0));
+    cudaCheck(cudaGetDeviceProperties(&prop, device));
 
     /* model: the config and fp32 initial weights on the host, checked against the flags before any kernel runs */
     GPTConfig config;
@@ -628,50 +681,74 @@ int main(int argc, char** argv) {
     int B = args.batch_size, T = args.seq_len;
     if (T > config.max_seq_len) fatalf("--seq-len %d is longer than the model's maximum sequence length %d", T, config.max_seq_len);
 
-    gpt_check_memory(&config, B, T, args.recompute, gpt_uses_master(args.master_weights)); /* before the data: fail fast */
+    /* ZeRO-1: this rank's optimizer state covers its shard only */
+    Shard opt_shard = zero_shard(gpt_num_params(&config), args.zero == 1 ? world : 1, args.zero == 1 ? rank : 0);
+    gpt_check_memory(&config, B, T, args.recompute, gpt_uses_master(args.master_weights), opt_shard.size); /* fail fast */
 
-    /* data */
+    /* the global batch: micro-batch x sequence length x ranks x micro-steps = --total-batch tokens */
+    long long tokens_per_micro = (long long)B * T * world;
+    long long total_batch = args.total_batch > 0 ? args.total_batch : tokens_per_micro;
+    if (total_batch % tokens_per_micro != 0) {
+        long long below = total_batch / tokens_per_micro;
+        fatalf("--total-batch %lld is not a multiple of micro-batch x sequence length x ranks = %d x %d x %d = %lld tokens: "
+               "%lld (%lld micro-steps) or %lld (%lld micro-steps) would be",
+               total_batch, B, T, world, tokens_per_micro, below * tokens_per_micro, below, (below + 1) * tokens_per_micro, below + 1);
+    }
+    int accum = (int)(total_batch / tokens_per_micro);
+
+    /* data: a global batch of the training loader is one optimizer step; micro-step j of rank r reads
+     * its slot j x world + r, so the data order does not depend on how the step is split over ranks */
     DataLoader train, val;
     int have_val = 0;
     if (args.mock_data) {
-        dataloader_init_mock(&train, B, T, config.vocab_size, 0, 1, args.seed);
-        dataloader_init_mock(&val, B, T, config.vocab_size, 0, 1, args.seed + 1);
+        dataloader_init_mock(&train, B, T, config.vocab_size, rank, world * accum, args.seed);
+        dataloader_init_mock(&val, B, T, config.vocab_size, rank, world, args.seed + 1);
         have_val = 1;
     } else {
         if (!args.train_data[0]) fatalf("no training data: give --train-data GLOB (or --mock-data)");
-        dataloader_init(&train, args.train_data, B, T, 0, 1, args.shuffle, args.seed);
+        dataloader_init(&train, args.train_data, B, T, rank, world * accum, args.shuffle, args.seed);
         if (train.vocab_size > config.vocab_size)
             fatalf("%s: the shards hold tokens up to %d but the model's vocabulary is %d", args.train_data, train.vocab_size,
                    config.vocab_size);
         if (args.val_data[0]) {
-            dataloader_init(&val, args.val_data, B, T, 0, 1, 0, args.seed);
+            dataloader_init(&val, args.val_data, B, T, rank, world, 0, args.seed);
             have_val = 1;
         }
     }
-    size_t tokens_per_micro = (size_t)B * T;
-    long long total_batch = args.total_batch > 0 ? args.total_batch : (long long)tokens_per_micro;
-    if (total_batch % (long long)tokens_per_micro != 0)
-        fatalf("--total-batch %lld is not a multiple of micro-batch x sequence length = %d x %d = %zu tokens", total_batch, B, T,
-               tokens_per_micro);
-    int accum = (int)(total_batch / (long long)tokens_per_micro);
     int max_steps = args.max_steps;
-    if (max_steps < 0) {
-        max_steps = (int)(dataloader_batches_per_epoch(&train) / (size_t)accum);
-        if (max_steps < 1) max_steps = 1;
-    }
+    if (max_steps < 0) max_steps = (int)dataloader_batches_per_epoch(&train);
 
     /* the model on the device: the memory check comes first */
     GPT model;
-    gpt_create(&model, &config, B, T, args.recompute, args.master_weights, args.seed);
+    gpt_create(&model, &config, B, T, args.recompute, args.master_weights, args.seed, &opt_shard);
     const GPTConfig* c = &model.config;
+    /* communication (llmc/distributed.cuh): a communicator for several ranks, or for one with --dist-init given */
+    Distributed dist;
+    {
+        int L = c->num_layers;
+        int* first = (int*)malloc_check((size_t)(L + 2) * sizeof(int));
+        ParamRange* ranges = (ParamRange*)malloc_check((size_t)(GPT_LAYER_TENSORS * L + 4) * sizeof(ParamRange));
+        gpt_buckets(&model, first, ranges);
+        dist_create(&dist, &pg, args.zero, strcmp(args.grad_comm, "fp32") == 0, strcmp(args.dist_init, "auto") != 0, model.num_params,
+                    L + 1, first, ranges);
+        free(first);
+        free(ranges);
+    }
+    model.dist = &dist;
     if (!init) {
         init = (float*)malloc_check(model.num_params * sizeof(float));
-        init_random_weights(init, c, args.seed);
+        gpt_init_weights(init, c, args.seed);
     }
 
+    /* optional learning-rate scaling with the global batch, relative to the batch --lr was tuned for */
+    long long ref_batch = args.lr_ref_batch > 0 ? args.lr_ref_batch : (long long)B * T;
+    double batch_ratio = (double)total_batch / (double)ref_batch, lr_factor = 1.0;
+    if (strcmp(args.lr_scale, "linear") == 0) lr_factor = batch_ratio;
+    else if (strcmp(args.lr_scale, "sqrt") == 0) lr_factor = sqrt(batch_ratio);
+    else if (strcmp(args.lr_scale, "none") != 0) fatalf("--lr-scale %s: expected none, linear or sqrt", args.lr_scale);
     Schedule sched;
     if (!schedule_parse(args.lr_schedule, &sched.kind)) fatalf("--lr-schedule %s: unknown schedule", args.lr_schedule);
-    sched.max_lr = args.lr;
+    sched.max_lr = (float)(args.lr * lr_factor);
     sched.final_frac = args.final_lr_frac;
     sched.warmup = args.warmup;
     sched.total = max_steps;
@@ -694,13 +771,8 @@ int main(int argc, char** argv) {
     run.has_master = 0; /* the model file holds the fp32 master weights */
     if (args.output_dir[0]) make_dir_check(args.output_dir);
 
-    Tokenizer tokenizer;
-    int have_tokenizer = 0;
-    if (args.sample_every > 0 && access(args.tokenizer, R_OK) == 0) {
-        tokenizer_load(&tokenizer, args.tokenizer);
-        have_tokenizer = 1;
-    }
-    int eot = have_tokenizer ? tokenizer.eot_token : c->vocab_size - 1;
+    SampleSetup samples;
+    sample_setup(&samples, args.sample_every > 0, args.tokenizer, args.prompt, c->vocab_size, T);
 
     Rng rng;
     rng_seed(&rng, args.seed ^ 0x5A4D504C45ULL);
@@ -711,8 +783,10 @@ int main(int argc, char** argv) {
         if (last < 0) {
             printf("resume: no complete checkpoint in %s, starting from scratch\n", args.output_dir);
         } else {
-            char model_path[4200], state_path[4200], done_path[4200];
+            char model_path[4200], state_path[4200], done_path[4200], err[4600];
             checkpoint_paths(model_path, state_path, done_path, sizeof(model_path), args.output_dir, last, 0);
+            int saved_world = 0;
+            if (checkpoint_read_marker(done_path, last, &saved_world, err, sizeof(err)) != 0) fatalf("%s", err);
             GPTConfig saved;
             size_t n;
             float* params = model_file_read(model_path, &saved, &n);
@@ -720,41 +794,49 @@ int main(int argc, char** argv) {
                 fatalf("%s: the checkpoint's model config differs from this run's", model_path);
             free(init);
             init = params;
+            /* this rank's optimizer range, from the saved shards of any world size (llmc/zero.h) */
             TrainState st;
-            float *mm, *vv, *master;
-            state_file_read(state_path, &st, &mm, &vv, &master);
-            if (st.num_params != model.num_params || st.shard_count != model.num_params)
-                fatalf("%s: optimizer state holds %zu of %zu parameters, this run needs all %zu", state_path, st.shard_count,
-                       st.num_params, model.num_params);
-            if (state_compare(state_path, &st, &run, stdout) > 0)
+            float* mm = (float*)malloc_check((model.opt.count + 1) * sizeof(float));
+            float* vv = (float*)malloc_check((model.opt.count + 1) * sizeof(float));
+            zero_read_optimizer(args.output_dir, last, saved_world, n, model.opt.offset, model.opt.count, mm, vv, &st);
+            TrainState expected = run; /* the shard layout may differ: re-sharding is supported */
+            expected.world = st.world;
+            expected.shard_offset = st.shard_offset;
+            expected.shard_count = st.shard_count;
+            if (state_compare(state_path, &st, &expected, stdout) > 0)
                 printf("resume: warning: the settings above differ from the checkpoint's run; continuing with this run's\n");
-            cudaCheck(cudaMemcpy(model.adam_m, mm, n * sizeof(float), cudaMemcpyHostToDevice));
-            cudaCheck(cudaMemcpy(model.adam_v, vv, n * sizeof(float), cudaMemcpyHostToDevice));
+            cudaCheck(cudaMemcpy(model.adam_m, mm, model.opt.count * sizeof(float), cudaMemcpyHostToDevice));
+            cudaCheck(cudaMemcpy(model.adam_v, vv, model.opt.count * sizeof(float), cudaMemcpyHostToDevice));
             free(mm);
             free(vv);
-            free(master);
             rng = st.rng;
             dataloader_set_state(&train, &st.train_loader);
             start_step = st.step;
-            printf("resume: step %d from %s\n", start_step, args.output_dir);
+            printf("resume: step %d from %s", start_step, args.output_dir);
+            if (saved_world != world) printf(" (optimizer state re-sharded from %d to %d ranks)", saved_world, world);
+            printf("\n");
         }
     }
     gpt_set_weights(&model, init, start_step); /* the bf16 rounding that step start_step made */
     free(init);
 
     Logger logger;
-    logger_init(&logger, args.output_dir[0] ? args.output_dir : NULL, args.resume);
+    logger_init(&logger, args.output_dir[0] && rank == 0 ? args.output_dir : NULL, args.resume); /* rank 0 logs */
     double flops_per_token = 6.0 * (double)model.num_params + 6.0 * c->num_layers * (double)c->channels * T;
     double peak = device_bf16_peak(prop.name);
     printf("train_gpt (%s%s): %d layers, %d heads, %d channels, vocab %d (padded %d), max seq len %d\n", FLOATX_NAME,
            model.master ? ", fp32 master weights" : "", c->num_layers, c->num_heads, c->channels, c->vocab_size,
            c->padded_vocab_size, c->max_seq_len);
     printf("device: %s | bf16 peak %.0f TFLOP/s%s\n", prop.name, peak * 1e-12, peak > 0 ? "" : " (unknown: no MFU)");
-    printf("parameters: %zu | batch %d x %d, %d micro-steps per step (%lld tokens) | %d steps\n", model.num_params, B, T, accum,
-           total_batch, max_steps);
-    MemoryPlan plan = gpt_memory_plan(c, B, T, args.recompute, model.master != NULL);
-    MemoryPlan plan_full = gpt_memory_plan(c, B, T, 0, model.master != NULL);
+    printf("parameters: %zu | batch %d x %d x %d rank(s), %d micro-steps per step (%lld tokens) | %d steps\n", model.num_params, B,
+           T, world, accum, total_batch, max_steps);
+    if (strcmp(args.lr_scale, "none") != 0)
+        printf("learning rate: %g x %s(%lld / %lld tokens) = %g\n", (double)args.lr, args.lr_scale, total_batch, ref_batch,
+               (double)sched.max_lr);
+    MemoryPlan plan = gpt_memory_plan(c, B, T, args.recompute, model.master != NULL, model.opt.size);
+    MemoryPlan plan_full = gpt_memory_plan(c, B, T, 0, model.master != NULL, model.opt.size);
     memory_plan_print(&plan, &plan_full, args.recompute);
+    dist_print_plan(&dist, &pg, model.master != NULL);
 
     for (int step = start_step; step < max_steps; step++) {
         int last_step = step == max_steps - 1;
@@ -763,25 +845,25 @@ int main(int argc, char** argv) {
             printf("step %5d/%d | val loss %.6f\n", step, max_steps, vl);
             logger_val(&logger, step, vl); /* evaluated after `step` completed steps */
         }
-        if (args.sample_every > 0 && step > 0 && step % args.sample_every == 0)
-            sample_text(&model, &tokenizer, have_tokenizer, eot, args.sample_tokens, T, args.temperature, args.top_k, &rng);
+        if (args.sample_every > 0 && rank == 0 && step > 0 && step % args.sample_every == 0)
+            sample_generate(&samples, next_logits_gpu, &model, args.sample_tokens, T, args.temperature, args.top_k, &rng);
 
         double t0 = now_seconds();
         gpt_zero_grad(&model);
         double loss_sum = 0.0;
-        for (int micro = 0; micro < accum; micro++) {
-            dataloader_next(&train);
-            loss_sum += gpt_forward(&model, train.inputs, train.targets, B, T, 1.0f / accum);
-            gpt_backward(&model, train.inputs, B, T);
+        for (int micro = 0; micro < accum; micro++) { /* gradients cross ranks only on the last micro-step */
+            dataloader_next_slot(&train, micro * world + rank, micro == accum - 1);
+            loss_sum += gpt_forward(&model, train.inputs, train.targets, B, T, 1.0f / (float)(accum * world));
+            gpt_backward(&model, train.inputs, B, T, micro == accum - 1);
         }
+        float loss = dist_mean(&dist, (float)(loss_sum / accum), model.stream); /* after the gradients' reduction */
         float lr = schedule_lr(&sched, step);
         float norm = gpt_update(&model, &oc, lr, step + 1);
         cudaCheck(cudaStreamSynchronize(model.stream));
         double ms = (now_seconds() - t0) * 1000.0;
-        float loss = (float)(loss_sum / accum);
         double tok_s = (double)total_batch / (ms / 1000.0);
         char mfu[32] = "n/a";
-        if (peak > 0) snprintf(mfu, sizeof(mfu), "%.1f%%", 100.0 * tok_s * flops_per_token / peak);
+        if (peak > 0) snprintf(mfu, sizeof(mfu), "%.1f%%", 100.0 * tok_s * flops_per_token / (peak * world));
         printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.1f ms | %.0f tok/s | MFU %s\n", step + 1, max_steps, loss, lr, norm,
                ms, tok_s, mfu);
         fflush(stdout);
@@ -795,15 +877,18 @@ int main(int argc, char** argv) {
             dataloader_get_state(&train, &st.train_loader);
             save_checkpoint(&model, args.output_dir, &st);
         }
+        process_group_heartbeat(&pg);
     }
-    if (args.sample_every > 0)
-        sample_text(&model, &tokenizer, have_tokenizer, eot, args.sample_tokens, T, args.temperature, args.top_k, &rng);
+    if (args.sample_every > 0 && rank == 0)
+        sample_generate(&samples, next_logits_gpu, &model, args.sample_tokens, T, args.temperature, args.top_k, &rng);
 
     logger_free(&logger);
-    if (have_tokenizer) tokenizer_free(&tokenizer);
+    sample_setup_free(&samples);
     dataloader_free(&train);
     if (have_val) dataloader_free(&val);
+    dist_free(&dist);
     gpt_free(&model);
+    process_group_finish(&pg);
     return 0;
 }
 #endif

@@ -20,7 +20,8 @@
 /* the stochastic-rounding seed of optimizer step t (1-based; 0 for the initial rounding) */
 static inline uint32_t adamw_seed(uint64_t seed, int t) { return hash_u32((uint32_t)t, (uint32_t)seed ^ (uint32_t)(seed >> 32)); }
 
-__global__ void adamw_kernel(floatX* params, float* master, const floatX* grads, float* m, float* v, size_t n, size_t index_base,
+template <typename G> /* the gradient type: floatX, or fp32 when gradients were reduced across GPUs in fp32 */
+__global__ void adamw_kernel(floatX* params, float* master, const G* grads, float* m, float* v, size_t n, size_t index_base,
                              float step_size, float bc2_sqrt, float decay, float beta1, float beta2, float eps, float grad_scale,
                              uint32_t seed) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -42,13 +43,14 @@ __global__ void params_from_master_kernel(floatX* params, const float* master, s
 }
 
 /* one tensor of n elements at index_base of the parameter vector; master may be NULL; t >= 1 */
-static inline void adamw_update(floatX* params, float* master, const floatX* grads, float* m, float* v, size_t n, size_t index_base,
+template <typename G>
+static inline void adamw_update(floatX* params, float* master, const G* grads, float* m, float* v, size_t n, size_t index_base,
                                 float lr, float beta1, float beta2, float eps, float weight_decay, float grad_scale, int t,
                                 uint64_t seed, cudaStream_t stream) {
     float step_size = (float)((double)lr / (1.0 - pow((double)beta1, t)));
     float bc2_sqrt = (float)sqrt(1.0 - pow((double)beta2, t));
     float decay = 1.0f - lr * weight_decay;
-    launch_kernel(adamw_kernel, dim3(ceil_div((long)n, ADAMW_BLOCK)), dim3(ADAMW_BLOCK), 0, stream, params, master, grads, m, v, n,
+    launch_kernel(adamw_kernel<G>, dim3(ceil_div((long)n, ADAMW_BLOCK)), dim3(ADAMW_BLOCK), 0, stream, params, master, grads, m, v, n,
                   index_base, step_size, bc2_sqrt, decay, beta1, beta2, eps, grad_scale, adamw_seed(seed, t));
 }
 

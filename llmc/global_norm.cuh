@@ -14,7 +14,8 @@
 #define GNORM_BLOCKS 256
 #define GNORM_BLOCK 512
 
-__global__ void global_norm_partial_kernel(float* partial, const floatX* g, size_t n) {
+template <typename G> /* floatX, or fp32 gradients reduced across GPUs in fp32 */
+__global__ void global_norm_partial_kernel(float* partial, const G* g, size_t n) {
     float s = 0.0f;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
         float x = (float)g[i];
@@ -31,11 +32,17 @@ __global__ void global_norm_finish_kernel(float* out, const float* partial, int 
     if (threadIdx.x == 0) *out = s;
 }
 
-/* scratch: GNORM_BLOCKS + 1 floats; returns Σ g² (synchronises with the device to read it) */
-static inline float global_norm_squared(const floatX* g, size_t n, float* scratch, cudaStream_t stream) {
-    launch_kernel(global_norm_partial_kernel, dim3(GNORM_BLOCKS), dim3(GNORM_BLOCK), 0, stream, scratch, g, n);
+/* scratch: GNORM_BLOCKS + 1 floats; leaves Σ g² on the device at scratch[GNORM_BLOCKS] (no synchronisation) */
+template <typename G>
+static inline void global_norm_squared_launch(const G* g, size_t n, float* scratch, cudaStream_t stream) {
+    launch_kernel(global_norm_partial_kernel<G>, dim3(GNORM_BLOCKS), dim3(GNORM_BLOCK), 0, stream, scratch, g, n);
     launch_kernel(global_norm_finish_kernel, dim3(1), dim3(GNORM_BLOCK), 0, stream, scratch + GNORM_BLOCKS, (const float*)scratch,
                   GNORM_BLOCKS);
+}
+
+/* scratch: GNORM_BLOCKS + 1 floats; returns Σ g² (synchronises with the device to read it) */
+static inline float global_norm_squared(const floatX* g, size_t n, float* scratch, cudaStream_t stream) {
+    global_norm_squared_launch(g, n, scratch, stream);
     float result;
     cudaCheck(cudaMemcpyAsync(&result, scratch + GNORM_BLOCKS, sizeof(float), cudaMemcpyDeviceToHost, stream));
     cudaCheck(cudaStreamSynchronize(stream));

@@ -32,8 +32,9 @@ build/gpu/test_kernels: dev/cuda/test_kernels.cu $(GPU_HEADERS)
 ALL_TARGETS += train_gpt_sim train_gpt_sim_fp32 test_gpt_sim test_gpt_sim_fp32 build/gpu/test_kernels
 
 # nvcc builds, explicit only (this machine may have no nvcc or no GPU)
+# DIST_NVCC_FLAGS / DIST_LDLIBS (mk/distributed.mk): NCCL and MPI when they link, else empty (one GPU)
 train_gpt: train_gpt.cu $(GPU_HEADERS)
-	@bash scripts/gpu_build.sh "$(NVCC)" "$(NVCC_FLAGS) $(NVCC_PRECISION) $(NVCC_GENCODE)" $< $@ "$(GPU_LDLIBS)"
+	@bash scripts/gpu_build.sh "$(NVCC)" "$(NVCC_FLAGS) $(NVCC_PRECISION) $(NVCC_GENCODE) $(DIST_NVCC_FLAGS)" $< $@ "$(GPU_LDLIBS) $(DIST_LDLIBS)"
 test_gpt: test_gpt.cu train_gpt.cu $(GPU_HEADERS)
 	@bash scripts/gpu_build.sh "$(NVCC)" "$(NVCC_FLAGS) $(NVCC_PRECISION) $(NVCC_GENCODE)" $< $@ "$(GPU_LDLIBS)"
 build/gpu/bench_kernels: dev/cuda/bench_kernels.cu $(GPU_HEADERS)

@@ -113,7 +113,7 @@ expect_error "max-seq-len flag differs from the model file" "init.bin.*maximum s
 expect_error "sequence longer than the model's" "seq-len 64.*32" ./train_gpt_sim $common -x 1 -t 64
 expect_error "batch too big for device memory (says how much)" "does not fit in device memory: needs [0-9.]+ GiB" \
     ./train_gpt_sim -e d12 --mock-data -b 512 -t 1024 -x 1 -s 0 -v 0
-expect_error "ZeRO is rejected on one GPU" "zero" ./train_gpt_sim $common -x 1 -z 1
+expect_error "ZeRO stage 2 is rejected" "zero 2" ./train_gpt_sim $common -x 1 -z 2
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

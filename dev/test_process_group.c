@@ -1,0 +1,329 @@
+/*
+ * dev/test_process_group.c — tests of the host side of multi-GPU training, without MPI or a GPU:
+ *   llmc/zero.h: shards tile the parameters with ceil(n/N) per rank (checked element by element against
+ *     the definition), and optimizer state written by 4 ranks with uneven shards is read back exactly
+ *     by 1, 2, 3 and 7 ranks (values are a formula of the index); a gap between saved shards is an error;
+ *   llmc/process_group.h: rank discovery from Slurm and torchrun variables (and a clear error when they
+ *     disagree); the NCCL id reaches 3 forked ranks by tcp and by file, with the other ranks started
+ *     before rank 0; a rank whose rank 0 never comes exits non-zero within the timeout (tcp and file);
+ *     the watchdog ends a process that stops heartbeating within timeout + 1 s, and leaves a
+ *     heartbeating one alone.
+ * Child processes are forked; the test checks their exit status, timing and stderr.
+ * Last line: "N passed, M failed"; exit status 1 on any failure.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "llmc/checkpoint.h"
+#include "llmc/process_group.h"
+#include "llmc/zero.h"
+
+static int passed, failed;
+
+static void check(int ok, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+static void check(int ok, const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    printf("%s ", ok ? "PASS" : "FAIL");
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    if (ok) passed++;
+    else failed++;
+}
+
+static double now_s(void) { return (double)pg_now_ns_() * 1e-9; }
+
+static void clear_launcher_env(void) {
+    static const char* names[] = {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_RANK", "PMI_SIZE",
+                                  "MPI_LOCALRANKID", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "RANK", "WORLD_SIZE",
+                                  "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) unsetenv(names[i]);
+}
+
+/* ---------------------------------------------------------------------------- shards */
+static void test_shards(void) {
+    const size_t ns[4] = {1, 7, 118528, 1000003};
+    for (int a = 0; a < 4; a++) {
+        size_t n = ns[a];
+        int good = 1;
+        for (int world = 1; world <= 9; world++) {
+            size_t expected_size = n / world + (n % world != 0), next = 0; /* ceil(n / world) */
+            for (int r = 0; r < world; r++) {
+                Shard s = zero_shard(n, world, r);
+                size_t end = (size_t)(r + 1) * expected_size < n ? (size_t)(r + 1) * expected_size : n;
+                size_t begin = (size_t)r * expected_size < n ? (size_t)r * expected_size : n;
+                if (s.size != expected_size || s.offset != begin || s.offset + s.count != end || s.offset != next) good = 0;
+                next = s.offset + s.count;
+            }
+            if (next != n) good = 0;
+        }
+        check(good, "zero_shard: n=%zu, world 1..9: shards of ceil(n/world) tile [0, n) in rank order", n);
+    }
+}
+
+/* optimizer values of parameter i: a formula, so any reader's result can be checked */
+static float m_of(size_t i) { return 0.5f * (float)i - 3.0f; }
+static float v_of(size_t i) { return (float)i * 0.25f + 1.0f; }
+
+static void write_saved_shards(const char* dir, size_t n, int world, const size_t* offsets, int step) {
+    for (int r = 0; r < world; r++) {
+        TrainState st;
+        memset(&st, 0, sizeof(st));
+        st.step = step;
+        st.rank = r;
+        st.world = world;
+        st.num_params = n;
+        st.shard_offset = offsets[r];
+        st.shard_count = offsets[r + 1] - offsets[r];
+        st.train_loader.batch = 17;
+        st.schedule.max_lr = 1e-3f;
+        st.beta1 = 0.9f;
+        st.beta2 = 0.95f;
+        st.eps = 1e-8f;
+        float* m = (float*)malloc_check((st.shard_count + 1) * sizeof(float));
+        float* v = (float*)malloc_check((st.shard_count + 1) * sizeof(float));
+        for (size_t i = 0; i < st.shard_count; i++) {
+            m[i] = m_of(offsets[r] + i);
+            v[i] = v_of(offsets[r] + i);
+        }
+        char model[4200], state[4200], done[4200];
+        checkpoint_paths(model, state, done, sizeof(model), dir, step, r);
+        state_file_write(state, &st, m, v, NULL);
+        free(m);
+        free(v);
+    }
+}
+
+static void test_resharding(const char* tmp) {
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s/ck", tmp);
+    make_dir_check(dir);
+    size_t n = 1000;
+    size_t offsets[5] = {0, 300, 550, 551, 1000}; /* uneven, one shard of a single parameter */
+    write_saved_shards(dir, n, 4, offsets, 12);
+    const int worlds[4] = {1, 2, 3, 7};
+    for (int w = 0; w < 4; w++) {
+        int world = worlds[w], good = 1;
+        size_t worst_index = 0;
+        for (int r = 0; r < world; r++) {
+            Shard s = zero_shard(n, world, r);
+            float* m = (float*)malloc_check((s.count + 1) * sizeof(float));
+            float* v = (float*)malloc_check((s.count + 1) * sizeof(float));
+            TrainState first;
+            memset(&first, 0, sizeof(first));
+            zero_read_optimizer(dir, 12, 4, n, s.offset, s.count, m, v, &first);
+            for (size_t i = 0; i < s.count; i++)
+                if (m[i] != m_of(s.offset + i) || v[i] != v_of(s.offset + i)) {
+                    good = 0;
+                    worst_index = s.offset + i;
+                }
+            if (first.step != 12 || first.rank != 0 || first.train_loader.batch != 17) good = 0;
+            free(m);
+            free(v);
+        }
+        check(good, "re-sharding: 4 saved shards [0,300,550,551,1000) read by %d rank(s): every m, v exact, step and loader position%s",
+              world, good ? "" : " (wrong)");
+        if (!good) printf("     first wrong parameter %zu\n", worst_index);
+    }
+    /* a gap between saved shards */
+    char gap_dir[4096], err_path[4200];
+    snprintf(gap_dir, sizeof(gap_dir), "%s/gap", tmp);
+    make_dir_check(gap_dir);
+    size_t gap[3] = {0, 400, 1000};
+    write_saved_shards(gap_dir, n, 2, gap, 3);
+    char model[4200], state[4200], done[4200];
+    checkpoint_paths(model, state, done, sizeof(model), gap_dir, 3, 1);
+    size_t bad[3] = {0, 450, 1000}; /* rank 1 rewritten to start at 450: parameters 400..449 are missing */
+    TrainState st;
+    write_saved_shards(tmp, n, 2, bad, 3);
+    char moved[4200];
+    checkpoint_paths(model, moved, done, sizeof(model), tmp, 3, 1);
+    if (rename(moved, state) != 0) fatalf("rename %s: %s", moved, strerror(errno));
+    snprintf(err_path, sizeof(err_path), "%s/gap_err", tmp);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (!freopen(err_path, "w", stderr)) _exit(99);
+        float buf_m[1000], buf_v[1000];
+        zero_read_optimizer(gap_dir, 3, 2, n, 0, n, buf_m, buf_v, &st);
+        _exit(0);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    char msg[512] = "";
+    FILE* f = fopen(err_path, "r");
+    if (f) {
+        if (!fgets(msg, sizeof(msg), f)) msg[0] = '\0';
+        fclose(f);
+    }
+    msg[strcspn(msg, "\n")] = '\0';
+    check(WIFEXITED(status) && WEXITSTATUS(status) != 0 && strstr(msg, "starts at parameter 450") != NULL,
+          "saved shards with a gap: exit %d, \"%s\"", WIFEXITED(status) ? WEXITSTATUS(status) : -1, msg);
+}
+
+/* ---------------------------------------------------------------------------- process group */
+
+/* a forked rank: environment set, process_group_init + share_id; exits 0 if it got the expected id */
+static pid_t spawn_rank(int rank, int world, const char* method, const char* file, int port, double timeout, const char* err_path) {
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid != 0) return pid;
+    if (err_path && !freopen(err_path, "w", stderr)) _exit(99);
+    clear_launcher_env();
+    char text[32];
+    snprintf(text, sizeof(text), "%d", rank);
+    setenv("RANK", text, 1);
+    snprintf(text, sizeof(text), "%d", world);
+    setenv("WORLD_SIZE", text, 1);
+    setenv("LOCAL_RANK", "0", 1);
+    if (port > 0) {
+        setenv("MASTER_ADDR", "127.0.0.1", 1);
+        snprintf(text, sizeof(text), "%d", port);
+        setenv("MASTER_PORT", text, 1);
+    }
+    ProcessGroup pg;
+    process_group_init(&pg, NULL, NULL, method, file, timeout);
+    unsigned char id[PG_ID_BYTES];
+    if (rank == 0)
+        for (int i = 0; i < PG_ID_BYTES; i++) id[i] = (unsigned char)(i * 7 + 3);
+    else memset(id, 0, sizeof(id));
+    process_group_share_id(&pg, id);
+    for (int i = 0; i < PG_ID_BYTES; i++)
+        if (id[i] != (unsigned char)(i * 7 + 3)) _exit(10);
+    _exit(pg.rank == rank && pg.world == world && strcmp(pg.method, method[0] == 'a' ? "tcp" : method) == 0 ? 0 : 11);
+}
+
+static void test_rendezvous(const char* tmp, const char* method) {
+    char file[4200];
+    snprintf(file, sizeof(file), "%s/nccl_id_%s", tmp, method);
+    int port = strcmp(method, "tcp") == 0 ? 20000 + (int)(getpid() % 20000) : 0;
+    pid_t pids[3];
+    pids[1] = spawn_rank(1, 3, method, file, port, 20.0, NULL);
+    pids[2] = spawn_rank(2, 3, method, file, port, 20.0, NULL);
+    usleep(300000); /* the others wait for rank 0 */
+    pids[0] = spawn_rank(0, 3, method, file, port, 20.0, NULL);
+    int codes[3];
+    for (int r = 0; r < 3; r++) {
+        int status;
+        waitpid(pids[r], &status, 0);
+        codes[r] = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    check(codes[0] == 0 && codes[1] == 0 && codes[2] == 0, "%s rendezvous: 3 ranks (rank 0 last) all hold rank 0's 128-byte id (exit %d %d %d)",
+          method, codes[0], codes[1], codes[2]);
+}
+
+static void test_rendezvous_timeout(const char* tmp, const char* method, const char* expect) {
+    char file[4200], err_path[4200];
+    snprintf(file, sizeof(file), "%s/never_%s", tmp, method);
+    snprintf(err_path, sizeof(err_path), "%s/timeout_%s.err", tmp, method);
+    double t0 = now_s();
+    pid_t pid = spawn_rank(1, 2, method, file, strcmp(method, "tcp") == 0 ? 40000 + (int)(getpid() % 20000) : 0, 1.0, err_path);
+    int status;
+    waitpid(pid, &status, 0);
+    double secs = now_s() - t0;
+    char msg[512] = "";
+    FILE* f = fopen(err_path, "r");
+    if (f) {
+        if (!fgets(msg, sizeof(msg), f)) msg[0] = '\0';
+        fclose(f);
+    }
+    msg[strcspn(msg, "\n")] = '\0';
+    check(WIFEXITED(status) && WEXITSTATUS(status) == 1 && secs >= 1.0 && secs < 4.0 && strstr(msg, expect) != NULL,
+          "%s rendezvous without rank 0, --dist-timeout 1: exit %d after %.1f s (bound [1, 4) s): \"%s\"", method,
+          WIFEXITED(status) ? WEXITSTATUS(status) : -1, secs, msg);
+}
+
+static void test_discovery(const char* tmp) {
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        clear_launcher_env();
+        setenv("SLURM_PROCID", "2", 1);
+        setenv("SLURM_NTASKS", "4", 1);
+        setenv("SLURM_LOCALID", "1", 1);
+        setenv("MASTER_ADDR", "127.0.0.1", 1);
+        setenv("MASTER_PORT", "29500", 1);
+        ProcessGroup pg;
+        process_group_init(&pg, NULL, NULL, "auto", "", 5.0);
+        _exit(pg.rank == 2 && pg.world == 4 && pg.local_rank == 1 && strcmp(pg.launcher, "slurm") == 0 && strcmp(pg.method, "tcp") == 0 ? 0 : 1);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    check(WIFEXITED(status) && WEXITSTATUS(status) == 0, "Slurm variables: rank 2 of 4, local rank 1, id by tcp (MASTER_ADDR set)");
+    char err_path[4200];
+    snprintf(err_path, sizeof(err_path), "%s/discovery.err", tmp);
+    fflush(stdout);
+    pid = fork();
+    if (pid == 0) {
+        if (!freopen(err_path, "w", stderr)) _exit(99);
+        clear_launcher_env();
+        setenv("RANK", "4", 1);
+        setenv("WORLD_SIZE", "4", 1);
+        ProcessGroup pg;
+        process_group_init(&pg, NULL, NULL, "auto", "", 5.0);
+        _exit(0);
+    }
+    waitpid(pid, &status, 0);
+    char msg[512] = "";
+    FILE* f = fopen(err_path, "r");
+    if (f) {
+        if (!fgets(msg, sizeof(msg), f)) msg[0] = '\0';
+        fclose(f);
+    }
+    msg[strcspn(msg, "\n")] = '\0';
+    check(WIFEXITED(status) && WEXITSTATUS(status) == 1 && strstr(msg, "RANK=4") != NULL, "RANK=4 of WORLD_SIZE=4: exit %d, \"%s\"",
+          WIFEXITED(status) ? WEXITSTATUS(status) : -1, msg);
+}
+
+static void test_watchdog(void) {
+    for (int beating = 0; beating <= 1; beating++) {
+        double t0 = now_s();
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid == 0) {
+            if (!freopen("/dev/null", "w", stderr)) _exit(99);
+            clear_launcher_env();
+            ProcessGroup pg;
+            process_group_init(&pg, NULL, NULL, "auto", "", 1.0);
+            process_group_watchdog_start(&pg);
+            for (int i = 0; i < 25; i++) { /* 2.5 s */
+                usleep(100000);
+                if (beating) process_group_heartbeat(&pg);
+            }
+            _exit(0);
+        }
+        int status;
+        waitpid(pid, &status, 0);
+        double secs = now_s() - t0;
+        int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        if (beating) check(code == 0, "watchdog, --dist-timeout 1, heartbeat every 0.1 s: the process runs its 2.5 s (exit %d)", code);
+        else
+            check(code == PG_WATCHDOG_EXIT && secs >= 1.0 && secs < 2.0,
+                  "watchdog, --dist-timeout 1, no heartbeat: exit %d (expected %d) after %.2f s (bound [1, 2) s)", code, PG_WATCHDOG_EXIT,
+                  secs);
+    }
+}
+
+int main(void) {
+    char tmp[] = "/tmp/test_process_group_XXXXXX";
+    if (!mkdtemp(tmp)) fatalf("mkdtemp: %s", strerror(errno));
+    test_shards();
+    test_resharding(tmp);
+    test_discovery(tmp);
+    test_rendezvous(tmp, "tcp");
+    test_rendezvous(tmp, "file");
+    test_rendezvous_timeout(tmp, "tcp", "no NCCL id from tcp://127.0.0.1");
+    test_rendezvous_timeout(tmp, "file", "no NCCL id file");
+    test_watchdog();
+    char cmd[4200];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
+    if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", tmp);
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,323 @@
+/*
+ * llmc/process_group.h — one process per GPU: who this process is (rank, world size, local rank),
+ * how the NCCL unique id reaches every rank, and a watchdog so a dead peer cannot hang the job.
+ * Host C (also compiled as C++ by the trainer); MPI only with -DUSE_MPI.
+ *
+ * Rank discovery, the first launcher whose variables are set:
+ *   Open MPI (mpirun)   OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_RANK
+ *   MPICH/Hydra (PMI)   PMI_RANK, PMI_SIZE, MPI_LOCALRANKID
+ *   Slurm (srun)        SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID
+ *   torchrun-style      RANK, WORLD_SIZE, LOCAL_RANK (and MASTER_ADDR, MASTER_PORT for tcp)
+ *   none                rank 0 of 1
+ *
+ * Sharing the 128-byte NCCL id from rank 0 (--dist-init):
+ *   mpi   MPI_Bcast (a build with MPI, started by an MPI launcher)
+ *   file  rank 0 writes the id to --dist-file through "<path>.tmp" + rename; the others poll for the
+ *         file (every 50 ms). The path must be new for each job (the scripts put the job id in it), on
+ *         a file system every node sees; rank 0 deletes it when the run ends.
+ *   tcp   rank 0 listens on MASTER_PORT; every other rank connects to MASTER_ADDR:MASTER_PORT (retrying
+ *         every 100 ms), sends its rank and world size, and receives the id. Rank 0 checks that
+ *         world − 1 distinct ranks of the same world size arrive.
+ *   auto  mpi when an MPI launcher started us and the build has MPI; else tcp when MASTER_ADDR is set;
+ *         else file when --dist-file is given; else (world 1) no id at all.
+ * Every wait is bounded by --dist-timeout seconds: a rank that never arrives gives a one-line error
+ * naming the method and the address, and exit status 1.
+ *
+ * Watchdog (process_group_watchdog_start): a thread that exits the process with status 3 and one
+ * line on stderr when the trainer has not called process_group_heartbeat for --dist-timeout seconds
+ * — a rank blocked in a collective whose peer died. The launcher (mpirun, srun --kill-on-bad-exit,
+ * torchrun, --nproc) then stops the others. State: the ProcessGroup struct the caller owns; the
+ * heartbeat is read and written atomically.
+ */
+#ifndef LLMC_PROCESS_GROUP_H
+#define LLMC_PROCESS_GROUP_H
+
+#include <errno.h>
+#include <netdb.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "llmc/fileio.h"
+
+#if defined(USE_MPI)
+#ifndef OMPI_SKIP_MPICXX
+#define OMPI_SKIP_MPICXX 1
+#endif
+#include <mpi.h>
+/* MPI call checked: "error: MPI: <call> failed: <reason> (file:line)", exit 1 */
+static inline void mpi_check_(int err, const char* call, const char* file, int line) {
+    if (err == MPI_SUCCESS) return;
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(err, msg, &len);
+    fprintf(stderr, "error: MPI: %s failed: %s (%s:%d)\n", call, msg, file, line);
+    exit(1);
+}
+#define mpiCheck(call) mpi_check_((call), #call, __FILE__, __LINE__)
+#endif
+
+#define PG_ID_BYTES 128
+#define PG_WATCHDOG_EXIT 3
+
+typedef struct {
+    int rank, world, local_rank;
+    const char* launcher; /* "mpirun", "pmi", "slurm", "env" or "none" */
+    char method[8];       /* how the id is shared: "mpi", "file", "tcp" or "none" */
+    int mpi_started;      /* this process called MPI_Init */
+    double timeout_s;
+    const char* file_path;
+    int64_t heartbeat_ns; /* atomic: CLOCK_MONOTONIC of the last heartbeat */
+    pthread_t watchdog;
+    int watchdog_running;
+} ProcessGroup;
+
+static inline int64_t pg_now_ns_(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* integer value of environment variable name, or -1 if unset; exits if it is not a number */
+static inline int pg_env_int_(const char* name) {
+    const char* s = getenv(name);
+    if (!s || !s[0]) return -1;
+    char* end;
+    long v = strtol(s, &end, 10);
+    if (*end != '\0' || v < 0 || v > (1 << 24)) fatalf("environment: %s=%s is not a non-negative integer", name, s);
+    return (int)v;
+}
+
+static inline int pg_mpi_launched_(void) { return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE"); }
+
+/* Finds rank, world and local rank from the environment (top comment); chooses the id-sharing
+ * method from `method` ("auto", "mpi", "file", "tcp"); starts MPI when the method is mpi, or when an
+ * MPI launcher started a build with MPI (the simulated NCCL needs it). Exits on inconsistent input. */
+static inline void process_group_init(ProcessGroup* pg, int* argc, char*** argv, const char* method, const char* file_path,
+                                      double timeout_s) {
+    memset(pg, 0, sizeof(*pg));
+    pg->timeout_s = timeout_s;
+    pg->file_path = file_path;
+    static const struct {
+        const char *name, *rank, *world, *local;
+    } launchers[4] = {{"mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
+                      {"pmi", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"},
+                      {"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},
+                      {"env", "RANK", "WORLD_SIZE", "LOCAL_RANK"}};
+    pg->rank = 0;
+    pg->world = 1;
+    pg->launcher = "none";
+    for (int i = 0; i < 4; i++) {
+        int rank = pg_env_int_(launchers[i].rank), world = pg_env_int_(launchers[i].world);
+        if (rank < 0 && world < 0) continue;
+        if (rank < 0 || world < 1 || rank >= world)
+            fatalf("environment: %s=%s and %s=%s do not give a rank in [0, world)", launchers[i].rank,
+                   getenv(launchers[i].rank) ? getenv(launchers[i].rank) : "(unset)", launchers[i].world,
+                   getenv(launchers[i].world) ? getenv(launchers[i].world) : "(unset)");
+        pg->rank = rank;
+        pg->world = world;
+        int local = pg_env_int_(launchers[i].local);
+        pg->local_rank = local >= 0 ? local : 0;
+        pg->launcher = launchers[i].name;
+        break;
+    }
+    const char* chosen = method;
+    if (strcmp(method, "auto") == 0) {
+#if defined(USE_MPI)
+        int mpi_ok = pg_mpi_launched_();
+#else
+        int mpi_ok = 0;
+#endif
+        if (mpi_ok) chosen = "mpi";
+        else if (getenv("MASTER_ADDR")) chosen = "tcp";
+        else if (file_path && file_path[0]) chosen = "file";
+        else if (pg->world == 1) chosen = "none";
+        else
+            fatalf("rank %d of %d (from %s): no way to share the NCCL id: start with mpirun, set MASTER_ADDR and MASTER_PORT "
+                   "(tcp), or give --dist-file PATH on a shared file system",
+                   pg->rank, pg->world, pg->launcher);
+    } else if (strcmp(method, "mpi") != 0 && strcmp(method, "file") != 0 && strcmp(method, "tcp") != 0) {
+        fatalf("--dist-init %s: expected auto, mpi, file or tcp", method);
+    }
+    snprintf(pg->method, sizeof(pg->method), "%s", chosen);
+    if (strcmp(chosen, "file") == 0 && !(file_path && file_path[0])) fatalf("--dist-init file needs --dist-file PATH");
+    if (strcmp(chosen, "tcp") == 0 && (!getenv("MASTER_ADDR") || pg_env_int_("MASTER_PORT") <= 0))
+        fatalf("--dist-init tcp needs MASTER_ADDR and MASTER_PORT in the environment");
+#if defined(USE_MPI)
+    if (strcmp(chosen, "mpi") == 0 || pg_mpi_launched_()) {
+        mpiCheck(MPI_Init(argc, argv));
+        pg->mpi_started = 1;
+        int mpi_rank, mpi_world;
+        mpiCheck(MPI_Comm_rank(MPI_COMM_WORLD, &mpi_rank));
+        mpiCheck(MPI_Comm_size(MPI_COMM_WORLD, &mpi_world));
+        if (strcmp(chosen, "mpi") == 0) {
+            pg->rank = mpi_rank;
+            pg->world = mpi_world;
+        } else if (mpi_rank != pg->rank || mpi_world != pg->world) {
+            fatalf("MPI says rank %d of %d, the environment (%s) says %d of %d", mpi_rank, mpi_world, pg->launcher, pg->rank, pg->world);
+        }
+    }
+#else
+    if (strcmp(chosen, "mpi") == 0) fatalf("--dist-init mpi: this binary was built without MPI (use file or tcp)");
+#endif
+}
+
+/* file method: rank 0 publishes, the others poll (bounded by timeout_s) */
+static inline void pg_share_file_(const ProcessGroup* pg, unsigned char* id) {
+    const char* path = pg->file_path;
+    if (pg->rank == 0) {
+        AtomicFile a;
+        atomic_open(&a, path);
+        fwrite_check(id, 1, PG_ID_BYTES, a.f, a.tmp_path);
+        atomic_commit(&a);
+        return;
+    }
+    int64_t deadline = pg_now_ns_() + (int64_t)(pg->timeout_s * 1e9);
+    for (;;) {
+        FILE* f = fopen(path, "rb");
+        if (f) {
+            size_t got = fread(id, 1, PG_ID_BYTES, f);
+            fclose(f);
+            if (got == PG_ID_BYTES) return;
+            fatalf("%s: NCCL id file has %zu bytes, expected %d", path, got, PG_ID_BYTES);
+        }
+        if (pg_now_ns_() > deadline)
+            fatalf("rank %d: no NCCL id file %s after %.0f s (--dist-timeout): is rank 0 running, and is the path on a file "
+                   "system every node sees?",
+                   pg->rank, path, pg->timeout_s);
+        usleep(50000);
+    }
+}
+
+/* reads/writes exactly len bytes with poll, bounded by deadline; returns 0 or -1 */
+static inline int pg_io_(int fd, void* buf, size_t len, int writing, int64_t deadline) {
+    unsigned char* p = (unsigned char*)buf;
+    while (len > 0) {
+        struct pollfd pfd = {fd, (short)(writing ? POLLOUT : POLLIN), 0};
+        int wait_ms = (int)((deadline - pg_now_ns_()) / 1000000);
+        if (wait_ms <= 0 || poll(&pfd, 1, wait_ms) <= 0) return -1;
+        ssize_t k = writing ? send(fd, p, len, MSG_NOSIGNAL) : recv(fd, p, len, 0);
+        if (k <= 0) return -1;
+        p += k;
+        len -= (size_t)k;
+    }
+    return 0;
+}
+
+/* tcp method: rank 0 serves the id to world − 1 connections; the others connect (retrying) */
+static inline void pg_share_tcp_(const ProcessGroup* pg, unsigned char* id) {
+    const char* host = getenv("MASTER_ADDR");
+    char port[16];
+    snprintf(port, sizeof(port), "%d", pg_env_int_("MASTER_PORT"));
+    int64_t deadline = pg_now_ns_() + (int64_t)(pg->timeout_s * 1e9);
+    struct addrinfo hints, *res = NULL;
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    if (pg->rank == 0) {
+        hints.ai_flags = AI_PASSIVE;
+        int rc = getaddrinfo(NULL, port, &hints, &res);
+        if (rc != 0) fatalf("tcp rendezvous: port %s: %s", port, gai_strerror(rc));
+        int fd = socket(res->ai_family, res->ai_socktype, res->ai_protocol), one = 1;
+        if (fd < 0) fatalf("tcp rendezvous: socket: %s", strerror(errno));
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if (bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 128) != 0)
+            fatalf("tcp rendezvous: rank 0 cannot listen on port %s: %s (is MASTER_PORT free?)", port, strerror(errno));
+        freeaddrinfo(res);
+        unsigned char* seen = (unsigned char*)calloc_check((size_t)pg->world, 1);
+        for (int joined = 1; joined < pg->world;) {
+            struct pollfd pfd = {fd, POLLIN, 0};
+            int wait_ms = (int)((deadline - pg_now_ns_()) / 1000000);
+            if (wait_ms <= 0 || poll(&pfd, 1, wait_ms) <= 0)
+                fatalf("tcp rendezvous: rank 0 saw %d of %d ranks on port %s within %.0f s (--dist-timeout)", joined, pg->world, port,
+                       pg->timeout_s);
+            int peer = accept(fd, NULL, NULL);
+            if (peer < 0) continue;
+            int32_t hello[2];
+            if (pg_io_(peer, hello, sizeof(hello), 0, deadline) == 0) {
+                if (hello[1] != pg->world || hello[0] <= 0 || hello[0] >= pg->world || seen[hello[0]])
+                    fatalf("tcp rendezvous: a peer says rank %d of %d; this job is %d ranks (each rank once)", hello[0], hello[1],
+                           pg->world);
+                if (pg_io_(peer, id, PG_ID_BYTES, 1, deadline) == 0) {
+                    seen[hello[0]] = 1;
+                    joined++;
+                }
+            }
+            close(peer);
+        }
+        free(seen);
+        close(fd);
+        return;
+    }
+    for (;;) {
+        int rc = getaddrinfo(host, port, &hints, &res);
+        if (rc == 0) {
+            int fd = socket(res->ai_family, res->ai_socktype, res->ai_protocol);
+            int connected = fd >= 0 && connect(fd, res->ai_addr, res->ai_addrlen) == 0;
+            freeaddrinfo(res);
+            if (connected) {
+                int32_t hello[2] = {pg->rank, pg->world};
+                if (pg_io_(fd, hello, sizeof(hello), 1, deadline) == 0 && pg_io_(fd, id, PG_ID_BYTES, 0, deadline) == 0) {
+                    close(fd);
+                    return;
+                }
+            }
+            if (fd >= 0) close(fd);
+        }
+        if (pg_now_ns_() > deadline)
+            fatalf("rank %d: no NCCL id from tcp://%s:%s within %.0f s (--dist-timeout): is rank 0 running and reachable?", pg->rank,
+                   host, port, pg->timeout_s);
+        usleep(100000);
+    }
+}
+
+/* Gives every rank rank 0's PG_ID_BYTES bytes at id, by the chosen method. */
+static inline void process_group_share_id(const ProcessGroup* pg, unsigned char* id) {
+    if (strcmp(pg->method, "file") == 0) pg_share_file_(pg, id);
+    else if (strcmp(pg->method, "tcp") == 0) pg_share_tcp_(pg, id);
+#if defined(USE_MPI)
+    else if (strcmp(pg->method, "mpi") == 0) mpiCheck(MPI_Bcast(id, PG_ID_BYTES, MPI_BYTE, 0, MPI_COMM_WORLD));
+#endif
+}
+
+static inline void process_group_heartbeat(ProcessGroup* pg) { __atomic_store_n(&pg->heartbeat_ns, pg_now_ns_(), __ATOMIC_RELAXED); }
+
+static inline void* pg_watchdog_main_(void* arg) {
+    ProcessGroup* pg = (ProcessGroup*)arg;
+    int64_t limit = (int64_t)(pg->timeout_s * 1e9);
+    for (;;) {
+        usleep(200000);
+        int64_t idle = pg_now_ns_() - __atomic_load_n(&pg->heartbeat_ns, __ATOMIC_RELAXED);
+        if (idle > limit) {
+            fprintf(stderr, "error: rank %d of %d: no progress for %.0f s (--dist-timeout): a peer rank died or hangs; exiting\n",
+                    pg->rank, pg->world, (double)idle * 1e-9);
+            fflush(stderr);
+            _exit(PG_WATCHDOG_EXIT);
+        }
+    }
+    return NULL;
+}
+
+/* Starts the watchdog (top comment); the heartbeat starts now. */
+static inline void process_group_watchdog_start(ProcessGroup* pg) {
+    process_group_heartbeat(pg);
+    if (pthread_create(&pg->watchdog, NULL, pg_watchdog_main_, pg) != 0) fatalf("cannot start the watchdog thread");
+    pthread_detach(pg->watchdog);
+    pg->watchdog_running = 1;
+}
+
+/* End of the run: rank 0 removes the id file; MPI is finalised if this process started it. */
+static inline void process_group_finish(ProcessGroup* pg) {
+    if (strcmp(pg->method, "file") == 0 && pg->rank == 0) unlink(pg->file_path);
+#if defined(USE_MPI)
+    if (pg->mpi_started) mpiCheck(MPI_Finalize());
+#endif
+}
+
+#endif /* LLMC_PROCESS_GROUP_H */

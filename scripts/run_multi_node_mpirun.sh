@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Several nodes with Open MPI: one process per GPU on every host, the NCCL id shared by MPI.
+#   HOSTS=node1:8,node2:8 scripts/run_multi_node_mpirun.sh -- TRAINER FLAGS...
+#   NET=eth NCCL_SOCKET_IFNAME=<if> OMPI_MCA_btl_tcp_if_include=<if> HOSTS=a:8,b:8 scripts/run_multi_node_mpirun.sh -- -e d48 ...
+# HOSTS lists host:slots (slots = GPUs of that host); every host needs the same binary, data and
+# output paths (a shared file system), and password-less ssh from this one. The network variables of
+# scripts/nccl_env.sh are exported to every rank with mpirun -x. TRAINER defaults to ./train_gpt.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+[ "${1:-}" = -- ] && shift
+: "${HOSTS:?set HOSTS=host1:gpus,host2:gpus}"
+TRAINER=${TRAINER:-./train_gpt}
+# shellcheck source=scripts/nccl_env.sh
+. "$here/nccl_env.sh"
+np=0
+IFS=, read -ra entries <<<"$HOSTS"
+for e in "${entries[@]}"; do
+    slots=${e##*:}
+    [ "$slots" != "$e" ] && [ "$slots" -ge 1 ] 2>/dev/null || { echo "error: HOSTS entry '$e' is not host:gpus" >&2; exit 2; }
+    np=$((np + slots))
+done
+forward=()
+for v in $(env | sed -n 's/^\(NCCL_[A-Z_]*\)=.*/\1/p'); do forward+=(-x "$v"); done
+# ranks are placed host by host, so OMPI_COMM_WORLD_LOCAL_RANK picks the GPU on each host
+# shellcheck disable=SC2086
+exec mpirun -np "$np" --host "$HOSTS" --map-by slot --bind-to none "${forward[@]}" ${MPIRUN_ARGS:-} "$TRAINER" "$@"
