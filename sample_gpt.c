@@ -4,31 +4,20 @@
  *   ./sample_gpt_cpu -e MODEL [--prompt TEXT] [--temperature 1.0] [--top-k 0] [--seed 1337]
  *                    [-g 64] [--tokenizer data/gpt2_tokenizer.bin] [--ids] [--threads N]
  *
+ * The flags, the sampling procedure (seed, context, one draw per token, cache refill past
+ * max_seq_len) and the output are llmc/sample_cli.h's, shared with the GPU tool sample_gpt.cu;
+ * its top comment specifies them. --threads is this tool's only own flag.
+ *
  * The model (parameters, config, the full forward pass) is train_gpt.c's, included with TESTING
  * defined; the ops are llmc/cpu_ops.h's. What this file adds is the incremental forward: one new
  * position attends to the keys and values of all earlier positions, kept in a cache, so a token
- * costs O(T) attention work instead of re-running the whole O(T²) context.
- *
- * Sampling procedure (the same as the trainer's samples, so a GPU tool can reproduce the tokens):
- *   1. rng = rng_seed(seed XOR 0x5A4D504C45) (llmc/rng.h, xoshiro256**), as train_gpt_cpu seeds
- *      its sampling stream.
- *   2. The context is <|endoftext|> (the tokenizer's eot; token 0 without a tokenizer), then the
- *      prompt's tokens; each is fed through the incremental forward.
- *   3. For each of the -g tokens: sample_token(logits of the last position, V, temperature, top_k,
- *      &rng) (llmc/sampler.h) — exactly one rng_uniform draw (one rng_u64) per token when
- *      temperature > 0, none at temperature 0 — then the token is fed through the forward.
- *   When the context fills the model's max_seq_len positions, the cache is emptied and refilled
- *   with the newest max_seq_len/2 tokens (their positions restart at 0), and generation goes on.
- *   Up to that point the tokens equal the trainer's sample (whose window is its --seq-len).
- *
- * Output: the prompt's text followed by the generated text; with --ids, the generated token ids
- * on one line. Diagnostics go to stderr. test_sample_gpt.c includes this file with
- * SAMPLE_GPT_TESTING defined, to reuse the cache without main().
+ * costs O(T) attention work instead of re-running the whole O(T²) context; CpuDecoder hands it to
+ * sample_cli.h as a KvModel. test_sample_gpt.c includes this file with SAMPLE_GPT_TESTING defined,
+ * to reuse the cache without main().
  */
 #define TESTING
 #include "train_gpt.c"
-#include "llmc/sampler.h"
-#include "llmc/tokenizer.h"
+#include "llmc/sample_cli.h"
 
 /* ----------------------------------------------------------------------------
  * The KV cache: each layer's keys and values of every position fed so far, and one position's
@@ -162,194 +151,37 @@ static const float* gpt_forward_next(const GPT* m, KVCache* kv, int token) {
     return kv->logits;
 }
 
-/* Empties the cache and feeds tokens[0..n): their positions become 0..n-1. Returns the logits
- * after the last one. n ≥ 1 and n ≤ capacity. */
-static const float* kv_cache_refill(const GPT* m, KVCache* kv, const int* tokens, int n) {
-    if (n < 1 || n > kv->capacity) fatalf("KV cache refill with %d tokens, capacity %d", n, kv->capacity);
-    kv->length = 0;
-    const float* logits = NULL;
-    for (int i = 0; i < n; i++) logits = gpt_forward_next(m, kv, tokens[i]);
-    return logits;
+/* The model and its cache as sample_cli.h's KvModel */
+typedef struct {
+    const GPT* gpt;
+    KVCache* kv;
+} CpuDecoder;
+
+static const float* cpu_decoder_feed(void* model, int token) {
+    CpuDecoder* d = (CpuDecoder*)model;
+    return gpt_forward_next(d->gpt, d->kv, token);
 }
 
-/* Generates `count` tokens after context[0..n_context) into out[0..count), by the procedure in
- * this file's header comment. on_token (may be NULL) is called with each new token as it comes. */
-static void generate(const GPT* m, KVCache* kv, const int* context, int n_context, int* out, int count, float temperature,
-                     int top_k, Rng* rng, void (*on_token)(int token, void* arg), void* arg) {
-    int total = n_context + count;
-    int* all = (int*)malloc_check((size_t)total * sizeof(int));
-    memcpy(all, context, (size_t)n_context * sizeof(int));
-    int n = n_context, keep = kv->capacity / 2 > 0 ? kv->capacity / 2 : 1;
-    int start = n > kv->capacity ? n - keep : 0;
-    const float* logits = kv_cache_refill(m, kv, all + start, n - start);
-    for (int i = 0; i < count; i++) {
-        int next = sample_token(logits, m->config.vocab_size, temperature, top_k, rng);
-        out[i] = next;
-        all[n++] = next;
-        if (on_token) on_token(next, arg);
-        if (i + 1 == count) break;
-        if (kv->length == kv->capacity) logits = kv_cache_refill(m, kv, all + n - keep, keep);
-        else logits = gpt_forward_next(m, kv, next);
-    }
-    free(all);
+static void cpu_decoder_reset(void* model) { ((CpuDecoder*)model)->kv->length = 0; }
+
+static KvModel cpu_decoder_kv_model(CpuDecoder* d) {
+    const GPTConfig* c = &d->gpt->config;
+    return (KvModel){d, c->vocab_size, d->kv->capacity, cpu_decoder_feed, cpu_decoder_reset, c->num_layers, c->num_heads, c->channels};
 }
 
 #ifndef SAMPLE_GPT_TESTING
-
-/* ----------------------------------------------------------------------------
- * command line: one table gives the parser and --help */
-
-typedef struct {
-    const char* model;
-    const char* prompt;
-    const char* tokenizer;
-    float temperature;
-    int top_k, seed, tokens, ids, threads;
-} SampleArgs;
-
-typedef enum { ARG_STR, ARG_INT, ARG_FLOAT, ARG_SWITCH } ArgType;
-typedef struct {
-    const char* short_name;
-    const char* long_name;
-    ArgType type;
-    size_t offset;
-    double min, max;
-    const char* help;
-} SampleFlag;
-
-#define SAMPLE_FLAG(s, l, type, field, lo, hi, help) {s, l, type, offsetof(SampleArgs, field), lo, hi, help}
-static const SampleFlag SAMPLE_FLAGS[] = {
-    SAMPLE_FLAG("-e", "--model", ARG_STR, model, 0, 0, "model file (GPTM), e.g. a checkpoint's model_NNNNNNNN.bin (required)"),
-    SAMPLE_FLAG(NULL, "--prompt", ARG_STR, prompt, 0, 0, "text to continue, after <|endoftext|> (default: none)"),
-    SAMPLE_FLAG(NULL, "--temperature", ARG_FLOAT, temperature, 0, 1e6, "sampling temperature; 0: argmax (default 1.0)"),
-    SAMPLE_FLAG(NULL, "--top-k", ARG_INT, top_k, 0, 1 << 24, "sample among the k most likely tokens; 0: all (default 0)"),
-    SAMPLE_FLAG(NULL, "--seed", ARG_INT, seed, 0, 2147483647, "random seed, as the trainer's --seed (default 1337)"),
-    SAMPLE_FLAG("-g", "--tokens", ARG_INT, tokens, 0, 1 << 24, "tokens to generate (default 64)"),
-    SAMPLE_FLAG(NULL, "--tokenizer", ARG_STR, tokenizer, 0, 0, "tokenizer file (GBPE) (default data/gpt2_tokenizer.bin)"),
-    SAMPLE_FLAG(NULL, "--ids", ARG_SWITCH, ids, 0, 1, "print the generated token ids instead of text"),
-    SAMPLE_FLAG(NULL, "--threads", ARG_INT, threads, 0, 4096, "CPU threads; 0: the OpenMP default (default 0)"),
-};
-#define SAMPLE_FLAG_COUNT ((int)(sizeof(SAMPLE_FLAGS) / sizeof(SAMPLE_FLAGS[0])))
-
-static void print_help(void) {
-    printf("usage: sample_gpt_cpu -e MODEL [flags]: generate text with a KV cache\n");
-    for (int i = 0; i < SAMPLE_FLAG_COUNT; i++)
-        printf("  %-3s %-14s %s\n", SAMPLE_FLAGS[i].short_name ? SAMPLE_FLAGS[i].short_name : "", SAMPLE_FLAGS[i].long_name,
-               SAMPLE_FLAGS[i].help);
-}
-
-static void parse_args(SampleArgs* a, int argc, char** argv) {
-    *a = (SampleArgs){NULL, "", "data/gpt2_tokenizer.bin", 1.0f, 0, 1337, 64, 0, 0};
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            print_help();
-            exit(0);
-        }
-        const SampleFlag* f = NULL;
-        for (int j = 0; j < SAMPLE_FLAG_COUNT && !f; j++)
-            if ((SAMPLE_FLAGS[j].short_name && !strcmp(argv[i], SAMPLE_FLAGS[j].short_name)) ||
-                !strcmp(argv[i], SAMPLE_FLAGS[j].long_name))
-                f = &SAMPLE_FLAGS[j];
-        if (!f) fatalf("unknown flag '%s' (see --help)", argv[i]);
-        char* field = (char*)a + f->offset;
-        if (f->type == ARG_SWITCH) {
-            *(int*)field = 1;
-            continue;
-        }
-        if (i + 1 >= argc) fatalf("%s: missing value (see --help)", f->long_name);
-        const char* text = argv[++i];
-        char* end;
-        errno = 0;
-        if (f->type == ARG_STR) {
-            *(const char**)field = text;
-        } else if (f->type == ARG_INT) {
-            long long v = strtoll(text, &end, 10);
-            if (end == text || *end || errno || v < f->min || v > f->max)
-                fatalf("%s: bad value '%s': expected an integer in [%.0f, %.0f]", f->long_name, text, f->min, f->max);
-            *(int*)field = (int)v;
-        } else {
-            double v = strtod(text, &end);
-            if (end == text || *end || errno || !isfinite(v) || v < f->min || v > f->max)
-                fatalf("%s: bad value '%s': expected a number in [%g, %g]", f->long_name, text, f->min, f->max);
-            *(float*)field = (float)v;
-        }
-    }
-    if (!a->model) fatalf("no model: give -e MODEL (see --help)");
-}
-
-typedef struct {
-    const Tokenizer* tokenizer; /* NULL: print ids */
-} Printer;
-
-static void print_token(int token, void* arg) {
-    const Printer* p = (const Printer*)arg;
-    if (p->tokenizer) {
-        size_t len;
-        const unsigned char* bytes = tokenizer_token_bytes(p->tokenizer, token, &len);
-        fwrite(bytes, 1, len, stdout);
-    } else {
-        printf("%d ", token);
-    }
-    fflush(stdout);
-}
-
-static double wall_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 int main(int argc, char** argv) {
     SampleArgs args;
-    parse_args(&args, argc, argv);
+    sample_cli_parse(&args, argc, argv, "sample_gpt_cpu", SAMPLE_TOOL_CPU);
     if (args.threads > 0) omp_set_num_threads(args.threads);
     GPT model;
     gpt_load(&model, args.model);
-    const GPTConfig* c = &model.config;
-
-    /* the tokenizer is needed to encode a prompt or print text; it must match the model's vocabulary */
-    Tokenizer tokenizer;
-    int need_tokenizer = args.prompt[0] || !args.ids;
-    if (need_tokenizer) {
-        tokenizer_load(&tokenizer, args.tokenizer);
-        if (tokenizer.vocab_size != c->vocab_size)
-            fatalf("%s: the tokenizer has %d tokens but the model %s has %d (use --ids without --prompt to print ids)",
-                   args.tokenizer, tokenizer.vocab_size, args.model, c->vocab_size);
-    }
-    int n_context = 1;
-    int* context = (int*)malloc_check(sizeof(int));
-    context[0] = need_tokenizer ? tokenizer.eot_token : 0;
-    if (args.prompt[0]) {
-        int* ids;
-        size_t n = tokenizer_encode(&tokenizer, (const unsigned char*)args.prompt, strlen(args.prompt), &ids);
-        context = (int*)realloc(context, (n + 1) * sizeof(int));
-        if (!context) fatalf("out of memory");
-        memcpy(context + 1, ids, n * sizeof(int));
-        free(ids);
-        n_context = (int)n + 1;
-    }
-    fprintf(stderr, "sample_gpt_cpu: %s: %d layers, %d heads, %d channels, vocab %d, max seq len %d | prompt %d tokens\n",
-            args.model, c->num_layers, c->num_heads, c->channels, c->vocab_size, c->max_seq_len, n_context - 1);
-
-    Printer printer = {args.ids ? NULL : &tokenizer};
-    if (!args.ids)
-        for (int i = 1; i < n_context; i++) print_token(context[i], &printer);
     KVCache kv;
-    kv_cache_init(&kv, c);
-    Rng rng;
-    rng_seed(&rng, (uint64_t)args.seed ^ 0x5A4D504C45ULL);
-    int* generated = (int*)malloc_check(((size_t)args.tokens + 1) * sizeof(int));
-    double t0 = wall_seconds();
-    generate(&model, &kv, context, n_context, generated, args.tokens, args.temperature, args.top_k, &rng, print_token, &printer);
-    double seconds = wall_seconds() - t0;
-    printf("\n");
-    fprintf(stderr, "sample_gpt_cpu: %d tokens in %.3f s (%.1f tok/s, prompt included)\n", args.tokens, seconds,
-            seconds > 0 ? (args.tokens + n_context) / seconds : 0.0);
-
-    free(generated);
-    free(context);
+    kv_cache_init(&kv, &model.config);
+    CpuDecoder decoder = {&model, &kv};
+    KvModel m = cpu_decoder_kv_model(&decoder);
+    sample_cli_run(&args, &m, "sample_gpt_cpu");
     kv_cache_free(&kv);
-    if (need_tokenizer) tokenizer_free(&tokenizer);
     gpt_free(&model);
     return 0;
 }

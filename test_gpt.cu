@@ -5,7 +5,9 @@
  * ||ours - ref|| / ||ref||:
  *   the logits and the loss of one forward pass, the gradient of every parameter tensor, the loss before
  *   each of K AdamW steps on the same batch, and every parameter tensor after the K steps;
- * then determinism: the K steps run again from the same weights give bit-identical losses and weights.
+ * then determinism: the K steps run again from the same weights give bit-identical losses and weights;
+ * then the gradients once more with the attention backward's atomic dQ mode (--deterministic 0), same bounds
+ * (the fp32 build's attention ignores the flag, so there it repeats the deterministic path).
  * Bounds:
  *   fp32 build (PRECISION=FP32): 1e-5 everywhere (TF32 is never on: llmc/cublas_common.cuh computes in
  *     fp32), step losses 1e-5 relative; final weights per tensor 5e-5 (test_gpt.c says why); the key
@@ -19,6 +21,13 @@
 #define TESTING
 #include "train_gpt.cu"
 #include "llmc/reference_state.h"
+
+/* the update from the current gradients; returns the gradient norm before clipping */
+static float gpt_update(GPT* m, const OptimizerConfig* oc, float lr, int t) {
+    float norm = gpt_grad_norm(m);
+    gpt_update_with_norm(m, oc, lr, t, norm);
+    return norm;
+}
 
 #if defined(PRECISION_FP32)
 #define REL_BOUND 1e-5   /* logits, gradients, weights: relative L2 */
@@ -43,6 +52,22 @@ static void check_rel(const char* what, const char* name, double err) { check_bo
 static void check_loss(const char* what, const char* name, float ours, float ref) {
     double err = LOSS_RELATIVE ? fabs((double)ours - ref) / fabs((double)ref) : fabs((double)ours - ref);
     check_bound(what, name, err, LOSS_BOUND, LOSS_RELATIVE ? "rel   " : "abs   ");
+}
+
+/* one forward and backward pass on the reference batch from the current weights; every parameter tensor's
+ * gradient against the reference's */
+static void check_grads(GPT* model, const ReferenceState* ref, const char* what) {
+    gpt_zero_grad(model);
+    gpt_forward(model, ref->inputs, ref->targets, ref->B, ref->T, 1.0f);
+    gpt_backward(model, ref->inputs, ref->B, ref->T, 1);
+    float* grads = (float*)malloc_check(model->num_params * sizeof(float));
+    copy_to_host(grads, model->grads, model->num_params);
+    size_t off = 0;
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
+        check_rel(what, GPT_PARAM_NAMES[i], rel_l2(grads + off, ref->grads + off, model->param_sizes[i]));
+        off += model->param_sizes[i];
+    }
+    free(grads);
 }
 
 /* runs the K AdamW steps of the reference on its batch; step losses into losses (K floats) */
@@ -98,17 +123,7 @@ int main(int argc, char** argv) {
     check_loss("forward", "loss", loss, ref.loss);
     free(logits);
     free(all_logits);
-    gpt_zero_grad(&model);
-    gpt_forward(&model, ref.inputs, ref.targets, B, T, 1.0f);
-    gpt_backward(&model, ref.inputs, B, T, 1);
-    float* grads = (float*)malloc_check(model.num_params * sizeof(float));
-    copy_to_host(grads, model.grads, model.num_params);
-    size_t off = 0;
-    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
-        check_rel("grad", GPT_PARAM_NAMES[i], rel_l2(grads + off, ref.grads + off, model.param_sizes[i]));
-        off += model.param_sizes[i];
-    }
-    free(grads);
+    check_grads(&model, &ref, "grad");
 
     /* K AdamW steps on the same batch */
     float* losses = (float*)malloc_check((size_t)ref.K * sizeof(float));
@@ -121,7 +136,7 @@ int main(int argc, char** argv) {
     /* final weights, per tensor; qkvb as its q, k and v thirds (see test_gpt.c for why k is looser) */
     float* params = (float*)malloc_check(model.num_params * sizeof(float));
     gpt_get_weights(&model, params);
-    off = 0;
+    size_t off = 0;
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
         if (strcmp(GPT_PARAM_NAMES[i], "qkvb") == 0) {
             int C = c->channels;
@@ -164,6 +179,11 @@ int main(int argc, char** argv) {
            same_weights ? "ok" : "FAIL");
     tally.passed += same_losses + same_weights;
     tally.failed += !same_losses + !same_weights;
+
+    /* the atomic dQ mode of the attention backward */
+    gpt_set_weights(&model, init, 0);
+    model.deterministic = 0;
+    check_grads(&model, &ref, "grad dq0");
 
     free(losses);
     free(losses2);

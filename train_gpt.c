@@ -433,6 +433,7 @@ int main(int argc, char** argv) {
     flags_reject(&args, "zero", "the CPU trainer has no ZeRO sharding (it runs as one process)");
     flags_reject(&args, "recompute", "the CPU trainer keeps all activations; recompute is a GPU-trainer option");
     flags_reject(&args, "master-weights", "the CPU trainer always trains in fp32");
+    flags_reject(&args, "deterministic", "the CPU trainer is always deterministic");
     const char* one_process = "the CPU trainer runs as one process (multi-GPU is train_gpt's)";
     flags_reject(&args, "dist-init", one_process);
     flags_reject(&args, "dist-file", one_process);
@@ -611,7 +612,7 @@ int main(int argc, char** argv) {
     snprintf(device, sizeof(device), "CPU %s, %d threads", cpu_isa_name(cpu_matmul_isa()), omp_get_max_threads());
     RunInfo info = {"train_gpt_cpu", "fp32", device, 1, *c, model.num_params, B, T, accum, total_batch, start_step, max_steps,
                     {model.num_params * sizeof(float), model.num_params * sizeof(float), 2 * model.num_params * sizeof(float),
-                     model.act_bytes, 0},
+                     model.act_bytes, 0, 0},
                     flops_per_token, peak_gflops * 1e9};
     run_header_print(stdout, &info, &args);
     run_header_log(&logger, &info, &args);

@@ -30,12 +30,13 @@
 #include "llmc/encoder.cuh"
 #include "llmc/layernorm.cuh"
 #include "llmc/matmul.cuh"
-#include "llmc/attention.cuh"
+#include "llmc/flash_attention.cuh"
 #include "llmc/gelu.cuh"
 #include "llmc/classifier.cuh"
 #include "llmc/global_norm.cuh"
 #include "llmc/adamw.cuh"
 #include "llmc/distributed.cuh"
+#include "llmc/progress.h" /* MemoryPlan: device bytes by category, for the memory check and the run header */
 
 /* ----------------------------------------------------------------------------
  * Parameters: one contiguous floatX buffer in model-file order (doc/formats.md); the gradients mirror it. */
@@ -81,7 +82,7 @@ typedef struct {
     float* ln1_rstd;   /* (L, B, T) fp32 */
     floatX* qkv;       /* (L, B, T, 3C) */
     floatX* atty;      /* (L, B, T, C)       attention output, before its projection */
-    float* att_lse;    /* (L, B, NH, T) fp32 logsumexp of each attention row */
+    float* att_lse;    /* (L, B, NH, T) fp32 logsumexp of each attention row: all attention keeps (flash attention) */
     floatX* residual2; /* (L, B, T, C)       x + attn(ln1(x)) */
     floatX* ln2;       /* (L or 1, B, T, C)  1 layer with -r 2 */
     float* ln2_mean;   /* (L, B, T) fp32 */
@@ -103,7 +104,9 @@ typedef struct {
     floatX* ln;       /* (B, T, C)  gradient of a layernorm output */
     floatX* atty;     /* (B, T, C) */
     floatX* qkv;      /* (B, T, 3C) */
-    floatX* fch;      /* (B, T, 4C) gradient of the GELU input */
+    floatX* fch;      /* (B, T, 4C) gradient of the GELU input; also the attention backward's scratch, being dead from
+                         the MLP's backward to the next layer's: that needs 4·BT·(NH + C) bytes
+                         (flash_attention_scratch_bytes), at most the 4·BT·C·sizeof(floatX) >= 8·BT·C bytes here, as NH <= C */
 } ActivationGrads;
 
 typedef struct {
@@ -114,16 +117,12 @@ typedef struct {
 static const int ACTIVATION_GRAD_WIDTHS[5] = {1, 1, 1, 3, 4};
 #define ACTIVATION_GRAD_WIDTH 10
 
-/* device bytes by category, for the memory check and report */
-typedef struct {
-    size_t params, grads, optimizer, activations, scratch;
-} MemoryPlan;
-
 typedef struct {
     GPTConfig config;
     size_t param_sizes[NUM_PARAM_TENSORS];
     size_t num_params;
     int batch_cap, seq_cap, recompute;
+    int deterministic; /* 1 (default): attention backward bit-identical run to run; 0: its faster atomic dQ mode */
     uint64_t seed; /* stochastic rounding */
     floatX* params;
     floatX* grads;
@@ -137,9 +136,8 @@ typedef struct {
     void* act_memory;
     Activations a;
     ActivationGrads da;
-    float* scratch;      /* column sums, then the attention deltas, then the norm partials */
-    size_t colsum_floats; /* where the attention deltas start in scratch */
-    size_t delta_floats;
+    float* scratch;       /* column sums, then the norm partials */
+    size_t colsum_floats; /* where the norm partials start in scratch */
     int* inputs_dev;  /* (B, T) */
     int* targets_dev; /* (B, T) */
     int* buckets_dev; /* 3BT + 1: llmc/encoder.cuh's grouping of positions by token */
@@ -189,7 +187,8 @@ static MemoryPlan gpt_memory_plan(const GPTConfig* c, int B, int T, int recomput
     p.activations = 0;
     for (int i = 0; i < NUM_ACTIVATIONS; i++) p.activations += sizes[i] * (is_fp32[i] ? sizeof(float) : sizeof(floatX));
     p.activations += BT * ACTIVATION_GRAD_WIDTH * C * sizeof(floatX);
-    p.scratch = (colsum_scratch_floats((long)BT, 4 * (long)C) + BT * c->num_heads + GNORM_BLOCKS + 1) * sizeof(float) +
+    p.attention = sizes[6] * sizeof(float);
+    p.scratch = (colsum_scratch_floats((long)BT, 4 * (long)C) + GNORM_BLOCKS + 1) * sizeof(float) +
                 BLAS_WORKSPACE_BYTES + BT * (2 + 3) * sizeof(int) + sizeof(int);
     return p;
 }
@@ -202,6 +201,8 @@ static inline void memory_plan_print(const MemoryPlan* p, const MemoryPlan* with
            "scratch %.1f MiB | total %.1f MiB\n",
            mib(p->params), mib(p->grads), mib(p->optimizer), mib(p->activations), mib(p->scratch),
            mib(p->params + p->grads + p->optimizer + p->activations + p->scratch));
+    printf("attention: flash attention keeps %.3f MiB of logsumexps (L x B x NH x T fp32, in activations), no T x T buffers\n",
+           mib(p->attention));
     if (recompute > 0)
         printf("recompute %d: activations %.3f MiB instead of %.3f MiB (saves %.3f MiB)\n", recompute, mib(p->activations),
                mib(without_recompute->activations), mib(without_recompute->activations - p->activations));
@@ -224,8 +225,9 @@ static void gpt_check_memory(const GPTConfig* c, int B, int T, int recompute, in
  * `opt` (NULL: all of them). Weights are set by gpt_set_weights. */
 static void gpt_create(GPT* m, const GPTConfig* c, int B, int T, int recompute, int master_weights, uint64_t seed, const Shard* opt) {
     gpt_config_check(c, "model config");
-    if (!attention_supported(c->channels, c->num_heads))
-        fatalf("model config: head size %d is above the attention kernel's maximum %d", c->channels / c->num_heads, 32 * ATT_DIMS);
+    if (!flash_attention_supported(c->channels, c->num_heads))
+        fatalf("model config: head size %d (channels %d / heads %d) is not supported by flash attention: it needs a multiple of 8, at most 256",
+               c->channels / c->num_heads, c->channels, c->num_heads);
     if (c->channels % 8 != 0) fatalf("model config: channels %d is not a multiple of 8, which cuBLASLt's alignment needs", c->channels);
     if (T > c->max_seq_len) fatalf("sequence length %d exceeds the model's maximum %d", T, c->max_seq_len);
     master_weights = gpt_uses_master(master_weights);
@@ -238,6 +240,7 @@ static void gpt_create(GPT* m, const GPTConfig* c, int B, int T, int recompute, 
     m->batch_cap = B;
     m->seq_cap = T;
     m->recompute = recompute;
+    m->deterministic = 1;
     m->seed = seed;
     gpt_param_sizes(c, m->param_sizes);
     m->num_params = gpt_num_params(c);
@@ -278,8 +281,7 @@ static void gpt_create(GPT* m, const GPTConfig* c, int B, int T, int recompute, 
         p += BT * ACTIVATION_GRAD_WIDTHS[i] * C * sizeof(floatX);
     }
     m->colsum_floats = colsum_scratch_floats((long)BT, 4 * (long)C);
-    m->delta_floats = BT * c->num_heads;
-    cudaCheck(cudaMalloc(&m->scratch, (m->colsum_floats + m->delta_floats + GNORM_BLOCKS + 1) * sizeof(float)));
+    cudaCheck(cudaMalloc(&m->scratch, (m->colsum_floats + GNORM_BLOCKS + 1) * sizeof(float)));
     cudaCheck(cudaMalloc(&m->inputs_dev, BT * sizeof(int)));
     cudaCheck(cudaMalloc(&m->targets_dev, BT * sizeof(int)));
     cudaCheck(cudaMalloc(&m->buckets_dev, (3 * BT + 1) * sizeof(int)));
@@ -412,7 +414,7 @@ static void gpt_forward_body(GPT* m, const int* inputs, int B, int T) {
         floatX *qkv = a->qkv + 3 * l * lc, *atty = a->atty + l * lc, *residual2 = a->residual2 + l * lc, *fch = a->fch + 4 * l * lc;
         if (m->dist) dist_wait_params(m->dist, l, s);
         matmul_forward(&m->blas, qkv, NULL, ln1, w->qkvw + (size_t)l * 3 * C * C, w->qkvb + l * 3 * C, BT, C, 3 * C);
-        attention_forward(atty, a->att_lse + (size_t)l * NH * BT, qkv, B, T, C, NH, s);
+        flash_attention_forward(atty, a->att_lse + (size_t)l * NH * BT, qkv, B, T, C, NH, s);
         matmul_forward(&m->blas, a->proj, NULL, atty, w->attprojw + (size_t)l * C * C, w->attprojb + l * C, BT, C, C);
         residual_layernorm_forward(residual2, ln2, a->ln2_mean + l * BT, a->ln2_rstd + l * BT, residual, a->proj, w->ln2w + l * C,
                                    w->ln2b + l * C, BT, C, s);
@@ -475,7 +477,6 @@ static void gpt_backward(GPT* m, const int* inputs, int B, int T, int reduce) {
     ActivationGrads* d = &m->da;
     cudaStream_t s = m->stream;
     float* colsum = m->scratch;
-    float* delta = m->scratch + m->colsum_floats;
 
     matmul_backward(&m->blas, d->ln, g->wte, NULL, colsum, a->logits, a->lnf, w->wte, NULL, BT, C, Vp);
     cudaCheck(cudaMemsetAsync(d->residual, 0, lc * sizeof(floatX), s));
@@ -503,7 +504,8 @@ static void gpt_backward(GPT* m, const int* inputs, int B, int T, int reduce) {
         /* attention: residual2 = residual + attproj(attention(qkv(ln1(residual)))) */
         matmul_backward(&m->blas, d->atty, g->attprojw + (size_t)l * C * C, g->attprojb + l * C, colsum, d->residual, atty,
                         w->attprojw + (size_t)l * C * C, NULL, BT, C, C);
-        attention_backward(d->qkv, delta, d->atty, atty, qkv, a->att_lse + (size_t)l * NH * BT, B, T, C, NH, s);
+        flash_attention_backward(d->qkv, (float*)d->fch, d->atty, atty, qkv, a->att_lse + (size_t)l * NH * BT, B, T, C, NH,
+                                 m->deterministic, s);
         if (!ln_stacked)
             residual_layernorm_forward(NULL, ln1, ln1_mean, ln1_rstd, residual, NULL, w->ln1w + l * C, w->ln1b + l * C, BT, C, s);
         matmul_backward(&m->blas, d->ln, g->qkvw + (size_t)l * 3 * C * C, g->qkvb + l * 3 * C, colsum, d->qkv, ln1,
@@ -521,13 +523,14 @@ static void gpt_backward(GPT* m, const int* inputs, int B, int T, int reduce) {
 
 /* ----------------------------------------------------------------------------
  * AdamW update with global-norm clipping, on the parameters the optimizer state covers (m->opt: all,
- * or this rank's ZeRO-1 shard, whose new values every rank then gathers). With several GPUs it first
- * waits for the gradient reduction, and the norm is the sum over ranks of each rank's shard's Σ g²
- * (llmc/distributed.cuh). Returns the gradient norm before clipping. t is the 1-based step count
- * (bias correction and the stochastic-rounding seed). G: the gradient type (fp32 after an fp32 reduction). */
+ * or this rank's ZeRO-1 shard, whose new values every rank then gathers). With several GPUs the norm
+ * first waits for the gradient reduction, and is the sum over ranks of each rank's shard's Σ g²
+ * (llmc/distributed.cuh). gpt_grad_norm, then gpt_update_with_norm (the trainer's health guard sits
+ * between them); gpt_update does both. t is the 1-based step count (bias correction and the
+ * stochastic-rounding seed). G: the gradient type (fp32 after an fp32 reduction). */
 template <typename G>
-static float gpt_update_from(GPT* m, const G* grads, const OptimizerConfig* oc, float lr, int t) {
-    float* norm_scratch = m->scratch + m->colsum_floats + m->delta_floats;
+static float gpt_grad_norm_from(GPT* m, const G* grads) {
+    float* norm_scratch = m->scratch + m->colsum_floats;
     Shard norm_range = m->dist ? m->dist->shard : m->opt;
     global_norm_squared_launch(grads + norm_range.offset, norm_range.count, norm_scratch, m->stream);
     float norm_squared;
@@ -536,7 +539,11 @@ static float gpt_update_from(GPT* m, const G* grads, const OptimizerConfig* oc, 
         cudaCheck(cudaMemcpyAsync(&norm_squared, norm_scratch + GNORM_BLOCKS, sizeof(float), cudaMemcpyDeviceToHost, m->stream));
         cudaCheck(cudaStreamSynchronize(m->stream));
     }
-    float norm = sqrtf(norm_squared);
+    return sqrtf(norm_squared);
+}
+
+template <typename G>
+static void gpt_update_from(GPT* m, const G* grads, const OptimizerConfig* oc, float lr, int t, float norm) {
     float scale = 1.0f;
     if (oc->grad_clip > 0.0f && norm > oc->grad_clip) scale = oc->grad_clip / (norm + 1e-6f);
     size_t offset = 0, opt_end = m->opt.offset + m->opt.count;
@@ -551,19 +558,28 @@ static float gpt_update_from(GPT* m, const G* grads, const OptimizerConfig* oc, 
         offset += m->param_sizes[i];
     }
     if (m->dist) dist_gather_params(m->dist, m->params, m->stream);
-    return norm;
 }
 
-static float gpt_update(GPT* m, const OptimizerConfig* oc, float lr, int t) {
+/* the gradients' global L2 norm (every rank gets the same value) */
+static float gpt_grad_norm(GPT* m) {
     if (m->dist) dist_wait_grads(m->dist, m->stream);
-    if (m->dist && m->dist->staged) return gpt_update_from(m, (const float*)m->dist->grads32, oc, lr, t);
-    return gpt_update_from(m, (const floatX*)m->grads, oc, lr, t);
+    if (m->dist && m->dist->staged) return gpt_grad_norm_from(m, (const float*)m->dist->grads32);
+    return gpt_grad_norm_from(m, (const floatX*)m->grads);
 }
+
+static void gpt_update_with_norm(GPT* m, const OptimizerConfig* oc, float lr, int t, float norm) {
+    if (m->dist && m->dist->staged) gpt_update_from(m, (const float*)m->dist->grads32, oc, lr, t, norm);
+    else gpt_update_from(m, (const floatX*)m->grads, oc, lr, t, norm);
+}
+
 
 #ifndef TESTING
+#include "llmc/early_stop.h"
 #include "llmc/flags.h"
+#include "llmc/health.h"
 #include "llmc/logger.h"
 #include "llmc/sampler.h"
+#include "llmc/signals.h"
 #include "llmc/generate.h"
 
 static double now_seconds(void) {
@@ -599,12 +615,22 @@ static float evaluate(GPT* m, DataLoader* val, int batches) {
 /* sampling callback (llmc/generate.h): logits of the next position, copied to the host */
 static const float* next_logits_gpu(void* model, const int* tokens, int n) { return gpt_forward_last((GPT*)model, tokens, n); }
 
-/* Every rank writes the optimizer state of its shard's range (llmc/zero.h; with ZeRO 0 a slice of
- * its full copy), rank 0 the model file (fp32 weights, gathered when sharded); once all are written,
- * rank 0 marks the step done with the world size. */
-static void save_checkpoint(GPT* m, const char* dir, const TrainState* st) {
+#define SAVE_FAILED_EXIT_STATUS 74 /* EX_IOERR: a checkpoint could not be written (--on-save-error stop) */
+
+/* Whether `flag` is set on any rank: the all-reduced sum of 0/1 (exact in fp32); also a barrier. Every
+ * decision that ends or changes the run (a stop signal, a failed write) goes through it, so all ranks
+ * take the same branch and issue the same collectives. */
+static int dist_any(GPT* m, int flag) { return dist_mean(m->dist, flag ? 1.0f : 0.0f, m->stream) > 0.0f; }
+
+/* Checkpoint st->step into dir (llmc/checkpoint.h, doc/reliability.md): rank 0 removes a stale marker
+ * and writes the model file (fp32 weights, gathered when sharded), every rank the optimizer state of
+ * its shard's range (llmc/zero.h; with ZeRO 0 a slice of its full copy), each file verified before
+ * its rename; once all ranks' files are written (an all-reduce of the failure flags, also the
+ * barrier), rank 0 writes the done marker with the world size and applies retention. Returns 0 on
+ * every rank, or −1 on every rank after the failing rank printed why (earlier checkpoints untouched). */
+static int save_checkpoint(GPT* m, const char* dir, const TrainState* st, int keep_last, int keep_every) {
     Distributed* d = m->dist;
-    char model_path[4200], state_path[4200], done_path[4200];
+    char model_path[4200], state_path[4200], done_path[4200], err[4600];
     checkpoint_paths(model_path, state_path, done_path, sizeof(model_path), dir, st->step, d->rank);
     size_t n = m->num_params, count = d->shard.count, at = d->shard.offset - m->opt.offset;
     float* host = (float*)malloc_check((n + 2 * count + 1) * sizeof(float));
@@ -616,12 +642,37 @@ static void save_checkpoint(GPT* m, const char* dir, const TrainState* st) {
     mine.world = d->world;
     mine.shard_offset = d->shard.offset;
     mine.shard_count = count;
-    if (d->rank == 0) model_file_write(model_path, &m->config, host);
-    state_file_write(state_path, &mine, host + n, host + n + count, NULL);
-    dist_mean(d, 0.0f, m->stream); /* barrier: every rank's files are written */
-    if (d->rank == 0) checkpoint_mark_done(dir, st->step, d->world);
+    int failed = 0;
+    if (d->rank == 0)
+        failed = checkpoint_begin(dir, st->step, err, sizeof(err)) != 0 || model_file_try_write(model_path, &m->config, host, err, sizeof(err)) != 0;
+    failed = failed || state_file_try_write(state_path, &mine, host + n, host + n + count, NULL, err, sizeof(err)) != 0;
     free(host);
+    if (failed) fprintf(stderr, "error: rank %d: checkpoint of step %d not written: %s\n", d->rank, st->step, err);
+    if (dist_any(m, failed)) return -1; /* every rank's files are written, or none is marked */
+    if (d->rank == 0 && checkpoint_try_mark_done(dir, st->step, d->world, err, sizeof(err)) != 0) {
+        fprintf(stderr, "error: checkpoint of step %d not written: %s\n", st->step, err);
+        failed = 1;
+    }
+    if (dist_any(m, failed)) return -1;
     printf("checkpoint: step %d written to %s\n", st->step, dir);
+    if (d->rank == 0) checkpoint_retain(dir, st->step, keep_last, keep_every, stdout);
+    return 0;
+}
+
+/* The index of the first non-finite parameter, or num_params if all are finite: Σ p² over this rank's
+ * shard (ZeRO 1: the part it updated), summed over ranks; only when that is not finite (a non-finite
+ * value, or an overflow of the sum) is a host copy searched for the element. Every rank must call it. */
+static size_t gpt_first_nonfinite_param(GPT* m) {
+    Shard range = m->dist->shard;
+    float* scratch = m->scratch + m->colsum_floats;
+    global_norm_squared_launch(m->params + range.offset, range.count, scratch, m->stream);
+    if (isfinite(dist_sum_device_float(m->dist, scratch + GNORM_BLOCKS, m->stream))) return m->num_params;
+    float* host = (float*)malloc_check(m->num_params * sizeof(float));
+    for (int b = 0; b < m->dist->num_buckets; b++) dist_wait_params(m->dist, b, m->stream);
+    copy_to_host(host, m->params, m->num_params);
+    size_t bad = health_first_nonfinite(host, m->num_params);
+    free(host);
+    return bad;
 }
 
 int main(int argc, char** argv) {
@@ -630,6 +681,21 @@ int main(int argc, char** argv) {
     if (args.zero == 2) fatalf("--zero 2 (sharded gradients) is not implemented: use -z 1 (sharded optimizer state) or -z 0");
     if (strcmp(args.grad_comm, "bf16") != 0 && strcmp(args.grad_comm, "fp32") != 0)
         fatalf("--grad-comm %s: expected bf16 or fp32", args.grad_comm);
+    flags_reject(&args, "threads", "--threads sets the CPU trainer's OpenMP threads; the GPU trainer's host side does not use them");
+    flags_reject(&args, "profile", "the GPU trainer has no per-op profile yet: use nsys or ncu");
+    int save_error_continue = strcmp(args.on_save_error, "continue") == 0;
+    if (!save_error_continue && strcmp(args.on_save_error, "stop") != 0) {
+        fprintf(stderr, "error: --on-save-error: bad value '%s': expected stop or continue (see --help)\n", args.on_save_error);
+        return 2;
+    }
+    if (args.early_stop > 0 && ((!args.val_data[0] && !args.mock_data) || args.val_every == 0)) {
+        fprintf(stderr, "error: --early-stop %d needs validation: give --val-data and --val-every > 0 (see --help)\n", args.early_stop);
+        return 2;
+    }
+    HealthConfig health_config = {args.max_bad_steps, args.spike_zscore, args.spike_window};
+    HealthState health;
+    memset(&health, 0, sizeof(health));
+    preempt_install();
     /* one process per GPU (llmc/process_group.h); ranks above 0 print nothing on stdout */
     ProcessGroup pg;
     process_group_init(&pg, &argc, &argv, args.dist_init, args.dist_file, args.dist_timeout);
@@ -721,6 +787,7 @@ int main(int argc, char** argv) {
     /* the model on the device: the memory check comes first */
     GPT model;
     gpt_create(&model, &config, B, T, args.recompute, args.master_weights, args.seed, &opt_shard);
+    model.deterministic = args.deterministic;
     const GPTConfig* c = &model.config;
     /* communication (llmc/distributed.cuh): a communicator for several ranks, or for one with --dist-init given */
     Distributed dist;
@@ -779,7 +846,11 @@ int main(int argc, char** argv) {
     int start_step = 0;
     if (args.resume) {
         if (!args.output_dir[0]) fatalf("--resume 1 needs --output-dir, where the checkpoints are");
-        int last = checkpoint_latest(args.output_dir);
+        /* every rank walks the same directory; they must agree on the step */
+        int last = checkpoint_find_valid(args.output_dir, stdout);
+        if (dist_mean(&dist, (float)last, model.stream) != (float)last)
+            fatalf("rank %d: resume: the ranks found different newest valid checkpoints in %s (this rank: step %d): is it on a shared disk?",
+                   rank, args.output_dir, last);
         if (last < 0) {
             printf("resume: no complete checkpoint in %s, starting from scratch\n", args.output_dir);
         } else {
@@ -809,6 +880,8 @@ int main(int argc, char** argv) {
             cudaCheck(cudaMemcpy(model.adam_v, vv, model.opt.count * sizeof(float), cudaMemcpyHostToDevice));
             free(mm);
             free(vv);
+            health = st.health;
+            health_resize(&health, health_config.window);
             rng = st.rng;
             dataloader_set_state(&train, &st.train_loader);
             start_step = st.step;
@@ -820,30 +893,86 @@ int main(int argc, char** argv) {
     gpt_set_weights(&model, init, start_step); /* the bf16 rounding that step start_step made */
     free(init);
 
+    /* early stopping (llmc/early_stop.h): the val loss is the mean over ranks, so every rank reaches the
+     * same verdict; the best checkpoint (all ranks' files) goes to DIR/best, rank 0 records it */
+    EarlyStop early;
+    early_stop_init(&early, args.early_stop);
+    char best_dir[4200] = "";
+    if (args.early_stop > 0 && args.output_dir[0]) {
+        early_stop_dir(best_dir, sizeof(best_dir), args.output_dir);
+        if (rank == 0) make_dir_check(best_dir);
+        dist_mean(&dist, 0.0f, model.stream); /* barrier: the directory exists */
+        if (start_step > 0) early_stop_resume(&early, best_dir, start_step, args.val_every, stdout);
+    }
+
+    /* the run header (llmc/progress.h), on stdout and as the first record of this run in metrics.jsonl (rank 0 logs) */
     Logger logger;
-    logger_init(&logger, args.output_dir[0] && rank == 0 ? args.output_dir : NULL, args.resume); /* rank 0 logs */
+    logger_init(&logger, args.output_dir[0] && rank == 0 ? args.output_dir : NULL, args.resume);
     double flops_per_token = 6.0 * (double)model.num_params + 6.0 * c->num_layers * (double)c->channels * T;
-    double peak = device_bf16_peak(prop.name);
-    printf("train_gpt (%s%s): %d layers, %d heads, %d channels, vocab %d (padded %d), max seq len %d\n", FLOATX_NAME,
-           model.master ? ", fp32 master weights" : "", c->num_layers, c->num_heads, c->channels, c->vocab_size,
-           c->padded_vocab_size, c->max_seq_len);
-    printf("device: %s | bf16 peak %.0f TFLOP/s%s\n", prop.name, peak * 1e-12, peak > 0 ? "" : " (unknown: no MFU)");
-    printf("parameters: %zu | batch %d x %d x %d rank(s), %d micro-steps per step (%lld tokens) | %d steps\n", model.num_params, B,
-           T, world, accum, total_batch, max_steps);
+    double peak = device_bf16_peak(prop.name) * world; /* of all ranks together */
+    char device_text[512], precision[64];
+    snprintf(device_text, sizeof(device_text), "GPU %s x %d, bf16 peak %s", prop.name, world, peak > 0 ? "" : "unknown (no MFU)");
+    if (peak > 0) snprintf(device_text + strlen(device_text), sizeof(device_text) - strlen(device_text), "%.0f TFLOP/s", peak * 1e-12);
+    snprintf(precision, sizeof(precision), "%s%s", FLOATX_NAME, model.master ? " + fp32 master weights" : "");
+    MemoryPlan plan = gpt_memory_plan(c, B, T, args.recompute, model.master != NULL, model.opt.size);
+    MemoryPlan plan_full = gpt_memory_plan(c, B, T, 0, model.master != NULL, model.opt.size);
+    RunInfo info = {"train_gpt", precision, device_text, world, *c, model.num_params, B, T, accum, total_batch, start_step, max_steps,
+                    plan, flops_per_token, peak};
+    run_header_print(stdout, &info, &args);
+    run_header_log(&logger, &info, &args);
     if (strcmp(args.lr_scale, "none") != 0)
         printf("learning rate: %g x %s(%lld / %lld tokens) = %g\n", (double)args.lr, args.lr_scale, total_batch, ref_batch,
                (double)sched.max_lr);
-    MemoryPlan plan = gpt_memory_plan(c, B, T, args.recompute, model.master != NULL, model.opt.size);
-    MemoryPlan plan_full = gpt_memory_plan(c, B, T, 0, model.master != NULL, model.opt.size);
     memory_plan_print(&plan, &plan_full, args.recompute);
     dist_print_plan(&dist, &pg, model.master != NULL);
 
-    for (int step = start_step; step < max_steps; step++) {
+    /* Reliability (doc/reliability.md), as in train_gpt.c, with the ranks in agreement: a stop signal
+     * (llmc/signals.h) may reach the ranks at different moments, so before each step and each later
+     * micro-step they all-reduce the flag (dist_any) and act on it together: an unfinished step is
+     * dropped (loader and Rng back to its start), the completed steps are checkpointed, exit 75. The
+     * health guard (llmc/health.h) sees the loss and norm every rank shares, so all skip alike. */
+    int completed = start_step, saved_step = start_step > 0 ? start_step : -1, exit_status = 0, stop = 0;
+    Progress progress;
+    progress_init(&progress);
+    for (int step = start_step; step < max_steps && !(stop = dist_any(&model, preempt_requested())); step++) {
+        Rng rng_at_step = rng;
+        DataLoaderState loader_at_step;
+        dataloader_get_state(&train, &loader_at_step);
         int last_step = step == max_steps - 1;
-        if (have_val && args.val_every > 0 && (step % args.val_every == 0 || last_step)) {
-            float vl = evaluate(&model, &val, args.val_batches);
-            printf("step %5d/%d | val loss %.6f\n", step, max_steps, vl);
-            logger_val(&logger, step, vl); /* evaluated after `step` completed steps */
+        /* evaluated after `step` completed steps: the weights this step's training loss is computed with */
+        int evaluated = have_val && args.val_every > 0 && (step % args.val_every == 0 || last_step);
+        float val_loss = 0.0f;
+        if (evaluated) {
+            val_loss = evaluate(&model, &val, args.val_batches);
+            printf("step %5d/%d | val loss %.6f\n", step, max_steps, val_loss);
+            logger_val(&logger, step, val_loss);
+            EarlyStopVerdict verdict = args.early_stop > 0 ? early_stop_update(&early, step, val_loss) : EARLY_STOP_WAIT;
+            if (verdict == EARLY_STOP_IMPROVED && best_dir[0]) {
+                TrainState st = run;
+                st.step = step;
+                st.rng = rng;
+                st.health = health;
+                st.train_loader = loader_at_step;
+                int failed = save_checkpoint(&model, best_dir, &st, 1, 0) != 0;
+                char err[4600];
+                if (!failed && rank == 0 && early_stop_try_write(&early, best_dir, err, sizeof(err)) != 0) {
+                    fprintf(stderr, "error: best checkpoint of step %d not recorded: %s\n", step, err);
+                    failed = 1;
+                }
+                if (dist_any(&model, failed)) {
+                    if (save_error_continue) printf("checkpoint: continuing without the best checkpoint (--on-save-error continue)\n");
+                    else {
+                        fprintf(stderr, "error: stopping (--on-save-error stop); the last checkpoint is step %d\n", saved_step);
+                        exit_status = SAVE_FAILED_EXIT_STATUS;
+                        break;
+                    }
+                }
+            }
+            if (verdict == EARLY_STOP_STOP) {
+                printf("early stop: val loss has not improved for %d evaluations; best %.6f at step %d%s%s\n", early.since_best,
+                       (double)early.best_loss, early.best_step, best_dir[0] ? ", checkpoint in " : "", best_dir);
+                break;
+            }
         }
         if (args.sample_every > 0 && rank == 0 && step > 0 && step % args.sample_every == 0)
             sample_generate(&samples, next_logits_gpu, &model, args.sample_tokens, T, args.temperature, args.top_k, &rng);
@@ -851,36 +980,98 @@ int main(int argc, char** argv) {
         double t0 = now_seconds();
         gpt_zero_grad(&model);
         double loss_sum = 0.0;
-        for (int micro = 0; micro < accum; micro++) { /* gradients cross ranks only on the last micro-step */
+        for (int micro = 0; micro < accum && !stop; micro++) { /* gradients cross ranks only on the last micro-step */
+            if (micro > 0 && (stop = dist_any(&model, preempt_requested()))) break;
             dataloader_next_slot(&train, micro * world + rank, micro == accum - 1);
             loss_sum += gpt_forward(&model, train.inputs, train.targets, B, T, 1.0f / (float)(accum * world));
             gpt_backward(&model, train.inputs, B, T, micro == accum - 1);
         }
+        if (stop) { /* the unfinished step is dropped */
+            dataloader_set_state(&train, &loader_at_step);
+            rng = rng_at_step;
+            break;
+        }
         float loss = dist_mean(&dist, (float)(loss_sum / accum), model.stream); /* after the gradients' reduction */
         float lr = schedule_lr(&sched, step);
-        float norm = gpt_update(&model, &oc, lr, step + 1);
+        float norm = gpt_grad_norm(&model);
+        HealthResult verdict = health_check(&health, &health_config, loss, norm);
+        if (verdict.verdict == HEALTH_OK) {
+            gpt_update_with_norm(&model, &oc, lr, step + 1, norm);
+            size_t bad = gpt_first_nonfinite_param(&model);
+            if (bad < model.num_params) {
+                int tensor;
+                size_t element;
+                gpt_param_locate(c, bad, &tensor, &element);
+                fprintf(stderr, "error: step %d: the update made parameter %s[%zu] non-finite; stopping, the last checkpoint is step %d\n",
+                        step + 1, GPT_PARAM_NAMES[tensor], element, saved_step);
+                exit_status = HEALTH_EXIT_STATUS;
+                break;
+            }
+        }
         cudaCheck(cudaStreamSynchronize(model.stream));
+        completed = step + 1;
         double ms = (now_seconds() - t0) * 1000.0;
         double tok_s = (double)total_batch / (ms / 1000.0);
-        char mfu[32] = "n/a";
-        if (peak > 0) snprintf(mfu, sizeof(mfu), "%.1f%%", 100.0 * tok_s * flops_per_token / (peak * world));
-        printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.1f ms | %.0f tok/s | MFU %s\n", step + 1, max_steps, loss, lr, norm,
-               ms, tok_s, mfu);
+        double tflops = tok_s * flops_per_token * 1e-12;
+        progress_step(&progress, ms / 1000.0);
+        double elapsed = progress_elapsed(&progress);
+        char val_text[48] = "", elapsed_text[32], eta_text[32], mfu_text[48] = "peak unknown";
+        if (evaluated) snprintf(val_text, sizeof(val_text), " | val loss %.6f", val_loss);
+        if (peak > 0) snprintf(mfu_text, sizeof(mfu_text), "%.1f%% of peak", 100.0 * tflops * 1e12 / peak);
+        format_duration(elapsed_text, sizeof(elapsed_text), elapsed);
+        format_duration(eta_text, sizeof(eta_text), progress_eta(&progress, max_steps - completed));
+        printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.1f ms | %.0f tok/s | %.2f TFLOP/s (%s)%s | elapsed %s | ETA %s\n",
+               step + 1, max_steps, loss, lr, norm, ms, tok_s, tflops, mfu_text, val_text, elapsed_text, eta_text);
+        if (verdict.verdict == HEALTH_SKIP_NONFINITE)
+            printf("step %5d/%d | update skipped: non-finite loss or gradient norm (%d in a row, %d in the run)\n", step + 1, max_steps,
+                   health.bad_in_row, health.skipped);
+        if (verdict.verdict == HEALTH_SKIP_SPIKE)
+            printf("step %5d/%d | update skipped: spike, z-score loss %.2f norm %.2f > %g (%d in a row, %d in the run)\n", step + 1,
+                   max_steps, verdict.z_loss, verdict.z_norm, (double)health_config.spike_zscore, health.bad_in_row, health.skipped);
         fflush(stdout);
-        logger_step(&logger, step + 1, loss, lr, norm, ms, tok_s);
+        StepRecord record = {step + 1, loss, lr, norm, (float)ms, (float)tok_s, (long long)completed * total_batch, elapsed,
+                             peak > 0 ? tflops * 1e12 / peak : 0.0};
+        logger_step_record(&logger, &record);
+        if (health_should_stop(&health, &health_config)) {
+            fprintf(stderr, "error: step %d: %d updates skipped in a row (--max-bad-steps %d); stopping, the last checkpoint is step %d\n",
+                    step + 1, health.bad_in_row, health_config.max_bad_steps, saved_step);
+            exit_status = HEALTH_EXIT_STATUS;
+            break;
+        }
 
-        int done = step + 1;
-        if (args.output_dir[0] && args.checkpoint_every > 0 && (done % args.checkpoint_every == 0 || done == max_steps)) {
+        if (args.output_dir[0] && args.checkpoint_every > 0 && (completed % args.checkpoint_every == 0 || completed == max_steps)) {
             TrainState st = run;
-            st.step = done;
+            st.step = completed;
             st.rng = rng;
+            st.health = health;
             dataloader_get_state(&train, &st.train_loader);
-            save_checkpoint(&model, args.output_dir, &st);
+            if (save_checkpoint(&model, args.output_dir, &st, args.keep_last, args.keep_every) == 0) saved_step = completed;
+            else if (save_error_continue) printf("checkpoint: continuing without it (--on-save-error continue)\n");
+            else {
+                fprintf(stderr, "error: stopping (--on-save-error stop); the last checkpoint is step %d\n", saved_step);
+                exit_status = SAVE_FAILED_EXIT_STATUS;
+                break;
+            }
         }
         process_group_heartbeat(&pg);
     }
-    if (args.sample_every > 0 && rank == 0)
+    if (exit_status == 0 && stop && completed < max_steps) {
+        int sig = preempt_requested();
+        printf("%s received: stopping after %d completed steps\n", sig ? preempt_signal_name(sig) : "a stop signal (on another rank)",
+               completed);
+        exit_status = PREEMPT_EXIT_STATUS;
+        if (!args.output_dir[0]) printf("no --output-dir: nothing saved\n");
+        else if (saved_step != completed) {
+            TrainState st = run;
+            st.step = completed;
+            st.rng = rng;
+            st.health = health;
+            dataloader_get_state(&train, &st.train_loader);
+            if (save_checkpoint(&model, args.output_dir, &st, args.keep_last, args.keep_every) != 0) exit_status = SAVE_FAILED_EXIT_STATUS;
+        }
+    } else if (exit_status == 0 && args.sample_every > 0 && rank == 0) {
         sample_generate(&samples, next_logits_gpu, &model, args.sample_tokens, T, args.temperature, args.top_k, &rng);
+    }
 
     logger_free(&logger);
     sample_setup_free(&samples);
@@ -889,6 +1080,6 @@ int main(int argc, char** argv) {
     dist_free(&dist);
     gpt_free(&model);
     process_group_finish(&pg);
-    return 0;
+    return exit_status;
 }
 #endif

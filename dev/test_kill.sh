@@ -42,9 +42,13 @@ for attempt in $(seq 1 40); do
     [ $kills -ge 6 ] && [ $write_kills -ge 2 ] && break
     expected=$(ls "$tmp/run" 2>/dev/null | sed -n 's/^done_\([0-9]*\)\.txt$/\1/p' | sort | tail -1)
     from=$((10#${expected:-0}))
-    target=$((from + 1 + RANDOM % 3))
+    listing=$(ls "$tmp/run" 2>/dev/null | tr '\n' ' ')
+    # an even attempt first waits for the line of step target-1 > from: by then the attempt has
+    # written a checkpoint, and its retention has removed the .tmp debris of the attempt before
+    if [ $((attempt % 2)) -eq 0 ]; then target=$((from + 2 + RANDOM % 2)); else target=$((from + 1 + RANDOM % 3)); fi
     [ $((target + 2)) -ge $steps ] && break
-    "${run[@]}" -o "$tmp/run" -y 1 >"$tmp/attempt.log" 2>&1 &
+    : >"$tmp/attempt.log" # emptied here: the child opens it only when it gets to run
+    "${run[@]}" -o "$tmp/run" -y 1 >>"$tmp/attempt.log" 2>&1 &
     pid=$!
     if [ $((attempt % 2)) -eq 0 ]; then
         while kill -0 $pid 2>/dev/null && ! step_done $((target - 1)); do sleep 0.005; done
@@ -64,7 +68,7 @@ for attempt in $(seq 1 40); do
         if grep -q "^resume: step $from from" "$tmp/attempt.log"; then
             resumes_ok=$((resumes_ok + 1))
         else
-            bad "restart $attempt did not resume from step $from: $(grep -m1 '^resume' "$tmp/attempt.log")"
+            bad "restart $attempt did not resume from step $from: $(grep -m1 '^resume' "$tmp/attempt.log") [files before it: $listing]"
         fi
     fi
     if [ $rc -eq 137 ]; then

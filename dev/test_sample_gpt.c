@@ -6,10 +6,11 @@
  * 1. Logits: random tokens fill every position 0..max_seq_len-1 of the cache; after each one, the
  *    next-token logits of gpt_forward_next are compared with gpt_forward_last over the whole prefix
  *    (relative L2 over the V real logits; bound 1e-5, both fp32).
- * 2. Tokens: generate() is run past the cache's capacity (so the refill path is taken) at
- *    temperature 0 and at temperature 0.8 with top-k 20; the tokens must equal those of a plain
- *    generator written here from gpt_forward_last and sample_token, following the documented window
- *    rule (when the context outgrows max_seq_len, it restarts from the newest max_seq_len/2 tokens).
+ * 2. Tokens: kv_generate (llmc/sample_cli.h) with sample_gpt.c's KvModel (CpuDecoder) is run past
+ *    the cache's capacity (so the refill path is taken) at temperature 0 and at temperature 0.8 with
+ *    top-k 20; the tokens must equal those of a plain generator written here from gpt_forward_last
+ *    and sample_token, following the window rule of sample_cli.h's top comment (when the context
+ *    outgrows max_seq_len, it restarts from the newest max_seq_len/2 tokens).
  *    The same seed must give the same tokens twice.
  * 3. Cost: milliseconds per token with the cache and with the full forward at the longest context
  *    (printed, not asserted: the machine is shared).
@@ -79,6 +80,8 @@ int main(int argc, char** argv) {
     for (int t = 0; t < T; t++) tokens[t] = (int)rng_below(&rng, (uint64_t)V);
     KVCache kv;
     kv_cache_init(&kv, c);
+    CpuDecoder decoder = {&model, &kv};
+    KvModel kv_model = cpu_decoder_kv_model(&decoder);
     double worst = 0.0;
     int worst_t = -1;
     for (int t = 0; t < T; t++) {
@@ -105,7 +108,7 @@ int main(int argc, char** argv) {
         Rng a, b;
         rng_seed(&a, runs[r].seed);
         rng_seed(&b, runs[r].seed);
-        generate(&model, &kv, context, n_context, ours, count, runs[r].temperature, runs[r].top_k, &a, NULL, NULL);
+        kv_generate(&kv_model, context, n_context, ours, count, runs[r].temperature, runs[r].top_k, &a, NULL, NULL);
         generate_plain(&model, context, n_context, plain, count, runs[r].temperature, runs[r].top_k, &b);
         int first_diff = -1;
         for (int i = 0; i < count && first_diff < 0; i++)
@@ -116,7 +119,7 @@ int main(int argc, char** argv) {
         if (first_diff >= 0) printf("     first difference at token %d: %d vs %d\n", first_diff, ours[first_diff], plain[first_diff]);
         Rng again;
         rng_seed(&again, runs[r].seed);
-        generate(&model, &kv, context, n_context, plain, count, runs[r].temperature, runs[r].top_k, &again, NULL, NULL);
+        kv_generate(&kv_model, context, n_context, plain, count, runs[r].temperature, runs[r].top_k, &again, NULL, NULL);
         expect(memcmp(ours, plain, (size_t)count * sizeof(int)) == 0, "the same seed gives the same tokens again");
     }
 
@@ -124,7 +127,7 @@ int main(int argc, char** argv) {
     int reps = 5;
     double t0 = seconds_now();
     for (int i = 0; i < reps; i++) {
-        kv_cache_refill(&model, &kv, tokens, T - 1);
+        kv_model_refill(&kv_model, tokens, T - 1);
         gpt_forward_next(&model, &kv, tokens[T - 1]);
     }
     double kv_ms = (seconds_now() - t0) * 1000.0 / (reps * T);

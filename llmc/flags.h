@@ -97,6 +97,8 @@ typedef enum { FLAG_STR, FLAG_INT, FLAG_FLOAT, FLAG_BOOL, FLAG_SCHED } FlagType;
     X(lr_ref_batch, NULL, "--lr-ref-batch", FLAG_INT, "0", 0, FLAG_INT_MAX, "tokens per step --lr was tuned for (--lr-scale; 0: B*T)") \
     X(recompute, "-r", "--recompute", FLAG_INT, "0", 0, 2, "recompute activations in backward: 0 off, 1 GELU, 2 also LayerNorm")     \
     X(master_weights, "-w", "--master-weights", FLAG_INT, "1", 0, 1, "keep fp32 master weights (1) or not (0)")                      \
+    X(deterministic, NULL, "--deterministic", FLAG_INT, "1", 0, 1,                                                                   \
+      "1: bit-identical gradients run to run; 0: faster attention backward (atomic dQ)")                                             \
     X(seed, NULL, "--seed", FLAG_INT, "1337", 0, FLAG_INT_MAX, "random seed (init, data order, sampling)")                           \
     X(mock_data, NULL, "--mock-data", FLAG_BOOL, "0", 0, 1, "train on deterministic random tokens, no files")                        \
     X(shuffle, NULL, "--shuffle", FLAG_INT, "1", 0, 1, "1: shuffle shard and batch order each epoch; 0: read in order")             \

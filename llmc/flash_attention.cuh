@@ -666,11 +666,15 @@ __global__ void flash_attention_backward_kv_fp32_kernel(float* dqkv, const float
 /* ---------------------------------------------------------------------------------------------------------------
  * host side */
 
+/* whether the kernels take C channels in NH heads: C a positive multiple of NH, the head dim C/NH a multiple of 8
+ * and at most 256 (what a trainer checks when it builds a model) */
+static inline int flash_attention_supported(int C, int NH) { return NH > 0 && C > 0 && C % NH == 0 && (C / NH) % 8 == 0 && C / NH <= 256; }
+
 /* checks the shape (and the alignment cp.async needs); one line naming the problem and exit 1 otherwise */
 static inline void flash_attention_check(const char* op, int B, int T, int C, int NH, const void* p0, const void* p1, const void* p2, size_t align) {
     const char* problem = NULL;
     if (B < 0 || T < 0 || NH <= 0 || C <= 0 || C % NH != 0) problem = "needs B, T >= 0 and C a positive multiple of NH > 0";
-    else if ((C / NH) % 8 != 0 || C / NH > 256) problem = "needs the head dim C/NH to be a multiple of 8 and at most 256";
+    else if (!flash_attention_supported(C, NH)) problem = "needs the head dim C/NH to be a multiple of 8 and at most 256";
     else if ((uintptr_t)p0 % align || (uintptr_t)p1 % align || (uintptr_t)p2 % align) problem = "needs 16-byte aligned bf16 buffers";
     if (!problem) return;
     fprintf(stderr, "error: %s: B=%d T=%d C=%d NH=%d: %s\n", op, B, T, C, NH, problem);

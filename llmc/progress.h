@@ -32,6 +32,7 @@
 /* bytes by category: memory the trainer allocates for the model and one batch */
 typedef struct {
     size_t params, grads, optimizer, activations, scratch;
+    size_t attention; /* of activations, the attention's share (GPU trainer: flash attention's logsumexps); 0: not reported */
 } MemoryPlan;
 
 static inline size_t memory_plan_total(const MemoryPlan* m) {

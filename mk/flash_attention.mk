@@ -15,7 +15,7 @@ build/cudasim/test_flash_attention_fast: dev/cuda/test_flash_attention.cu $(FLAS
 	@mkdir -p build/cudasim
 	$(CXX) $(SIM_FAST_CXXFLAGS) -x c++ $< -x none $(SIM_LDLIBS) -o $@
 
-build/bench_flash_attention: dev/cuda/bench_flash_attention.cu $(FLASH_ATTENTION_DEPS) llmc/attention.cuh llmc/cublas_common.cuh
+build/bench_flash_attention: dev/cuda/bench_flash_attention.cu $(FLASH_ATTENTION_DEPS) llmc/cublas_common.cuh
 	$(NVCC) -O3 -std=c++17 -arch=$(BENCH_ARCH) -I. $< -lcublas -lcublasLt -o $@
 
 ALL_TARGETS += build/cudasim/test_flash_attention build/cudasim/test_flash_attention_fast

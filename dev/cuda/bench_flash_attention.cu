@@ -1,9 +1,8 @@
 /*
- * dev/cuda/bench_flash_attention.cu — GPU benchmark of llmc/flash_attention.cuh (bf16, causal), against two
- * baselines measured in the same run:
+ * dev/cuda/bench_flash_attention.cu — GPU benchmark of llmc/flash_attention.cuh (bf16, causal), against a
+ * baseline measured in the same run:
  *   materialised: cuBLAS strided-batched GEMM S = QKᵀ (fp32, the full T x T per head), a causal softmax kernel
- *                 writing P (bf16), and a second GEMM O = PV — the forward llm.c runs without cuDNN;
- *   simple:       llmc/attention.cuh, the trainer's first attention (one warp per row, forward and backward).
+ *                 writing P (bf16), and a second GEMM O = PV — the forward llm.c runs without cuDNN.
  * TFLOP/s use the causal count for every method: forward 4·T²·d·NH·B/2, backward 2.5x that.
  * The flash output is also compared with the materialised one (max |difference|) as a sanity check.
  * GPU only: make bench-flash-attention (builds for the present GPU and runs).
@@ -11,7 +10,6 @@
 #include "llmc/cuda_utils.cuh"
 #include "llmc/cublas_common.cuh"
 #include "llmc/flash_attention.cuh"
-#include "llmc/attention.cuh"
 
 #include <math.h>
 #include <vector>
@@ -99,8 +97,6 @@ static void bench_shape(cublasHandle_t handle, int B, int NH, int hs, int T) {
     float bwd_atomic = time_ms(reps, [&] { flash_attention_backward(dqkv, scratch, dout, out, qkv, lse, B, T, C, NH, 0, 0); });
     float bwd_det = time_ms(reps, [&] { flash_attention_backward(dqkv, scratch, dout, out, qkv, lse, B, T, C, NH, 1, 0); });
     float mat_fwd = time_ms(reps, [&] { materialised_forward(handle, out_ref, S, P, qkv, B, T, C, NH); });
-    float simple_fwd = time_ms(1, [&] { attention_forward(out_ref + 0, scratch, qkv, B, T, C, NH, 0); });
-    float simple_bwd = time_ms(1, [&] { attention_backward(dqkv, scratch + (long)B * NH * T, dout, out, qkv, lse, B, T, C, NH, 0); });
     /* sanity: flash vs materialised outputs */
     materialised_forward(handle, out_ref, S, P, qkv, B, T, C, NH);
     std::vector<__nv_bfloat16> a(nout), r(nout);
@@ -116,8 +112,6 @@ static void bench_shape(cublasHandle_t handle, int B, int NH, int hs, int T) {
     printf("  flash backward (determin.)  %8.3f ms %7.1f TFLOP/s\n", bwd_det, tf(bwd_flops, bwd_det));
     printf("  flash forward + backward    %8.3f ms %7.1f TFLOP/s\n", fwd + bwd_atomic, tf(fwd_flops + bwd_flops, fwd + bwd_atomic));
     printf("  materialised forward (cuBLAS + softmax) %8.3f ms %7.1f TFLOP/s (flash is %.1fx)\n", mat_fwd, tf(fwd_flops, mat_fwd), mat_fwd / fwd);
-    printf("  simple forward + backward (llmc/attention.cuh) %8.3f ms %7.1f TFLOP/s (flash is %.1fx)\n", simple_fwd + simple_bwd,
-           tf(fwd_flops + bwd_flops, simple_fwd + simple_bwd), (simple_fwd + simple_bwd) / (fwd + bwd_atomic));
     printf("  max |flash out - materialised out| = %.3g\n", max_diff);
     cudaCheck(cudaFree(qkv));
     cudaCheck(cudaFree(dqkv));

@@ -10,7 +10,7 @@
 #include "llmc/encoder.cuh"
 #include "llmc/layernorm.cuh"
 #include "llmc/matmul.cuh"
-#include "llmc/attention.cuh"
+#include "llmc/flash_attention.cuh"
 #include "llmc/gelu.cuh"
 #include "llmc/classifier.cuh"
 #include "llmc/global_norm.cuh"
@@ -73,7 +73,7 @@ int main(void) {
     floatX* logits = device_random((size_t)BT * Vp, 2.0f);
     float *stats, *scratch, *losses;
     cudaCheck(cudaMalloc(&stats, (size_t)BT * NH * 2 * sizeof(float)));
-    cudaCheck(cudaMalloc(&scratch, colsum_scratch_floats(BT, 4 * C) * sizeof(float) + (size_t)BT * NH * sizeof(float)));
+    cudaCheck(cudaMalloc(&scratch, colsum_scratch_floats(BT, 4 * C) * sizeof(float) + flash_attention_scratch_bytes(B, T, C, NH)));
     cudaCheck(cudaMalloc(&losses, BT * sizeof(float)));
     int *tokens, *host_tokens = (int*)malloc_check(BT * sizeof(int));
     for (int i = 0; i < BT; i++) host_tokens[i] = (int)(hash_u32(i, 3) % V);
@@ -105,10 +105,13 @@ int main(void) {
                  4.0 * BT * C * 4 * C, peak);
     report_flops("matmul_forward classifier", time_ms([&] { matmul_forward(&blas, logits, NULL, x, y, NULL, BT, C, Vp); }),
                  2.0 * BT * C * Vp, peak);
-    report_flops("attention_forward (simple)", time_ms([&] { attention_forward(y, stats, x, B, T, C, NH, s); }),
-                 2.0 * B * NH * (double)T * T * (C / NH), peak);
-    report_flops("attention_backward (simple)", time_ms([&] { attention_backward(z, scratch, y, y, x, stats, B, T, C, NH, s); }),
-                 4.0 * B * NH * (double)T * T * (C / NH), peak);
+    /* causal FLOPs: forward 2·T²·hs·NH·B (half of QKᵀ and PV), backward 2.5x that */
+    double attention_flops = 2.0 * B * NH * (double)T * T * (C / NH);
+    report_flops("flash_attention_forward", time_ms([&] { flash_attention_forward(y, stats, x, B, T, C, NH, s); }), attention_flops, peak);
+    report_flops("flash_attention_backward (atomic dQ)",
+                 time_ms([&] { flash_attention_backward(z, scratch, y, y, x, stats, B, T, C, NH, 0, s); }), 2.5 * attention_flops, peak);
+    report_flops("flash_attention_backward (deterministic)",
+                 time_ms([&] { flash_attention_backward(z, scratch, y, y, x, stats, B, T, C, NH, 1, s); }), 2.5 * attention_flops, peak);
     printf("benchmark done\n");
     return 0;
 }

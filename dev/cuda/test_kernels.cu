@@ -11,7 +11,7 @@
 #include "llmc/encoder.cuh"
 #include "llmc/layernorm.cuh"
 #include "llmc/matmul.cuh"
-#include "llmc/attention.cuh"
+#include "llmc/flash_attention.cuh"
 #include "llmc/gelu.cuh"
 #include "llmc/classifier.cuh"
 #include "llmc/global_norm.cuh"
@@ -80,7 +80,7 @@ int main(void) {
     BlasContext blas;
     blas_create(&blas, s);
     float* scratch;
-    cudaCheck(cudaMalloc(&scratch, colsum_scratch_floats(BT, 4 * C) * sizeof(float) + BT * NH * sizeof(float) + 4096));
+    cudaCheck(cudaMalloc(&scratch, colsum_scratch_floats(BT, 4 * C) * sizeof(float) + flash_attention_scratch_bytes(B, T, C, NH) + 4096));
 
     /* encoder: forward, and the deterministic backward with repeated tokens */
     {
@@ -196,18 +196,18 @@ int main(void) {
         for (Buf* x : all) buf_free(x);
     }
 
-    /* attention forward and backward (the CPU keeps the probabilities; the GPU recomputes them) */
+    /* flash attention forward and backward, its fp32 path (the CPU keeps the probabilities; the GPU recomputes them) */
     {
         Buf qkv = buf_random((size_t)BT * 3 * C, 1.5f), out = buf_random((size_t)BT * C, 1.0f), lse = buf_random((size_t)BT * NH, 1.0f),
             dout = buf_random((size_t)BT * C, 1.0f), dqkv = buf_random((size_t)BT * 3 * C, 1.0f);
         float* att = (float*)malloc_check((size_t)B * NH * T * T * sizeof(float));
         float* dqkv_ref = (float*)calloc_check(dqkv.n, sizeof(float));
-        attention_forward(out.d, lse.d, qkv.d, B, T, C, NH, s);
+        flash_attention_forward(out.d, lse.d, qkv.d, B, T, C, NH, s);
         attention_forward(out.h, att, qkv.h, B, T, C, NH);
-        check("attention_forward (B=3 T=13 C=40 NH=5, hs=8)", out.d, out.h, out.n);
-        attention_backward(dqkv.d, scratch, dout.d, out.d, qkv.d, lse.d, B, T, C, NH, s);
+        check("flash_attention_forward (B=3 T=13 C=40 NH=5, hs=8)", out.d, out.h, out.n);
+        flash_attention_backward(dqkv.d, scratch, dout.d, out.d, qkv.d, lse.d, B, T, C, NH, 1, s);
         attention_backward(dqkv_ref, dout.h, qkv.h, att, B, T, C, NH);
-        check("attention_backward dqkv", dqkv.d, dqkv_ref, dqkv.n);
+        check("flash_attention_backward dqkv", dqkv.d, dqkv_ref, dqkv.n);
         free(att);
         free(dqkv_ref);
         Buf* all[] = {&qkv, &out, &lse, &dout, &dqkv};

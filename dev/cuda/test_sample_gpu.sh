@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Tests of the GPU sampling tool sample_gpt.cu in the CUDA simulator:
+#   - sample_gpt_sim_fp32 generates exactly sample_gpt_cpu's token ids for the same model, seed, temperature and
+#     top-k (3 settings, 120 tokens from a model with max_seq_len 48, so the cache refill is taken twice), and the
+#     same text after a --prompt with a GPT-2-vocabulary model and data/gpt2_tokenizer.bin;
+#   - the bf16 build (sample_gpt_sim): greedy (temperature 0) ids equal sample_gpt_cpu's for the first 10 tokens
+#     (bf16 logits differ from fp32 by ~1e-2 relative; these random models' top-2 gaps are far larger), 120
+#     sampled ids all inside the vocabulary, and text after a prompt that starts with the prompt;
+#   - bad input: one "error:" line, non-zero exit.
+# Models are written with train_gpt.py's writer, weights N(0, 0.15) (as dev/test_sample.sh). Ends with "N passed, M failed".
+set -u
+here=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$here"
+PYTHON=${PYTHON:-/usr/bin/python3}
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+ok() { echo "ok    $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL  $1"; fail=$((fail + 1)); }
+
+# make_model PATH L H C V maxT
+make_model() {
+    "$PYTHON" - "$@" <<'PY'
+import sys
+import numpy as np
+sys.path.insert(0, ".")
+import train_gpt as tg
+path, (L, H, C, V, T) = sys.argv[1], map(int, sys.argv[2:7])
+cfg = tg.GPTConfig(L, H, C, V, T)
+rng = np.random.default_rng(L * 7919 + V)
+t = {n: rng.normal(0.0, 0.15, s).astype(np.float32) for n, s in cfg.tensor_shapes()}
+for n in ("ln1w", "ln2w", "lnfw"):
+    t[n] += 1.0
+t["wte"][V:] = 0.0
+tg.save_model_file(path, cfg, t)
+PY
+}
+
+make_model "$tmp/small.bin" 2 3 96 300 48
+for setting in "0.9 40 7" "1.0 0 1337" "0 0 3"; do
+    read -r temp topk seed <<<"$setting"
+    flags="--ids -g 120 --seed $seed --temperature $temp --top-k $topk"
+    ./sample_gpt_cpu -e "$tmp/small.bin" $flags >"$tmp/cpu.txt" 2>"$tmp/err.txt"
+    ./sample_gpt_sim_fp32 -e "$tmp/small.bin" $flags >"$tmp/gpu.txt" 2>>"$tmp/err.txt"
+    rc=$?
+    want=$(xargs <"$tmp/cpu.txt")
+    got=$(xargs <"$tmp/gpu.txt")
+    if [ $rc -eq 0 ] && [ "$(wc -w <<<"$got")" -eq 120 ] && [ "$want" = "$got" ]; then
+        ok "fp32 ids = sample_gpt_cpu's, temperature $temp, top-k $topk, seed $seed, 120 tokens past max_seq_len 48 ($(cut -d' ' -f1-6 <<<"$got") ...)"
+    else
+        bad "fp32 ids, temperature $temp, top-k $topk, seed $seed: exit $rc, cpu '$want' vs gpu '$got' $(cat "$tmp/err.txt")"
+    fi
+done
+
+make_model "$tmp/gpt2vocab.bin" 1 2 32 50257 64
+prompt="The quick brown fox"
+./sample_gpt_cpu -e "$tmp/gpt2vocab.bin" -g 30 --seed 11 --top-k 50 --prompt "$prompt" >"$tmp/cpu.txt" 2>"$tmp/err.txt"
+./sample_gpt_sim_fp32 -e "$tmp/gpt2vocab.bin" -g 30 --seed 11 --top-k 50 --prompt "$prompt" >"$tmp/gpu.txt" 2>>"$tmp/err.txt"
+if [ -s "$tmp/gpu.txt" ] && cmp -s "$tmp/cpu.txt" "$tmp/gpu.txt"; then
+    ok "fp32 text after --prompt '$prompt' = sample_gpt_cpu's, byte for byte ($(wc -c <"$tmp/gpu.txt") bytes)"
+else
+    bad "fp32 text after --prompt: cpu '$(head -c 200 "$tmp/cpu.txt")' vs gpu '$(head -c 200 "$tmp/gpu.txt")' $(cat "$tmp/err.txt")"
+fi
+
+# ---------------------------------------------------------------- bf16
+./sample_gpt_cpu -e "$tmp/small.bin" --ids -g 10 --temperature 0 >"$tmp/cpu.txt" 2>"$tmp/err.txt"
+./sample_gpt_sim -e "$tmp/small.bin" --ids -g 10 --temperature 0 >"$tmp/gpu.txt" 2>>"$tmp/err.txt"
+want=$(xargs <"$tmp/cpu.txt")
+got=$(xargs <"$tmp/gpu.txt")
+if [ -n "$got" ] && [ "$want" = "$got" ]; then ok "bf16 greedy ids = sample_gpt_cpu's for 10 tokens ($got)"
+else bad "bf16 greedy ids: cpu '$want' vs gpu '$got' $(cat "$tmp/err.txt")"; fi
+./sample_gpt_sim -e "$tmp/small.bin" --ids -g 120 --seed 5 --top-k 40 >"$tmp/gpu.txt" 2>"$tmp/err.txt"
+rc=$?
+n=$(wc -w <"$tmp/gpu.txt")
+outside=$(tr ' ' '\n' <"$tmp/gpu.txt" | awk 'NF && ($1 < 0 || $1 >= 300)' | wc -l)
+if [ $rc -eq 0 ] && [ "$n" -eq 120 ] && [ "$outside" -eq 0 ]; then ok "bf16: 120 sampled ids in [0, 300) past max_seq_len 48: $(tail -n 1 "$tmp/err.txt")"
+else bad "bf16 120 tokens: exit $rc, $n tokens, $outside outside the vocabulary, $(cat "$tmp/err.txt")"; fi
+./sample_gpt_sim -e "$tmp/gpt2vocab.bin" -g 30 --seed 11 --top-k 50 --prompt "$prompt" >"$tmp/gpu.txt" 2>"$tmp/err.txt"
+rc=$?
+if [ $rc -eq 0 ] && [[ "$(head -c ${#prompt} "$tmp/gpu.txt")" == "$prompt" ]] && [ "$(wc -c <"$tmp/gpu.txt")" -gt $((${#prompt} + 30)) ]; then
+    ok "bf16 text after --prompt: '$(head -c 80 "$tmp/gpu.txt" | tr '\n' ' ')...'"
+else
+    bad "bf16 text after --prompt: exit $rc, '$(head -c 200 "$tmp/gpu.txt")' $(cat "$tmp/err.txt")"
+fi
+
+# ---------------------------------------------------------------- bad input
+expect_error() {
+    local name=$1 pattern=$2
+    shift 2
+    "$@" >"$tmp/out" 2>"$tmp/err"
+    local rc=$?
+    local first
+    first=$(head -n 1 "$tmp/err")
+    if [ $rc -ne 0 ] && [ $rc -lt 128 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && [[ "$first" == error:* ]] &&
+        grep -qE -- "$pattern" <<<"$first"; then
+        ok "$name: exit $rc: $first"
+    else
+        bad "$name: exit $rc, stderr: $(head -c 300 "$tmp/err")"
+    fi
+}
+head -c 3000 "$tmp/small.bin" >"$tmp/trunc.bin"
+make_model "$tmp/hs12.bin" 1 3 36 100 16
+expect_error "no model" "give -e MODEL" ./sample_gpt_sim --ids
+expect_error "missing model file" "nowhere.bin: cannot open" ./sample_gpt_sim -e "$tmp/nowhere.bin" --ids
+expect_error "truncated model file" "trunc.bin.*(truncated|shorter)" ./sample_gpt_sim -e "$tmp/trunc.bin" --ids
+expect_error "head size 12 (not a multiple of 8)" "hs12.bin: head size 12" ./sample_gpt_sim -e "$tmp/hs12.bin" --ids
+expect_error "negative temperature" "--temperature: bad value '-1'" ./sample_gpt_sim -e "$tmp/small.bin" --temperature -1
+expect_error "unknown flag" "unknown flag '--topk'" ./sample_gpt_sim -e "$tmp/small.bin" --topk 5
+expect_error "missing value" "--seed: missing value" ./sample_gpt_sim -e "$tmp/small.bin" --seed
+expect_error "prompt, tokenizer does not match the model" "tokenizer has 50257 tokens but the model .* has 300" \
+    ./sample_gpt_sim -e "$tmp/small.bin" --prompt "hello"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

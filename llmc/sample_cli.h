@@ -1,0 +1,215 @@
+/*
+ * llmc/sample_cli.h — the sampling tools' command line, generation loop and output, for any model with a KV
+ * cache: sample_gpt.c (./sample_gpt_cpu) and sample_gpt.cu (./sample_gpt) hold only their model's forward pass.
+ *
+ *   PROGRAM -e MODEL [--prompt TEXT] [--temperature 1.0] [--top-k 0] [--seed 1337] [-g 64]
+ *           [--tokenizer data/gpt2_tokenizer.bin] [--ids] [--threads N (CPU tool only)]
+ *
+ * A model is a KvModel: `feed` runs the forward pass for one token at the next position of its cache and
+ * returns the next-token logits (host, at least vocab_size floats); `reset` empties the cache.
+ *
+ * Sampling procedure (the same as the trainers' samples, so every tool gives the same tokens):
+ *   1. rng = rng_seed(seed XOR 0x5A4D504C45) (llmc/rng.h, xoshiro256**), as train_gpt_cpu seeds
+ *      its sampling stream.
+ *   2. The context is <|endoftext|> (the tokenizer's eot; token 0 without a tokenizer), then the
+ *      prompt's tokens; each is fed through the model.
+ *   3. For each of the -g tokens: sample_token(logits of the last position, V, temperature, top_k,
+ *      &rng) (llmc/sampler.h) — exactly one rng_uniform draw (one rng_u64) per token when
+ *      temperature > 0, none at temperature 0 — then the token is fed through the model.
+ *   When the context fills the model's max_seq_len positions, the cache is emptied and refilled
+ *   with the newest max_seq_len/2 tokens (their positions restart at 0), and generation goes on.
+ *   Up to that point the tokens equal the trainer's sample (whose window is its --seq-len).
+ *
+ * Output: the prompt's text followed by the generated text; with --ids, the generated token ids
+ * on one line. Diagnostics (a banner, the timing, one "error:" line) go to stderr. No global state.
+ */
+#ifndef LLMC_SAMPLE_CLI_H
+#define LLMC_SAMPLE_CLI_H
+
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <time.h>
+#include "llmc/fileio.h"
+#include "llmc/rng.h"
+#include "llmc/sampler.h"
+#include "llmc/tokenizer.h"
+
+typedef struct {
+    const char* model;
+    const char* prompt;
+    const char* tokenizer;
+    float temperature;
+    int top_k, seed, tokens, ids;
+    int threads; /* CPU threads, 0: the OpenMP default; only the CPU tool takes --threads */
+} SampleArgs;
+
+/* which tools take a flag: a flag the running tool does not take is absent from its --help and an unknown flag */
+typedef enum { SAMPLE_TOOL_CPU = 1, SAMPLE_TOOL_GPU = 2, SAMPLE_TOOL_ALL = 3 } SampleTool;
+
+typedef enum { SAMPLE_ARG_STR, SAMPLE_ARG_INT, SAMPLE_ARG_FLOAT, SAMPLE_ARG_SWITCH } SampleArgType;
+typedef struct {
+    SampleTool tools;
+    const char* short_name;
+    const char* long_name;
+    SampleArgType type;
+    size_t offset;
+    double min, max;
+    const char* help;
+} SampleFlag;
+
+#define SAMPLE_FLAG(tools, s, l, type, field, lo, hi, help) {tools, s, l, type, offsetof(SampleArgs, field), lo, hi, help}
+static const SampleFlag SAMPLE_FLAGS[] = {
+    SAMPLE_FLAG(SAMPLE_TOOL_ALL, "-e", "--model", SAMPLE_ARG_STR, model, 0, 0, "model file (GPTM), e.g. a checkpoint's model_NNNNNNNN.bin (required)"),
+    SAMPLE_FLAG(SAMPLE_TOOL_ALL, NULL, "--prompt", SAMPLE_ARG_STR, prompt, 0, 0, "text to continue, after <|endoftext|> (default: none)"),
+    SAMPLE_FLAG(SAMPLE_TOOL_ALL, NULL, "--temperature", SAMPLE_ARG_FLOAT, temperature, 0, 1e6, "sampling temperature; 0: argmax (default 1.0)"),
+    SAMPLE_FLAG(SAMPLE_TOOL_ALL, NULL, "--top-k", SAMPLE_ARG_INT, top_k, 0, 1 << 24, "sample among the k most likely tokens; 0: all (default 0)"),
+    SAMPLE_FLAG(SAMPLE_TOOL_ALL, NULL, "--seed", SAMPLE_ARG_INT, seed, 0, 2147483647, "random seed, as the trainer's --seed (default 1337)"),
+    SAMPLE_FLAG(SAMPLE_TOOL_ALL, "-g", "--tokens", SAMPLE_ARG_INT, tokens, 0, 1 << 24, "tokens to generate (default 64)"),
+    SAMPLE_FLAG(SAMPLE_TOOL_ALL, NULL, "--tokenizer", SAMPLE_ARG_STR, tokenizer, 0, 0, "tokenizer file (GBPE) (default data/gpt2_tokenizer.bin)"),
+    SAMPLE_FLAG(SAMPLE_TOOL_ALL, NULL, "--ids", SAMPLE_ARG_SWITCH, ids, 0, 1, "print the generated token ids instead of text"),
+    SAMPLE_FLAG(SAMPLE_TOOL_CPU, NULL, "--threads", SAMPLE_ARG_INT, threads, 0, 4096, "CPU threads; 0: the OpenMP default (default 0)"),
+};
+#define SAMPLE_FLAG_COUNT ((int)(sizeof(SAMPLE_FLAGS) / sizeof(SAMPLE_FLAGS[0])))
+
+/* Parses argv into a (defaults first) with the flags `tool` takes; --help prints them and exits 0; a bad flag or
+ * value is a one-line error. */
+static inline void sample_cli_parse(SampleArgs* a, int argc, char** argv, const char* program, SampleTool tool) {
+    *a = (SampleArgs){NULL, "", "data/gpt2_tokenizer.bin", 1.0f, 0, 1337, 64, 0, 0};
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            printf("usage: %s -e MODEL [flags]: generate text with a KV cache\n", program);
+            for (int j = 0; j < SAMPLE_FLAG_COUNT; j++)
+                if (SAMPLE_FLAGS[j].tools & tool)
+                    printf("  %-3s %-14s %s\n", SAMPLE_FLAGS[j].short_name ? SAMPLE_FLAGS[j].short_name : "", SAMPLE_FLAGS[j].long_name,
+                           SAMPLE_FLAGS[j].help);
+            exit(0);
+        }
+        const SampleFlag* f = NULL;
+        for (int j = 0; j < SAMPLE_FLAG_COUNT && !f; j++) {
+            const SampleFlag* g = &SAMPLE_FLAGS[j];
+            if ((g->tools & tool) && ((g->short_name && !strcmp(argv[i], g->short_name)) || !strcmp(argv[i], g->long_name))) f = g;
+        }
+        if (!f) fatalf("unknown flag '%s' (see --help)", argv[i]);
+        char* field = (char*)a + f->offset;
+        if (f->type == SAMPLE_ARG_SWITCH) {
+            *(int*)field = 1;
+            continue;
+        }
+        if (i + 1 >= argc) fatalf("%s: missing value (see --help)", f->long_name);
+        const char* text = argv[++i];
+        char* end;
+        errno = 0;
+        if (f->type == SAMPLE_ARG_STR) {
+            *(const char**)field = text;
+        } else if (f->type == SAMPLE_ARG_INT) {
+            long long v = strtoll(text, &end, 10);
+            if (end == text || *end || errno || v < f->min || v > f->max)
+                fatalf("%s: bad value '%s': expected an integer in [%.0f, %.0f]", f->long_name, text, f->min, f->max);
+            *(int*)field = (int)v;
+        } else {
+            double v = strtod(text, &end);
+            if (end == text || *end || errno || !isfinite(v) || v < f->min || v > f->max)
+                fatalf("%s: bad value '%s': expected a number in [%g, %g]", f->long_name, text, f->min, f->max);
+            *(float*)field = (float)v;
+        }
+    }
+    if (!a->model) fatalf("no model: give -e MODEL (see --help)");
+}
+
+typedef struct {
+    void* model;
+    int vocab_size, capacity; /* capacity: positions the cache holds (the model's max_seq_len) */
+    const float* (*feed)(void* model, int token);
+    void (*reset)(void* model);
+    int num_layers, num_heads, channels; /* for the banner on stderr only */
+} KvModel;
+
+/* empties the cache and feeds tokens[0..n), 1 <= n <= capacity; the logits after the last one */
+static inline const float* kv_model_refill(const KvModel* m, const int* tokens, int n) {
+    if (n < 1 || n > m->capacity) fatalf("KV cache refill with %d tokens, capacity %d", n, m->capacity);
+    m->reset(m->model);
+    const float* logits = NULL;
+    for (int i = 0; i < n; i++) logits = m->feed(m->model, tokens[i]);
+    return logits;
+}
+
+/* Generates `count` tokens after context[0..n_context) into out: one sample_token per token (one rng draw when
+ * temperature > 0), the cache refilled with the newest capacity/2 tokens when full. on_token (may be NULL) sees
+ * each new token as it comes. */
+static inline void kv_generate(const KvModel* m, const int* context, int n_context, int* out, int count, float temperature, int top_k,
+                               Rng* rng, void (*on_token)(int token, void* arg), void* arg) {
+    int* all = (int*)malloc_check((size_t)(n_context + count) * sizeof(int));
+    memcpy(all, context, (size_t)n_context * sizeof(int));
+    int n = n_context, keep = m->capacity / 2 > 0 ? m->capacity / 2 : 1, length;
+    int start = n > m->capacity ? n - keep : 0;
+    const float* logits = kv_model_refill(m, all + start, n - start);
+    length = n - start;
+    for (int i = 0; i < count; i++) {
+        int next = sample_token(logits, m->vocab_size, temperature, top_k, rng);
+        out[i] = next;
+        all[n++] = next;
+        if (on_token) on_token(next, arg);
+        if (i + 1 == count) break;
+        if (length == m->capacity) {
+            logits = kv_model_refill(m, all + n - keep, keep);
+            length = keep;
+        } else {
+            logits = m->feed(m->model, next);
+            length++;
+        }
+    }
+    free(all);
+}
+
+static inline void sample_cli_print_token(int token, void* tokenizer) {
+    if (tokenizer) {
+        size_t len;
+        const unsigned char* bytes = tokenizer_token_bytes((const Tokenizer*)tokenizer, token, &len);
+        fwrite(bytes, 1, len, stdout);
+    } else {
+        printf("%d ", token);
+    }
+    fflush(stdout);
+}
+
+/* The tool's run after the model is loaded: context, generation and output by the procedure of the top comment;
+ * the banner and the timing on stderr. */
+static inline void sample_cli_run(const SampleArgs* args, const KvModel* m, const char* program) {
+    Tokenizer tokenizer;
+    int need_tokenizer = args->prompt[0] || !args->ids;
+    if (need_tokenizer) {
+        tokenizer_load(&tokenizer, args->tokenizer);
+        if (tokenizer.vocab_size != m->vocab_size)
+            fatalf("%s: the tokenizer has %d tokens but the model %s has %d (use --ids without --prompt to print ids)", args->tokenizer,
+                   tokenizer.vocab_size, args->model, m->vocab_size);
+    }
+    int* ids = NULL;
+    size_t n = args->prompt[0] ? tokenizer_encode(&tokenizer, (const unsigned char*)args->prompt, strlen(args->prompt), &ids) : 0;
+    int n_context = (int)n + 1;
+    int* context = (int*)malloc_check((size_t)n_context * sizeof(int));
+    context[0] = need_tokenizer ? tokenizer.eot_token : 0;
+    if (n) memcpy(context + 1, ids, n * sizeof(int));
+    free(ids);
+    fprintf(stderr, "%s: %s: %d layers, %d heads, %d channels, vocab %d, max seq len %d | prompt %d tokens\n", program, args->model,
+            m->num_layers, m->num_heads, m->channels, m->vocab_size, m->capacity, n_context - 1);
+    void* printer = args->ids ? NULL : &tokenizer;
+    if (printer)
+        for (int i = 1; i < n_context; i++) sample_cli_print_token(context[i], printer);
+    Rng rng;
+    rng_seed(&rng, (uint64_t)args->seed ^ 0x5A4D504C45ULL);
+    int* generated = (int*)malloc_check(((size_t)args->tokens + 1) * sizeof(int));
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    kv_generate(m, context, n_context, generated, args->tokens, args->temperature, args->top_k, &rng, sample_cli_print_token, printer);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double seconds = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    printf("\n");
+    fprintf(stderr, "%s: %d tokens in %.3f s (%.1f tok/s, prompt included)\n", program, args->tokens, seconds,
+            seconds > 0 ? (args->tokens + n_context) / seconds : 0.0);
+    free(generated);
+    free(context);
+    if (need_tokenizer) tokenizer_free(&tokenizer);
+}
+
+#endif /* LLMC_SAMPLE_CLI_H */
