@@ -15,6 +15,10 @@
  * Recompute (-r 1: GELU outputs, -r 2: also layernorm outputs) keeps one layer's worth of those
  * activations and recomputes them in the backward pass.
  *
+ * --profile N times each op with CUDA event pairs (the same table as the CPU trainer's, llmc/profile.h);
+ * NVTX ranges name each layer's forward and backward, the classifier, the optimizer update and the
+ * gradient communication for Nsight Systems (no-ops in the simulator: dev/cudasim/fake_nvtx.h).
+ *
  * Builds: nvcc (make train_gpt) or the CUDA simulator (g++ -DCUDASIM, make train_gpt_sim). test_gpt.cu
  * includes this file with TESTING defined, to reuse the model without main().
  */
@@ -37,6 +41,12 @@
 #include "llmc/adamw.cuh"
 #include "llmc/distributed.cuh"
 #include "llmc/progress.h" /* MemoryPlan: device bytes by category, for the memory check and the run header */
+#include "llmc/profile.h"
+#ifdef CUDASIM
+#include "dev/cudasim/fake_nvtx.h"
+#else
+#include <nvtx3/nvToolsExt.h> /* header-only: ranges for Nsight Systems */
+#endif
 
 /* ----------------------------------------------------------------------------
  * Parameters: one contiguous floatX buffer in model-file order (doc/formats.md); the gradients mirror it. */
@@ -147,7 +157,73 @@ typedef struct {
     float* logits_host; /* (Vp): the last position's logits, for sampling */
     cudaStream_t stream;
     BlasContext blas;
+    struct GpuProfiler* prof; /* per-op event pairs while the trainer profiles; NULL: off */
 } GPT;
+
+/* ----------------------------------------------------------------------------
+ * --profile (llmc/profile.h) on the device: while m->prof is set, each op bracket records a CUDA event
+ * pair on the model's stream (gpu_profile_begin / gpu_profile_end, or GPU_PROFILE(m, op, call)); after
+ * the step's final synchronisation gpu_profile_collect adds each pair's elapsed time to its op and
+ * reuses the events for the next step. Brackets do not nest. With m->prof NULL a bracket is one pointer
+ * test and records nothing. Host-only work (data loading) is timed with the host clock instead. */
+typedef struct GpuProfiler {
+    Profiler table;
+    cudaEvent_t* events; /* 2 per bracket: start, stop */
+    ProfileOp* ops;      /* the op of each bracket */
+    int used, cap;       /* brackets recorded this step; allocated */
+} GpuProfiler;
+
+static void gpu_profile_begin(GPT* m, ProfileOp op) {
+    GpuProfiler* p = m->prof;
+    if (!p) return;
+    if (p->used == p->cap) {
+        int cap = p->cap ? 2 * p->cap : 256; /* the brackets of a step double until they fit */
+        cudaEvent_t* events = (cudaEvent_t*)malloc_check(2 * (size_t)cap * sizeof(cudaEvent_t));
+        ProfileOp* ops = (ProfileOp*)malloc_check((size_t)cap * sizeof(ProfileOp));
+        if (p->cap) {
+            memcpy(events, p->events, 2 * (size_t)p->cap * sizeof(cudaEvent_t));
+            memcpy(ops, p->ops, (size_t)p->cap * sizeof(ProfileOp));
+        }
+        for (int i = 2 * p->cap; i < 2 * cap; i++) cudaCheck(cudaEventCreate(&events[i]));
+        free(p->events);
+        free(p->ops);
+        p->events = events;
+        p->ops = ops;
+        p->cap = cap;
+    }
+    p->ops[p->used] = op;
+    cudaCheck(cudaEventRecord(p->events[2 * p->used], m->stream));
+}
+
+static void gpu_profile_end(GPT* m) {
+    GpuProfiler* p = m->prof;
+    if (!p) return;
+    cudaCheck(cudaEventRecord(p->events[2 * p->used + 1], m->stream));
+    p->used++;
+}
+
+#define GPU_PROFILE(m, op, call)      \
+    do {                              \
+        gpu_profile_begin((m), (op)); \
+        call;                         \
+        gpu_profile_end(m);           \
+    } while (0)
+
+/* after the stream is synchronised: the recorded pairs' times into the table */
+static void gpu_profile_collect(GpuProfiler* p) {
+    for (int i = 0; i < p->used; i++) {
+        float ms;
+        cudaCheck(cudaEventElapsedTime(&ms, p->events[2 * i], p->events[2 * i + 1]));
+        profile_add(&p->table, p->ops[i], ms * 1e-3);
+    }
+    p->used = 0;
+}
+
+static void gpu_profile_free(GpuProfiler* p) {
+    for (int i = 0; i < 2 * p->cap; i++) cudaCheck(cudaEventDestroy(p->events[i]));
+    free(p->events);
+    free(p->ops);
+}
 
 /* Activation tensor sizes in elements, in Activations' field order; whether each is fp32. */
 #define NUM_ACTIVATIONS 20
@@ -196,11 +272,8 @@ static MemoryPlan gpt_memory_plan(const GPTConfig* c, int B, int T, int recomput
 static double gib(size_t bytes) { return (double)bytes / (1024.0 * 1024.0 * 1024.0); }
 static double mib(size_t bytes) { return (double)bytes / (1024.0 * 1024.0); }
 
+/* the memory plan's detail below the run header's "memory:" line (llmc/progress.h, which prints the totals) */
 static inline void memory_plan_print(const MemoryPlan* p, const MemoryPlan* without_recompute, int recompute) {
-    printf("device memory: parameters %.1f MiB | gradients %.1f MiB | optimizer state %.1f MiB | activations %.1f MiB | "
-           "scratch %.1f MiB | total %.1f MiB\n",
-           mib(p->params), mib(p->grads), mib(p->optimizer), mib(p->activations), mib(p->scratch),
-           mib(p->params + p->grads + p->optimizer + p->activations + p->scratch));
     printf("attention: flash attention keeps %.3f MiB of logsumexps (L x B x NH x T fp32, in activations), no T x T buffers\n",
            mib(p->attention));
     if (recompute > 0)
@@ -404,23 +477,35 @@ static void gpt_forward_body(GPT* m, const int* inputs, int B, int T) {
     cudaCheck(cudaMemcpyAsync(m->inputs_dev, inputs, (size_t)BT * sizeof(int), cudaMemcpyHostToDevice, s));
 
     if (m->dist) dist_wait_params(m->dist, L, s); /* ZeRO-1: a bucket's parameters are used once gathered */
-    encoder_forward(a->encoded, m->inputs_dev, w->wte, w->wpe, B, T, C, s);
-    residual_layernorm_forward(NULL, a->ln1, a->ln1_mean, a->ln1_rstd, a->encoded, NULL, w->ln1w, w->ln1b, BT, C, s);
+    GPU_PROFILE(m, PROF_ENCODER_FWD, encoder_forward(a->encoded, m->inputs_dev, w->wte, w->wpe, B, T, C, s));
+    GPU_PROFILE(m, PROF_LAYERNORM_FWD,
+                residual_layernorm_forward(NULL, a->ln1, a->ln1_mean, a->ln1_rstd, a->encoded, NULL, w->ln1w, w->ln1b, BT, C, s));
+    char range[48];
     for (int l = 0; l < L; l++) {
+        snprintf(range, sizeof(range), "layer %d forward", l);
+        nvtxRangePushA(range);
         const floatX* residual = l == 0 ? a->encoded : a->residual3 + (l - 1) * lc;
         floatX* ln1 = layer_slice(a->ln1, l, lc, ln_stacked);
         floatX* ln2 = layer_slice(a->ln2, l, lc, ln_stacked);
         floatX* fch_gelu = layer_slice(a->fch_gelu, l, 4 * lc, gelu_stacked);
         floatX *qkv = a->qkv + 3 * l * lc, *atty = a->atty + l * lc, *residual2 = a->residual2 + l * lc, *fch = a->fch + 4 * l * lc;
         if (m->dist) dist_wait_params(m->dist, l, s);
-        matmul_forward(&m->blas, qkv, NULL, ln1, w->qkvw + (size_t)l * 3 * C * C, w->qkvb + l * 3 * C, BT, C, 3 * C);
-        flash_attention_forward(atty, a->att_lse + (size_t)l * NH * BT, qkv, B, T, C, NH, s);
-        matmul_forward(&m->blas, a->proj, NULL, atty, w->attprojw + (size_t)l * C * C, w->attprojb + l * C, BT, C, C);
-        residual_layernorm_forward(residual2, ln2, a->ln2_mean + l * BT, a->ln2_rstd + l * BT, residual, a->proj, w->ln2w + l * C,
-                                   w->ln2b + l * C, BT, C, s);
-        matmul_forward(&m->blas, fch_gelu, fch, ln2, w->fcw + (size_t)l * 4 * C * C, w->fcb + l * 4 * C, BT, C, 4 * C);
-        matmul_forward(&m->blas, a->proj, NULL, fch_gelu, w->fcprojw + (size_t)l * 4 * C * C, w->fcprojb + l * C, BT, 4 * C, C);
+        GPU_PROFILE(m, PROF_MATMUL_QKV_FWD,
+                    matmul_forward(&m->blas, qkv, NULL, ln1, w->qkvw + (size_t)l * 3 * C * C, w->qkvb + l * 3 * C, BT, C, 3 * C));
+        GPU_PROFILE(m, PROF_ATTENTION_FWD, flash_attention_forward(atty, a->att_lse + (size_t)l * NH * BT, qkv, B, T, C, NH, s));
+        GPU_PROFILE(m, PROF_MATMUL_ATTPROJ_FWD,
+                    matmul_forward(&m->blas, a->proj, NULL, atty, w->attprojw + (size_t)l * C * C, w->attprojb + l * C, BT, C, C));
+        GPU_PROFILE(m, PROF_LAYERNORM_FWD,
+                    residual_layernorm_forward(residual2, ln2, a->ln2_mean + l * BT, a->ln2_rstd + l * BT, residual, a->proj,
+                                               w->ln2w + l * C, w->ln2b + l * C, BT, C, s));
+        /* the GELU is fused into the fc matmul's epilogue: its time is the matmul's */
+        GPU_PROFILE(m, PROF_MATMUL_FC_FWD,
+                    matmul_forward(&m->blas, fch_gelu, fch, ln2, w->fcw + (size_t)l * 4 * C * C, w->fcb + l * 4 * C, BT, C, 4 * C));
+        GPU_PROFILE(m, PROF_MATMUL_FCPROJ_FWD,
+                    matmul_forward(&m->blas, a->proj, NULL, fch_gelu, w->fcprojw + (size_t)l * 4 * C * C, w->fcprojb + l * C, BT,
+                                   4 * C, C));
         /* residual3 = residual2 + fcproj, fused with the next layernorm: the next layer's ln1, or lnf */
+        gpu_profile_begin(m, PROF_LAYERNORM_FWD);
         if (l + 1 < L)
             residual_layernorm_forward(a->residual3 + l * lc, layer_slice(a->ln1, l + 1, lc, ln_stacked), a->ln1_mean + (l + 1) * BT,
                                        a->ln1_rstd + (l + 1) * BT, residual2, a->proj, w->ln1w + (l + 1) * C, w->ln1b + (l + 1) * C,
@@ -428,6 +513,8 @@ static void gpt_forward_body(GPT* m, const int* inputs, int B, int T) {
         else
             residual_layernorm_forward(a->residual3 + l * lc, a->lnf, a->lnf_mean, a->lnf_rstd, residual2, a->proj, w->lnfw, w->lnfb,
                                        BT, C, s);
+        gpu_profile_end(m);
+        nvtxRangePop();
     }
 }
 
@@ -439,10 +526,14 @@ static float gpt_forward(GPT* m, const int* inputs, const int* targets, int B, i
     int BT = B * T;
     check_batch(m, targets, "target", B, T);
     gpt_forward_body(m, inputs, B, T);
+    nvtxRangePushA("classifier forward");
+    gpu_profile_begin(m, PROF_CLASSIFIER_FWD); /* the logits matmul, the softmax, the loss and its gradient */
     matmul_forward(&m->blas, m->a.logits, NULL, m->a.lnf, m->w.wte, NULL, BT, c->channels, c->padded_vocab_size);
     cudaCheck(cudaMemcpyAsync(m->targets_dev, targets, (size_t)BT * sizeof(int), cudaMemcpyHostToDevice, m->stream));
     fused_classifier(m->a.logits, m->a.losses, m->targets_dev, grad_scale / BT, BT, c->vocab_size, c->padded_vocab_size, m->stream);
     cudaCheck(cudaMemcpyAsync(m->losses_host, m->a.losses, (size_t)BT * sizeof(float), cudaMemcpyDeviceToHost, m->stream));
+    gpu_profile_end(m);
+    nvtxRangePop();
     cudaCheck(cudaStreamSynchronize(m->stream));
     double sum = 0.0;
     for (int i = 0; i < BT; i++) sum += m->losses_host[i];
@@ -461,6 +552,17 @@ static inline const float* gpt_forward_last(GPT* m, const int* inputs, int T) {
 
 static void gpt_zero_grad(GPT* m) { cudaCheck(cudaMemsetAsync(m->grads, 0, m->num_params * sizeof(floatX), m->stream)); }
 
+/* Hands bucket b's complete gradients to the communication stream (llmc/distributed.cuh), when there is
+ * communication. The profile's "communication" is its time on the compute stream: this hand-off (the
+ * whole reduction in the simulator, whose collectives are synchronous) and, in gpt_grad_norm, the wait
+ * for what did not overlap the backward pass. */
+static void gpt_reduce_bucket(GPT* m, int b) {
+    if (!m->dist || !m->dist->communicate) return;
+    nvtxRangePushA("gradient communication");
+    GPU_PROFILE(m, PROF_COMM, dist_reduce_bucket(m->dist, b, m->grads, m->stream));
+    nvtxRangePop();
+}
+
 /* ----------------------------------------------------------------------------
  * Backward pass: accumulates d(grad_scale * mean loss)/d(params) into m->grads. Must follow
  * gpt_forward(..., grad_scale) with grad_scale != 0 on the same batch (the logits hold their gradient).
@@ -478,10 +580,15 @@ static void gpt_backward(GPT* m, const int* inputs, int B, int T, int reduce) {
     cudaStream_t s = m->stream;
     float* colsum = m->scratch;
 
-    matmul_backward(&m->blas, d->ln, g->wte, NULL, colsum, a->logits, a->lnf, w->wte, NULL, BT, C, Vp);
+    nvtxRangePushA("classifier backward");
+    GPU_PROFILE(m, PROF_CLASSIFIER_BWD, matmul_backward(&m->blas, d->ln, g->wte, NULL, colsum, a->logits, a->lnf, w->wte, NULL, BT, C, Vp));
+    nvtxRangePop();
+    gpu_profile_begin(m, PROF_LAYERNORM_BWD);
     cudaCheck(cudaMemsetAsync(d->residual, 0, lc * sizeof(floatX), s));
     layernorm_backward(d->residual, g->lnfw, g->lnfb, colsum, d->ln, a->residual3 + (L - 1) * lc, w->lnfw, a->lnf_mean, a->lnf_rstd,
                        BT, C, s);
+    gpu_profile_end(m);
+    char range[48];
 
     for (int l = L - 1; l >= 0; l--) {
         const floatX* residual = l == 0 ? a->encoded : a->residual3 + (l - 1) * lc;
@@ -491,33 +598,50 @@ static void gpt_backward(GPT* m, const int* inputs, int B, int T, int reduce) {
         floatX *qkv = a->qkv + 3 * l * lc, *atty = a->atty + l * lc, *residual2 = a->residual2 + l * lc, *fch = a->fch + 4 * l * lc;
         float *ln1_mean = a->ln1_mean + l * BT, *ln1_rstd = a->ln1_rstd + l * BT;
         float *ln2_mean = a->ln2_mean + l * BT, *ln2_rstd = a->ln2_rstd + l * BT;
-        /* MLP: residual3 = residual2 + fcproj(gelu(fc(ln2(residual2)))); d->residual flows through unchanged */
-        if (!gelu_stacked) gelu_forward(fch_gelu, fch, 4 * lc, s);
-        matmul_backward(&m->blas, d->fch, g->fcprojw + (size_t)l * 4 * C * C, g->fcprojb + l * C, colsum, d->residual, fch_gelu,
-                        w->fcprojw + (size_t)l * 4 * C * C, fch, BT, 4 * C, C);
+        snprintf(range, sizeof(range), "layer %d backward", l);
+        nvtxRangePushA(range);
+        /* MLP: residual3 = residual2 + fcproj(gelu(fc(ln2(residual2)))); d->residual flows through unchanged; the GELU's
+         * backward is fused into the fc proj matmul's backward (its time is that matmul's), recomputations count as forward */
+        if (!gelu_stacked) GPU_PROFILE(m, PROF_GELU_FWD, gelu_forward(fch_gelu, fch, 4 * lc, s));
+        GPU_PROFILE(m, PROF_MATMUL_FCPROJ_BWD,
+                    matmul_backward(&m->blas, d->fch, g->fcprojw + (size_t)l * 4 * C * C, g->fcprojb + l * C, colsum, d->residual,
+                                    fch_gelu, w->fcprojw + (size_t)l * 4 * C * C, fch, BT, 4 * C, C));
         if (!ln_stacked)
-            residual_layernorm_forward(NULL, ln2, ln2_mean, ln2_rstd, residual2, NULL, w->ln2w + l * C, w->ln2b + l * C, BT, C, s);
-        matmul_backward(&m->blas, d->ln, g->fcw + (size_t)l * 4 * C * C, g->fcb + l * 4 * C, colsum, d->fch, ln2,
-                        w->fcw + (size_t)l * 4 * C * C, NULL, BT, C, 4 * C);
-        layernorm_backward(d->residual, g->ln2w + l * C, g->ln2b + l * C, colsum, d->ln, residual2, w->ln2w + l * C, ln2_mean, ln2_rstd,
-                           BT, C, s);
+            GPU_PROFILE(m, PROF_LAYERNORM_FWD,
+                        residual_layernorm_forward(NULL, ln2, ln2_mean, ln2_rstd, residual2, NULL, w->ln2w + l * C, w->ln2b + l * C, BT,
+                                                   C, s));
+        GPU_PROFILE(m, PROF_MATMUL_FC_BWD,
+                    matmul_backward(&m->blas, d->ln, g->fcw + (size_t)l * 4 * C * C, g->fcb + l * 4 * C, colsum, d->fch, ln2,
+                                    w->fcw + (size_t)l * 4 * C * C, NULL, BT, C, 4 * C));
+        GPU_PROFILE(m, PROF_LAYERNORM_BWD,
+                    layernorm_backward(d->residual, g->ln2w + l * C, g->ln2b + l * C, colsum, d->ln, residual2, w->ln2w + l * C,
+                                       ln2_mean, ln2_rstd, BT, C, s));
         /* attention: residual2 = residual + attproj(attention(qkv(ln1(residual)))) */
-        matmul_backward(&m->blas, d->atty, g->attprojw + (size_t)l * C * C, g->attprojb + l * C, colsum, d->residual, atty,
-                        w->attprojw + (size_t)l * C * C, NULL, BT, C, C);
-        flash_attention_backward(d->qkv, (float*)d->fch, d->atty, atty, qkv, a->att_lse + (size_t)l * NH * BT, B, T, C, NH,
-                                 m->deterministic, s);
+        GPU_PROFILE(m, PROF_MATMUL_ATTPROJ_BWD,
+                    matmul_backward(&m->blas, d->atty, g->attprojw + (size_t)l * C * C, g->attprojb + l * C, colsum, d->residual,
+                                    atty, w->attprojw + (size_t)l * C * C, NULL, BT, C, C));
+        GPU_PROFILE(m, PROF_ATTENTION_BWD,
+                    flash_attention_backward(d->qkv, (float*)d->fch, d->atty, atty, qkv, a->att_lse + (size_t)l * NH * BT, B, T, C,
+                                             NH, m->deterministic, s));
         if (!ln_stacked)
-            residual_layernorm_forward(NULL, ln1, ln1_mean, ln1_rstd, residual, NULL, w->ln1w + l * C, w->ln1b + l * C, BT, C, s);
-        matmul_backward(&m->blas, d->ln, g->qkvw + (size_t)l * 3 * C * C, g->qkvb + l * 3 * C, colsum, d->qkv, ln1,
-                        w->qkvw + (size_t)l * 3 * C * C, NULL, BT, C, 3 * C);
-        layernorm_backward(d->residual, g->ln1w + l * C, g->ln1b + l * C, colsum, d->ln, residual, w->ln1w + l * C, ln1_mean, ln1_rstd,
-                           BT, C, s);
-        if (reduce && m->dist) dist_reduce_bucket(m->dist, l, m->grads, s);
+            GPU_PROFILE(m, PROF_LAYERNORM_FWD,
+                        residual_layernorm_forward(NULL, ln1, ln1_mean, ln1_rstd, residual, NULL, w->ln1w + l * C, w->ln1b + l * C, BT,
+                                                   C, s));
+        GPU_PROFILE(m, PROF_MATMUL_QKV_BWD,
+                    matmul_backward(&m->blas, d->ln, g->qkvw + (size_t)l * 3 * C * C, g->qkvb + l * 3 * C, colsum, d->qkv, ln1,
+                                    w->qkvw + (size_t)l * 3 * C * C, NULL, BT, C, 3 * C));
+        GPU_PROFILE(m, PROF_LAYERNORM_BWD,
+                    layernorm_backward(d->residual, g->ln1w + l * C, g->ln1b + l * C, colsum, d->ln, residual, w->ln1w + l * C,
+                                       ln1_mean, ln1_rstd, BT, C, s));
+        nvtxRangePop();
+        if (reduce) gpt_reduce_bucket(m, l);
     }
+    gpu_profile_begin(m, PROF_ENCODER_BWD); /* the host's grouping by token, its copy, the kernel */
     int num_buckets = encoder_buckets(m->buckets, m->bucket_keys, inputs, BT);
     cudaCheck(cudaMemcpyAsync(m->buckets_dev, m->buckets, (3 * (size_t)BT + 1) * sizeof(int), cudaMemcpyHostToDevice, s));
     encoder_backward(g->wte, g->wpe, d->residual, m->buckets_dev, num_buckets, B, T, C, s);
-    if (reduce && m->dist) dist_reduce_bucket(m->dist, L, m->grads, s);
+    gpu_profile_end(m);
+    if (reduce) gpt_reduce_bucket(m, L);
     cudaCheck(cudaStreamSynchronize(s)); /* the host bucket arrays are reused by the next backward */
 }
 
@@ -562,14 +686,25 @@ static void gpt_update_from(GPT* m, const G* grads, const OptimizerConfig* oc, f
 
 /* the gradients' global L2 norm (every rank gets the same value) */
 static float gpt_grad_norm(GPT* m) {
-    if (m->dist) dist_wait_grads(m->dist, m->stream);
-    if (m->dist && m->dist->staged) return gpt_grad_norm_from(m, (const float*)m->dist->grads32);
-    return gpt_grad_norm_from(m, (const floatX*)m->grads);
+    if (m->dist && m->dist->communicate) {
+        nvtxRangePushA("gradient communication");
+        GPU_PROFILE(m, PROF_COMM, dist_wait_grads(m->dist, m->stream));
+        nvtxRangePop();
+    }
+    float norm;
+    GPU_PROFILE(m, PROF_GRAD_NORM,
+                norm = m->dist && m->dist->staged ? gpt_grad_norm_from(m, (const float*)m->dist->grads32)
+                                                   : gpt_grad_norm_from(m, (const floatX*)m->grads));
+    return norm;
 }
 
 static void gpt_update_with_norm(GPT* m, const OptimizerConfig* oc, float lr, int t, float norm) {
+    nvtxRangePushA("optimizer update");
+    gpu_profile_begin(m, PROF_ADAMW); /* with ZeRO-1 the shards' gather too */
     if (m->dist && m->dist->staged) gpt_update_from(m, (const float*)m->dist->grads32, oc, lr, t, norm);
     else gpt_update_from(m, (const floatX*)m->grads, oc, lr, t, norm);
+    gpu_profile_end(m);
+    nvtxRangePop();
 }
 
 
@@ -682,7 +817,6 @@ int main(int argc, char** argv) {
     if (strcmp(args.grad_comm, "bf16") != 0 && strcmp(args.grad_comm, "fp32") != 0)
         fatalf("--grad-comm %s: expected bf16 or fp32", args.grad_comm);
     flags_reject(&args, "threads", "--threads sets the CPU trainer's OpenMP threads; the GPU trainer's host side does not use them");
-    flags_reject(&args, "profile", "the GPU trainer has no per-op profile yet: use nsys or ncu");
     int save_error_continue = strcmp(args.on_save_error, "continue") == 0;
     if (!save_error_continue && strcmp(args.on_save_error, "stop") != 0) {
         fprintf(stderr, "error: --on-save-error: bad value '%s': expected stop or continue (see --help)\n", args.on_save_error);
@@ -934,6 +1068,11 @@ int main(int argc, char** argv) {
     int completed = start_step, saved_step = start_step > 0 ? start_step : -1, exit_status = 0, stop = 0;
     Progress progress;
     progress_init(&progress);
+    /* --profile N: per-op times of N steps, from the run's second step (the first one warms up cuBLASLt and caches) */
+    GpuProfiler profiler;
+    memset(&profiler, 0, sizeof(profiler));
+    int profile_from = start_step + (max_steps - start_step > 1), profiled = 0;
+    double profiled_seconds = 0.0;
     for (int step = start_step; step < max_steps && !(stop = dist_any(&model, preempt_requested())); step++) {
         Rng rng_at_step = rng;
         DataLoaderState loader_at_step;
@@ -977,16 +1116,18 @@ int main(int argc, char** argv) {
         if (args.sample_every > 0 && rank == 0 && step > 0 && step % args.sample_every == 0)
             sample_generate(&samples, next_logits_gpu, &model, args.sample_tokens, T, args.temperature, args.top_k, &rng);
 
+        model.prof = args.profile > 0 && step >= profile_from && profiled < args.profile ? &profiler : NULL;
         double t0 = now_seconds();
-        gpt_zero_grad(&model);
+        GPU_PROFILE(&model, PROF_ZERO_GRAD, gpt_zero_grad(&model));
         double loss_sum = 0.0;
         for (int micro = 0; micro < accum && !stop; micro++) { /* gradients cross ranks only on the last micro-step */
             if (micro > 0 && (stop = dist_any(&model, preempt_requested()))) break;
-            dataloader_next_slot(&train, micro * world + rank, micro == accum - 1);
+            PROFILE(model.prof ? &profiler.table : NULL, PROF_DATA, dataloader_next_slot(&train, micro * world + rank, micro == accum - 1));
             loss_sum += gpt_forward(&model, train.inputs, train.targets, B, T, 1.0f / (float)(accum * world));
             gpt_backward(&model, train.inputs, B, T, micro == accum - 1);
         }
         if (stop) { /* the unfinished step is dropped */
+            model.prof = NULL;
             dataloader_set_state(&train, &loader_at_step);
             rng = rng_at_step;
             break;
@@ -997,7 +1138,8 @@ int main(int argc, char** argv) {
         HealthResult verdict = health_check(&health, &health_config, loss, norm);
         if (verdict.verdict == HEALTH_OK) {
             gpt_update_with_norm(&model, &oc, lr, step + 1, norm);
-            size_t bad = gpt_first_nonfinite_param(&model);
+            size_t bad;
+            GPU_PROFILE(&model, PROF_HEALTH, bad = gpt_first_nonfinite_param(&model));
             if (bad < model.num_params) {
                 int tensor;
                 size_t element;
@@ -1011,6 +1153,7 @@ int main(int argc, char** argv) {
         cudaCheck(cudaStreamSynchronize(model.stream));
         completed = step + 1;
         double ms = (now_seconds() - t0) * 1000.0;
+        if (model.prof) gpu_profile_collect(&profiler);
         double tok_s = (double)total_batch / (ms / 1000.0);
         double tflops = tok_s * flops_per_token * 1e-12;
         progress_step(&progress, ms / 1000.0);
@@ -1028,6 +1171,12 @@ int main(int argc, char** argv) {
         if (verdict.verdict == HEALTH_SKIP_SPIKE)
             printf("step %5d/%d | update skipped: spike, z-score loss %.2f norm %.2f > %g (%d in a row, %d in the run)\n", step + 1,
                    max_steps, verdict.z_loss, verdict.z_norm, (double)health_config.spike_zscore, health.bad_in_row, health.skipped);
+        if (model.prof) {
+            model.prof = NULL;
+            profiled++;
+            profiled_seconds += ms / 1000.0;
+            if (profiled == args.profile) profile_print(stdout, &profiler.table, profiled, profiled_seconds);
+        }
         fflush(stdout);
         StepRecord record = {step + 1, loss, lr, norm, (float)ms, (float)tok_s, (long long)completed * total_batch, elapsed,
                              peak > 0 ? tflops * 1e12 / peak : 0.0};
@@ -1073,6 +1222,7 @@ int main(int argc, char** argv) {
         sample_generate(&samples, next_logits_gpu, &model, args.sample_tokens, T, args.temperature, args.top_k, &rng);
     }
 
+    gpu_profile_free(&profiler);
     logger_free(&logger);
     sample_setup_free(&samples);
     dataloader_free(&train);
