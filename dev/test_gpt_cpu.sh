@@ -3,20 +3,14 @@
 # dev/gen_references.sh) and prints the summed "N passed, M failed".
 set -u
 dir=${1:?usage: test_gpt_cpu.sh DIR}
-pass=0
-fail=0
+. "$(dirname "$0")/testlib.sh"
+test_begin
 for d in "$dir"/*/; do
     [ -f "$d/reference.bin" ] || continue
-    out=$(OMP_NUM_THREADS=2 ./test_gpt_cpu "$d" 2>&1)
+    OMP_NUM_THREADS=2 ./test_gpt_cpu "$d" >"$tmp/out" 2>&1
     rc=$?
-    echo "$out" | grep -v '^         step' 
-    line=$(echo "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -n 1)
-    if [ -n "$line" ]; then
-        pass=$((pass + $(echo "$line" | cut -d' ' -f1)))
-        fail=$((fail + $(echo "$line" | cut -d' ' -f3)))
-    fi
-    if [ $rc -ne 0 ] && { [ -z "$line" ] || [ "$(echo "$line" | cut -d' ' -f3)" = 0 ]; }; then fail=$((fail + 1)); fi
+    grep -v '^         step' "$tmp/out"
+    tally "test_gpt_cpu $d" $rc "$tmp/out"
 done
-if [ $((pass + fail)) -eq 0 ]; then echo "no reference states under $dir"; fail=1; fi
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+if [ $((pass + fail)) -eq 0 ]; then bad "no reference states under $dir"; fi
+test_end

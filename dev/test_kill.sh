@@ -7,25 +7,16 @@
 #   an uninterrupted run, and every restart must resume from the newest complete checkpoint.
 #   At least 5 kills, at least 2 of them during a checkpoint write. Ends with "N passed, M failed".
 set -u
-here=$(cd "$(dirname "$0")/.." && pwd)
-cd "$here"
 trainer=${1:?usage: dev/test_kill.sh TRAINER [SEED]}
 RANDOM=${2:-$$}
-PYTHON=${PYTHON:-/usr/bin/python3}
-export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-ok() { echo "ok    $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL  $1"; fail=$((fail + 1)); }
+. "$(dirname "$0")/testlib.sh"
+test_begin 2
 
-"$PYTHON" dev/fuzz/write_shard.py "$tmp/train_000.bin" 256 20000 && "$PYTHON" dev/fuzz/write_shard.py "$tmp/train_001.bin" 256 15000 ||
-    { bad "writing shards"; echo "$pass passed, $fail failed"; exit 1; }
+write_shard "$tmp/train_000.bin" 256 20000 && write_shard "$tmp/train_001.bin" 256 15000 || { bad "writing shards"; test_end; exit 1; }
 steps=40
 run=("$trainer" --n-layer 2 --n-head 4 --n-embd 128 --vocab-size 256 -b 4 -t 32 -d 256 -i "$tmp/train_*.bin" -s 0 -v 0
     -x $steps -n 1 --keep-last 2 --keep-every 10 -l 1e-3 -u 3 --seed 5)
-final=$(printf 'model_%08d.bin state_%08d_00000.bin' $steps $steps)
+final=$(checkpoint_files $steps)
 
 "${run[@]}" -o "$tmp/ref" >"$tmp/ref.log" 2>&1 || bad "uninterrupted run failed: $(tail -2 "$tmp/ref.log")"
 
@@ -40,7 +31,7 @@ resumes_ok=0
 step_done() { grep -qE "^step +$1/$steps \| loss" "$tmp/attempt.log"; }
 for attempt in $(seq 1 40); do
     [ $kills -ge 6 ] && [ $write_kills -ge 2 ] && break
-    expected=$(ls "$tmp/run" 2>/dev/null | sed -n 's/^done_\([0-9]*\)\.txt$/\1/p' | sort | tail -1)
+    expected=$(checkpoint_steps "$tmp/run" | tail -n 1)
     from=$((10#${expected:-0}))
     listing=$(ls "$tmp/run" 2>/dev/null | tr '\n' ' ')
     # an even attempt first waits for the line of step target-1 > from: by then the attempt has
@@ -79,7 +70,7 @@ for attempt in $(seq 1 40); do
         break
     fi
 done
-last_ckpt=$(ls "$tmp/run" | sed -n 's/^done_\([0-9]*\)\.txt$/\1/p' | sort | tail -1)
+last_ckpt=$(checkpoint_steps "$tmp/run" | tail -n 1)
 "${run[@]}" -o "$tmp/run" -y 1 >"$tmp/last.log" 2>&1 || bad "final restart failed: $(tail -2 "$tmp/last.log")"
 skipped=$(cat "$tmp"/*.log | grep -c '^resume: skipping' || true)
 
@@ -89,19 +80,17 @@ else
     bad "only $kills kills ($write_kills during a write)"
 fi
 [ $resumes_ok -gt 0 ] && ok "$resumes_ok restarts each resumed from the newest complete checkpoint ($skipped skipped as invalid)"
-same=1
-for f in $final; do cmp -s "$tmp/ref/$f" "$tmp/run/$f" || same=0; done
-if [ $same -eq 1 ]; then
+# shellcheck disable=SC2086
+if same_files "$tmp/ref" "$tmp/run" $final; then
     ok "final model and optimizer state after $steps steps bit-identical to the uninterrupted run ($final)"
 else
     bad "final files differ from the uninterrupted run ($final)"
 fi
 left=$(ls "$tmp/run" | grep -c '\.tmp$' || true)
-kept=$(ls "$tmp/run" | sed -n 's/^done_\([0-9]*\)\.txt$/\1/p' | tr '\n' ' ')
+kept=$(checkpoint_steps "$tmp/run" | tr '\n' ' ')
 if [ "$left" -eq 0 ] && [ "$kept" = "00000010 00000020 00000030 00000039 00000040 " ]; then
     ok "retention after the kills: checkpoints $kept(last 2 + every 10th), no .tmp left"
 else
     bad "retention after the kills: markers '$kept', $left .tmp files"
 fi
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+test_end

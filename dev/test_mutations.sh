@@ -4,12 +4,10 @@
 # reference state. A mutation whose text is no longer in the sources counts as a failure,
 # so this list follows the code. Ends with "N passed, M failed".
 set -u
-here=$(cd "$(dirname "$0")/.." && pwd)
 ref=${1:?usage: test_mutations.sh REFERENCE_DIR}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
+ref=$(cd "$ref" && pwd) || exit 1
+. "$(dirname "$0")/testlib.sh"
+test_begin
 # file | text | replacement | what it breaks
 mutations=(
     "llmc/cpu_ops.h|(1.0f + 3.0f * 0.044715f * x * x)|(1.0f + 3.0f * 0.045715f * x * x)|GELU derivative: 0.044715 -> 0.045715"
@@ -23,24 +21,19 @@ for m in "${mutations[@]}"; do
     mkdir -p "$tmp/src"
     cp -r "$here/train_gpt.c" "$here/test_gpt.c" "$here/llmc" "$tmp/src/"
     if ! grep -qF "$text" "$tmp/src/$file"; then
-        echo "FAIL  $what: text not found in $file (update this mutation)"
-        fail=$((fail + 1))
+        bad "$what: text not found in $file (update this mutation)"
         continue
     fi
     TEXT="$text" REPL="$replacement" perl -0pi -e 's/\Q$ENV{TEXT}\E/$ENV{REPL}/' "$tmp/src/$file"
     if ! gcc -O2 -std=c11 -D_GNU_SOURCE -fopenmp -I"$tmp/src" -o "$tmp/t" "$tmp/src/test_gpt.c" -lm -lpthread; then
-        echo "FAIL  $what: mutant does not compile"
-        fail=$((fail + 1))
+        bad "$what: mutant does not compile"
         continue
     fi
     out=$(OMP_NUM_THREADS=2 "$tmp/t" "$ref" 2>&1)
     if [ $? -ne 0 ]; then
-        echo "ok    $what: test_gpt fails ($(echo "$out" | grep -E '^worst'))"
-        pass=$((pass + 1))
+        ok "$what: test_gpt fails ($(echo "$out" | grep -E '^worst'))"
     else
-        echo "FAIL  $what: test_gpt still passes"
-        fail=$((fail + 1))
+        bad "$what: test_gpt still passes"
     fi
 done
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+test_end

@@ -9,25 +9,15 @@
 #   - divergence (a huge learning rate): the run stops with exit 65 and a message.
 # Ends with "N passed, M failed".
 set -u
-here=$(cd "$(dirname "$0")/.." && pwd)
-cd "$here"
 trainer=${1:-./train_gpt_cpu}
-PYTHON=${PYTHON:-/usr/bin/python3}
-export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-ok() { echo "ok    $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL  $1"; fail=$((fail + 1)); }
+. "$(dirname "$0")/testlib.sh"
+test_begin 2
 # same_final DIR_A DIR_B STEP: model and state files of STEP identical
-same_final() {
-    local f
-    for f in $(printf 'model_%08d.bin state_%08d_00000.bin' "$3" "$3"); do cmp -s "$1/$f" "$2/$f" || return 1; done
-}
+# shellcheck disable=SC2046
+same_final() { same_files "$1" "$2" $(checkpoint_files "$3"); }
 
-"$PYTHON" dev/fuzz/write_shard.py "$tmp/train_000.bin" 256 20000 || bad "writing shards"
-"$PYTHON" dev/fuzz/write_shard.py "$tmp/train_001.bin" 256 15000 || bad "writing shards"
+write_shard "$tmp/train_000.bin" 256 20000 || bad "writing shards"
+write_shard "$tmp/train_001.bin" 256 15000 || bad "writing shards"
 base=("$trainer" --n-layer 2 --n-head 4 --n-embd 64 --vocab-size 256 -b 4 -t 32 -i "$tmp/train_*.bin" -s 0 -v 0 -l 1e-3 -u 2 --seed 3)
 
 # ---------------------------------------------------------------- stop signals
@@ -46,8 +36,8 @@ for sig in TERM USR1 INT; do
     wait $pid
     rc=$?
     took=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
-    printed=$(grep -E '^step +[0-9]+/8 \| loss' "$log" | tail -1 | sed -E 's/^step +([0-9]+)\/.*/\1/')
-    saved=$(ls "$dir" 2>/dev/null | sed -n 's/^done_\([0-9]*\)\.txt$/\1/p' | tail -1)
+    printed=$(last_step "$log")
+    saved=$(checkpoint_steps "$dir" | tail -n 1)
     if [ $rc -eq 75 ] && [ -n "$saved" ] && [ $((10#$saved)) -eq "$printed" ] && grep -q "SIG$sig received" "$log"; then
         ok "SIG$sig after step $printed: exit 75 in ${took}s, checkpoint of step $((10#$saved)) (the completed steps), \"$(grep received "$log")\""
     else
@@ -122,5 +112,4 @@ else
     bad "learning rate 1e30: exit $rc: $(head -c 300 "$tmp/div.err")"
 fi
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+test_end

@@ -12,34 +12,8 @@
 # Models are written with train_gpt.py's writer, weights N(0, 0.15) so that attention is far from
 # uniform. Ends with "N passed, M failed".
 set -u
-here=$(cd "$(dirname "$0")/.." && pwd)
-cd "$here"
-PYTHON=${PYTHON:-/usr/bin/python3}
-export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-ok() { echo "ok    $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL  $1"; fail=$((fail + 1)); }
-
-# make_model PATH L H C V maxT: a model file with weights N(0, 0.15), LayerNorm weights 1 + N(0, 0.15)
-make_model() {
-    "$PYTHON" - "$@" <<'EOF'
-import sys
-import numpy as np
-sys.path.insert(0, ".")
-import train_gpt as tg
-path, (L, H, C, V, T) = sys.argv[1], map(int, sys.argv[2:7])
-cfg = tg.GPTConfig(L, H, C, V, T)
-rng = np.random.default_rng(L * 7919 + V)
-t = {n: rng.normal(0.0, 0.15, s).astype(np.float32) for n, s in cfg.tensor_shapes()}
-for n in ("ln1w", "ln2w", "lnfw"):
-    t[n] += 1.0
-t["wte"][V:] = 0.0
-tg.save_model_file(path, cfg, t)
-EOF
-}
+. "$(dirname "$0")/testlib.sh"
+test_begin 1
 
 # between_markers FILE: the trainer's sample, the lines between "---- sample" and "----"
 between_markers() { sed -n '/^---- sample$/,/^----$/p' "$1" | sed '1d;$d'; }
@@ -47,13 +21,7 @@ between_markers() { sed -n '/^---- sample$/,/^----$/p' "$1" | sed '1d;$d'; }
 # ---------------------------------------------------------------- KV cache vs full forward
 make_model "$tmp/small.bin" 2 3 96 300 48
 ./build/ux/test_sample_gpt "$tmp/small.bin" | tee "$tmp/unit.txt"
-line=$(tail -n 1 "$tmp/unit.txt")
-if [[ "$line" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
-    pass=$((pass + BASH_REMATCH[1]))
-    fail=$((fail + BASH_REMATCH[2]))
-else
-    bad "test_sample_gpt did not finish: $line"
-fi
+tally test_sample_gpt "${PIPESTATUS[0]}" "$tmp/unit.txt"
 
 # ---------------------------------------------------------------- same tokens as the trainer
 for setting in "0.9 40 7" "1.0 0 1337" "0 0 3"; do
@@ -107,30 +75,15 @@ else
 fi
 
 # ---------------------------------------------------------------- bad input
-expect_error() {
-    local name=$1 pattern=$2
-    shift 2
-    "$@" >"$tmp/out" 2>"$tmp/err"
-    local rc=$?
-    local first
-    first=$(head -n 1 "$tmp/err")
-    if [ $rc -ne 0 ] && [ $rc -lt 128 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && [[ "$first" == error:* ]] &&
-        grep -qE -- "$pattern" <<<"$first"; then
-        ok "$name: exit $rc: $first"
-    else
-        bad "$name: exit $rc, stderr: $(head -c 300 "$tmp/err")"
-    fi
-}
 head -c 3000 "$tmp/small.bin" >"$tmp/trunc.bin"
-expect_error "no model" "give -e MODEL" ./sample_gpt_cpu --ids
-expect_error "missing model file" "nowhere.bin: cannot open" ./sample_gpt_cpu -e "$tmp/nowhere.bin" --ids
-expect_error "truncated model file" "trunc.bin.*(truncated|shorter)" ./sample_gpt_cpu -e "$tmp/trunc.bin" --ids
-expect_error "negative temperature" "--temperature: bad value '-1'" ./sample_gpt_cpu -e "$tmp/small.bin" --temperature -1
-expect_error "token count not a number" "--tokens: bad value 'ten'" ./sample_gpt_cpu -e "$tmp/small.bin" -g ten
-expect_error "unknown flag" "unknown flag '--topk'" ./sample_gpt_cpu -e "$tmp/small.bin" --topk 5
-expect_error "missing value" "--seed: missing value" ./sample_gpt_cpu -e "$tmp/small.bin" --seed
-expect_error "prompt, tokenizer does not match the model" "tokenizer has 50257 tokens but the model .* has 300" \
+expect_error --alone "no model" "give -e MODEL" ./sample_gpt_cpu --ids
+expect_error --alone "missing model file" "nowhere.bin: cannot open" ./sample_gpt_cpu -e "$tmp/nowhere.bin" --ids
+expect_error --alone "truncated model file" "trunc.bin.*(truncated|shorter)" ./sample_gpt_cpu -e "$tmp/trunc.bin" --ids
+expect_error --alone "negative temperature" "--temperature: bad value '-1'" ./sample_gpt_cpu -e "$tmp/small.bin" --temperature -1
+expect_error --alone "token count not a number" "--tokens: bad value 'ten'" ./sample_gpt_cpu -e "$tmp/small.bin" -g ten
+expect_error --alone "unknown flag" "unknown flag '--topk'" ./sample_gpt_cpu -e "$tmp/small.bin" --topk 5
+expect_error --alone "missing value" "--seed: missing value" ./sample_gpt_cpu -e "$tmp/small.bin" --seed
+expect_error --alone "prompt, tokenizer does not match the model" "tokenizer has 50257 tokens but the model .* has 300" \
     ./sample_gpt_cpu -e "$tmp/small.bin" --prompt "hello"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+test_end

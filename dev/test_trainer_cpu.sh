@@ -7,58 +7,12 @@
 #   - learning: the loss on a periodic token stream falls well below ln(V);
 #   - side by side with PyTorch (train_gpt.py training mode): the same initial model and
 #     shards give the same loss at every step (relative 1e-4).
-# Token shards are written here by a small Python writer that follows doc/formats.md,
+# Token shards are written by dev/fuzz/write_shard.py, which follows doc/formats.md,
 # not by the code under test. Ends with "N passed, M failed".
 set -u
 set -f # the shard globs below are for the trainer to expand, not the shell
-here=$(cd "$(dirname "$0")/.." && pwd)
-cd "$here"
-PYTHON=${PYTHON:-/usr/bin/python3}
-export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-ok() { echo "ok    $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL  $1"; fail=$((fail + 1)); }
-
-# write_shard PATH VOCAB N KIND: KIND periodic (token i = (i*7) % 61 + i/997 % 3) or random
-write_shard() {
-    "$PYTHON" - "$@" <<'EOF'
-import struct, sys, zlib, random
-path, vocab, n, kind = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-if kind == "periodic":
-    toks = [((i * 7) % 61 + (i // 997) % 3) % vocab for i in range(n)]
-else:
-    rnd = random.Random(n)
-    toks = [rnd.randrange(vocab) for _ in range(n)]
-payload = struct.pack("<%dH" % n, *toks)
-h = [0] * 256
-h[0], h[1] = 0x4B4F5447, 1
-h[2] = zlib.crc32(payload)
-h[3], h[4] = len(payload) & 0xFFFFFFFF, len(payload) >> 32
-h[5], h[6], h[7], h[8] = n & 0xFFFFFFFF, n >> 32, vocab, 2
-with open(path, "wb") as f:
-    f.write(struct.pack("<256I", *h))
-    f.write(payload)
-EOF
-}
-
-# expect_error NAME PATTERN CMD...: non-zero exit, stderr's first line starts with "error:"
-# and matches PATTERN, and nothing crashed (no signal exit)
-expect_error() {
-    local name=$1 pattern=$2
-    shift 2
-    "$@" >"$tmp/out" 2>"$tmp/err"
-    local rc=$?
-    local first
-    first=$(head -n 1 "$tmp/err")
-    if [ $rc -ne 0 ] && [ $rc -lt 128 ] && [[ "$first" == error:* ]] && grep -qE "$pattern" <<<"$first"; then
-        ok "$name: exit $rc: $first"
-    else
-        bad "$name: exit $rc, stderr: $(head -c 300 "$tmp/err")"
-    fi
-}
+. "$(dirname "$0")/testlib.sh"
+test_begin 2
 
 mkdir -p "$tmp/data"
 write_shard "$tmp/data/train_000.bin" 256 12000 periodic
@@ -98,24 +52,7 @@ expect_error "ZeRO is rejected on the CPU" "zero" ./train_gpt_cpu $small $data $
 expect_error "heads do not divide channels" "(head|divis)" ./train_gpt_cpu --n-layer 1 --n-head 5 --n-embd 32 --vocab-size 256 $data $quiet
 
 # ---------------------------------------------------------------- exact resume
-run="./train_gpt_cpu $small $data -v 4 -m 2 -s 4 -g 8 -x 8 -l 3e-3 -u 2 -d 256"
-$run -o "$tmp/full" -n 2 >"$tmp/full.log" 2>&1
-mkdir -p "$tmp/resumed"
-cp "$tmp/full/model_00000004.bin" "$tmp/full/state_00000004_00000.bin" "$tmp/full/done_00000004.txt" "$tmp/resumed/"
-$run -o "$tmp/resumed" -n 2 -y 1 >"$tmp/resumed.log" 2>&1
-if cmp -s "$tmp/full/model_00000008.bin" "$tmp/resumed/model_00000008.bin" &&
-    cmp -s "$tmp/full/state_00000008_00000.bin" "$tmp/resumed/state_00000008_00000.bin"; then
-    ok "resume from step 4: step-8 model and optimizer state bit-identical"
-else
-    bad "resume from step 4: step-8 checkpoint differs (or missing)"
-fi
-grep -E '^step +[5-8]/8 \| loss' "$tmp/full.log" | sed 's/| [0-9.]* ms.*//' >"$tmp/a"
-grep -E '^step +[5-8]/8 \| loss' "$tmp/resumed.log" | sed 's/| [0-9.]* ms.*//' >"$tmp/b"
-if [ -s "$tmp/a" ] && cmp -s "$tmp/a" "$tmp/b" && [ "$(wc -l <"$tmp/a")" -eq 4 ]; then
-    ok "resume: steps 5-8 print identical loss, lr and norm"
-else
-    bad "resume: step lines differ: $(diff "$tmp/a" "$tmp/b" | head -5)"
-fi
+check_resume ./train_gpt_cpu $small $data -v 4 -m 2 -s 4 -g 8 -x 8 -l 3e-3 -u 2 -d 256
 
 # ---------------------------------------------------------------- learning
 ./train_gpt_cpu $small $data $quiet -x 60 -l 3e-3 -u 5 >"$tmp/learn.log" 2>&1
@@ -134,8 +71,8 @@ fi
 ./train_gpt_cpu -e "$tmp/py_init.bin" -i "$tmp/data/train_*.bin" --shuffle 0 -b 4 -t 32 -x 6 -l 3e-3 -u 2 -q 0.1 -c 0.1 \
     --grad-clip 1.0 $quiet \
     >"$tmp/c.log" 2>&1
-grep -E '^step +[0-9]+/6 \| loss' "$tmp/py.log" | sed -E 's/.*loss ([0-9.]+).*/\1/' >"$tmp/py_losses"
-grep -E '^step +[0-9]+/6 \| loss' "$tmp/c.log" | sed -E 's/.*loss ([0-9.]+).*/\1/' >"$tmp/c_losses"
+losses "$tmp/py.log" >"$tmp/py_losses"
+losses "$tmp/c.log" >"$tmp/c_losses"
 if [ "$(wc -l <"$tmp/py_losses")" -eq 6 ] && [ "$(wc -l <"$tmp/c_losses")" -eq 6 ] &&
     paste "$tmp/py_losses" "$tmp/c_losses" | awk '{ d = $1 - $2; if (d < 0) d = -d; if (d > 1e-4 * $1) bad = 1 } END { exit bad }'; then
     ok "PyTorch and C losses agree over 6 steps: $(paste -d/ "$tmp/py_losses" "$tmp/c_losses" | tr '\n' ' ')"
@@ -143,5 +80,4 @@ else
     bad "PyTorch vs C losses: $(paste -d/ "$tmp/py_losses" "$tmp/c_losses" | tr '\n' ' ') $(tail -2 "$tmp/py.log")"
 fi
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+test_end

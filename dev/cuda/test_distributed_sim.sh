@@ -16,48 +16,11 @@
 #     learning-rate scaling rule printed in the run header.
 # Ends with "N passed, M failed".
 set -u
-here=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$here"
-MPIRUN=${MPIRUN:-mpirun}
-MPIRUN_FLAGS=${MPIRUN_FLAGS:---allow-run-as-root --oversubscribe}
-export CUDASIM_THREADS=1 OMP_NUM_THREADS=1
-export OMPI_MCA_mpi_yield_when_idle=1 # more ranks than cores: do not spin while waiting
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-ok() { echo "ok    $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL  $1"; fail=$((fail + 1)); }
+. "$(dirname "$0")/../testlib.sh"
+test_begin
+mpi_begin
 
 model="--n-layer 2 --n-head 2 --n-embd 64 --vocab-size 256 -t 32 --mock-data -s 0 -v 0 -l 3e-3 -u 2 -d 384"
-losses() { grep -E '^step +[0-9]+/[0-9]+ \| loss' "$1" | sed -E 's/.*loss ([0-9.]+).*/\1/'; }
-steplines() { grep -E '^step +[0-9]+/[0-9]+ \| loss' "$1" | sed 's/| [0-9.]* ms.*//'; }
-mpi() { # mpi N LOG BINARY ARGS...: mpirun -np N, output to LOG
-    local n=$1 log=$2
-    shift 2
-    $MPIRUN $MPIRUN_FLAGS -np "$n" "$@" >"$log" 2>&1
-}
-# compare NAME OURS REF BOUND KIND(rel|abs) [FIRST_STEP]: every loss of OURS vs REF's from FIRST_STEP on
-compare() {
-    local name=$1 ours=$2 ref=$3 bound=$4 kind=$5 first=${6:-1} worst
-    losses "$ours" >"$tmp/a"
-    losses "$ref" | tail -n +"$first" >"$tmp/b"
-    local n
-    n=$(wc -l <"$tmp/a")
-    if [ "$n" -ge 1 ] && [ "$n" -eq "$(wc -l <"$tmp/b")" ] &&
-        worst=$(paste "$tmp/a" "$tmp/b" | awk -v k="$kind" '{ d = $1 - $2; if (d < 0) d = -d; if (k == "rel") d /= $2; if (d > w) w = d } END { printf "%.3g", w }') &&
-        awk -v w="$worst" -v b="$bound" 'BEGIN { exit !(w <= b) }'; then
-        ok "$name: $n step losses, worst $kind error $worst (bound $bound)"
-    else
-        bad "$name: losses $(paste -d/ "$tmp/a" "$tmp/b" | tr '\n' ' ') $(grep -E 'error' "$ours" | head -2)"
-    fi
-}
-same_lines() { # same_lines NAME LOG_A LOG_B: identical step lines (loss, lr, norm)
-    steplines "$2" >"$tmp/a"
-    steplines "$3" >"$tmp/b"
-    if [ -s "$tmp/a" ] && cmp -s "$tmp/a" "$tmp/b"; then ok "$1: $(wc -l <"$tmp/a") identical step lines"
-    else bad "$1: $(diff "$tmp/a" "$tmp/b" | head -4 | tr '\n' ' ') $(grep error "$3" | head -2)"; fi
-}
 
 # ---------------------------------------------------------------- N ranks vs one process
 ./train_gpt_sim_fp32 $model -b 12 -x 10 >"$tmp/ref_fp32.log" 2>&1
@@ -68,19 +31,19 @@ for prec in fp32 bf16; do
     for n in 1 2 3 4; do
         for z in 0 1; do
             mpi $n "$tmp/${prec}_n${n}_z${z}.log" $bin $model -b $((12 / n)) -x 10 -z $z --dist-init mpi
-            compare "$prec N=$n ZeRO-$z vs one process" "$tmp/${prec}_n${n}_z${z}.log" "$tmp/ref_$prec.log" $bound $kind
+            compare_losses "$prec N=$n ZeRO-$z vs one process" "$tmp/${prec}_n${n}_z${z}.log" "$tmp/ref_$prec.log" $bound $kind
         done
-        same_lines "$prec N=$n: ZeRO-1 vs ZeRO-0" "$tmp/${prec}_n${n}_z0.log" "$tmp/${prec}_n${n}_z1.log"
+        same_steplines "$prec N=$n: ZeRO-1 vs ZeRO-0" "$tmp/${prec}_n${n}_z0.log" "$tmp/${prec}_n${n}_z1.log"
     done
-    same_lines "$prec N=1 through NCCL vs the plain trainer" "$tmp/ref_$prec.log" "$tmp/${prec}_n1_z0.log"
+    same_steplines "$prec N=1 through NCCL vs the plain trainer" "$tmp/ref_$prec.log" "$tmp/${prec}_n1_z0.log"
 done
 mpi 2 "$tmp/accum.log" ./train_gpt_sim_dist_fp32 $model -b 2 -x 10 -z 1
 if grep -q '3 micro-steps per step' "$tmp/accum.log"; then
-    compare "fp32 N=2 x 3 micro-steps ZeRO-1 vs one process" "$tmp/accum.log" "$tmp/ref_fp32.log" 1e-5 rel
+    compare_losses "fp32 N=2 x 3 micro-steps ZeRO-1 vs one process" "$tmp/accum.log" "$tmp/ref_fp32.log" 1e-5 rel
 else bad "accumulation: no '3 micro-steps per step' line: $(grep -E 'error|parameters' "$tmp/accum.log" | head -2)"; fi
 mpi 3 "$tmp/comm32.log" ./train_gpt_sim_dist $model -b 4 -x 10 -z 1 --grad-comm fp32
 if grep -q 'gradients in fp32' "$tmp/comm32.log"; then
-    compare "bf16 N=3 --grad-comm fp32 vs one process" "$tmp/comm32.log" "$tmp/ref_bf16.log" 2e-2 abs
+    compare_losses "bf16 N=3 --grad-comm fp32 vs one process" "$tmp/comm32.log" "$tmp/ref_bf16.log" 2e-2 abs
 else bad "--grad-comm fp32: no 'gradients in fp32' line: $(grep error "$tmp/comm32.log" | head -2)"; fi
 
 # ---------------------------------------------------------------- optimizer memory per rank
@@ -103,39 +66,39 @@ mkdir -p "$tmp/ck2" "$tmp/ck1"
 cp "$tmp/ck4"/*00000004* "$tmp/ck2/"
 mpi 2 "$tmp/r2.log" ./train_gpt_sim_dist_fp32 $model -b 6 -x 10 -z 1 -n 4 -o "$tmp/ck2" -y 1
 if grep -q 're-sharded from 4 to 2 ranks' "$tmp/r2.log"; then
-    compare "resume a 4-rank checkpoint (step 4) on 2 ranks" "$tmp/r2.log" "$tmp/r4.log" 1e-5 rel 5
+    compare_losses "resume a 4-rank checkpoint (step 4) on 2 ranks" "$tmp/r2.log" "$tmp/r4.log" 1e-5 rel 5
 else bad "resume 4 -> 2: no re-sharding line: $(grep -E 'error|resume' "$tmp/r2.log" | head -3)"; fi
 cp "$tmp/ck2"/*00000008* "$tmp/ck1/"
 ./train_gpt_sim_fp32 $model -b 12 -x 10 -n 4 -o "$tmp/ck1" -y 1 >"$tmp/r1.log" 2>&1
 if grep -q 're-sharded from 2 to 1 ranks' "$tmp/r1.log"; then
-    compare "resume that 2-rank checkpoint (step 8) on 1 rank" "$tmp/r1.log" "$tmp/r4.log" 1e-5 rel 9
+    compare_losses "resume that 2-rank checkpoint (step 8) on 1 rank" "$tmp/r1.log" "$tmp/r4.log" 1e-5 rel 9
 else bad "resume 2 -> 1: no re-sharding line: $(grep -E 'error|resume' "$tmp/r1.log" | head -3)"; fi
 mpi 4 "$tmp/r4b.log" ./train_gpt_sim_dist $model -b 3 -x 10 -z 1 -n 4 -o "$tmp/ck4b"
 mkdir -p "$tmp/ck1c"
 cp "$tmp/ck4b"/*00000004* "$tmp/ck1c/"
 ./train_gpt_sim $model -b 12 -x 10 -o "$tmp/ck1c" -y 1 >"$tmp/r1c.log" 2>&1
-compare "bf16: a 4-rank ZeRO-1 checkpoint resumed on 1 rank" "$tmp/r1c.log" "$tmp/r4b.log" 2e-2 abs 5
+compare_losses "bf16: a 4-rank ZeRO-1 checkpoint resumed on 1 rank" "$tmp/r1c.log" "$tmp/r4b.log" 2e-2 abs 5
 
 # ---------------------------------------------------------------- rendezvous by file and by tcp
 mpi 2 "$tmp/file.log" ./train_gpt_sim_dist $model -b 6 -x 3 --dist-init file --dist-file "$tmp/nccl_id"
 mpi 2 "$tmp/mpi3.log" ./train_gpt_sim_dist $model -b 6 -x 3 --dist-init mpi
-if grep -q 'NCCL id by file' "$tmp/file.log"; then same_lines "NCCL id by file vs by MPI" "$tmp/mpi3.log" "$tmp/file.log"
+if grep -q 'NCCL id by file' "$tmp/file.log"; then same_steplines "NCCL id by file vs by MPI" "$tmp/mpi3.log" "$tmp/file.log"
 else bad "file rendezvous: $(grep -E 'error|distributed' "$tmp/file.log" | head -2)"; fi
 port=$((20000 + RANDOM % 20000))
 mpi 2 "$tmp/tcp.log" -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=$port ./train_gpt_sim_dist $model -b 6 -x 3 --dist-init tcp
-if grep -q 'NCCL id by tcp' "$tmp/tcp.log"; then same_lines "NCCL id by tcp vs by MPI" "$tmp/mpi3.log" "$tmp/tcp.log"
+if grep -q 'NCCL id by tcp' "$tmp/tcp.log"; then same_steplines "NCCL id by tcp vs by MPI" "$tmp/mpi3.log" "$tmp/tcp.log"
 else bad "tcp rendezvous: $(grep -E 'error|distributed' "$tmp/tcp.log" | head -2)"; fi
 
 # ---------------------------------------------------------------- the launch scripts
 TRAINER=./train_gpt_sim_dist MPIRUN_ARGS="$MPIRUN_FLAGS" bash scripts/run_single_node.sh 2 -- $model -b 6 -x 3 --dist-init mpi \
     >"$tmp/single.log" 2>&1
-same_lines "scripts/run_single_node.sh 2 (mpirun) vs mpirun -np 2" "$tmp/mpi3.log" "$tmp/single.log"
+same_steplines "scripts/run_single_node.sh 2 (mpirun) vs mpirun -np 2" "$tmp/mpi3.log" "$tmp/single.log"
 TRAINER=./train_gpt_sim_dist MPIRUN_ARGS="$MPIRUN_FLAGS" HOSTS=localhost:2 bash scripts/run_multi_node_mpirun.sh -- $model -b 6 -x 3 \
     --dist-init mpi >"$tmp/multi.log" 2>&1
-same_lines "scripts/run_multi_node_mpirun.sh with HOSTS=localhost:2 vs mpirun -np 2" "$tmp/mpi3.log" "$tmp/multi.log"
+same_steplines "scripts/run_multi_node_mpirun.sh with HOSTS=localhost:2 vs mpirun -np 2" "$tmp/mpi3.log" "$tmp/multi.log"
 ./train_gpt_sim $model -b 12 -x 3 >"$tmp/plain3.log" 2>&1
 TRAINER=./train_gpt_sim_dist LAUNCH=env bash scripts/run_single_node.sh 1 -- $model -b 12 -x 3 >"$tmp/env.log" 2>&1
-if grep -q 'NCCL id by tcp' "$tmp/env.log"; then same_lines "LAUNCH=env run_single_node.sh 1 (RANK/WORLD_SIZE, tcp) vs plain" "$tmp/plain3.log" "$tmp/env.log"
+if grep -q 'NCCL id by tcp' "$tmp/env.log"; then same_steplines "LAUNCH=env run_single_node.sh 1 (RANK/WORLD_SIZE, tcp) vs plain" "$tmp/plain3.log" "$tmp/env.log"
 else bad "LAUNCH=env: $(grep -E 'error|distributed' "$tmp/env.log" | head -2)"; fi
 
 # ---------------------------------------------------------------- a rank dies
@@ -158,18 +121,17 @@ else
 fi
 
 # ---------------------------------------------------------------- bad input and the run header
-expect_error() { # NAME PATTERN LOG: non-zero exit recorded in LOG's last line "rc N", an error line matching PATTERN
+expect_error_log() { # NAME PATTERN LOG: non-zero exit recorded in LOG's last line "rc N", an error line matching PATTERN
     if grep -qE "$2" "$3" && ! grep -q '^rc 0$' "$3"; then ok "$1: $(grep -E "$2" "$3" | head -1)"
     else bad "$1: $(tail -3 "$3")"; fi
 }
 ./train_gpt_sim_dist $model -b 12 -x 1 -z 2 >"$tmp/z2.log" 2>&1; echo "rc $?" >>"$tmp/z2.log"
-expect_error "-z 2 is rejected" "error: --zero 2 .*not implemented" "$tmp/z2.log"
+expect_error_log "-z 2 is rejected" "error: --zero 2 .*not implemented" "$tmp/z2.log"
 mpi 2 "$tmp/split.log" ./train_gpt_sim_dist $model -b 4 -x 1; echo "rc $?" >>"$tmp/split.log"
-expect_error "a total batch 2 ranks cannot split" "error: --total-batch 384 is not a multiple of .* 4 x 32 x 2 = 256 tokens: 256 \(1 micro-steps\) or 512 \(2 micro-steps\) would be" "$tmp/split.log"
+expect_error_log "a total batch 2 ranks cannot split" "error: --total-batch 384 is not a multiple of .* 4 x 32 x 2 = 256 tokens: 256 \(1 micro-steps\) or 512 \(2 micro-steps\) would be" "$tmp/split.log"
 mpi 2 "$tmp/lr.log" ./train_gpt_sim_dist $model -b 6 -x 3 --lr-scale linear --lr-ref-batch 192
 if grep -q '^learning rate: 0.003 x linear(384 / 192 tokens) = 0.006$' "$tmp/lr.log" && grep -q '^step     3/3 .*lr 6.000e-03' "$tmp/lr.log"; then
     ok "linear learning-rate scaling: $(grep '^learning rate' "$tmp/lr.log")"
 else bad "lr scaling: $(grep -E 'learning rate|^step     3|error' "$tmp/lr.log")"; fi
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+test_end

@@ -5,31 +5,28 @@
 # (-lnccl, MPI), and the NCCL-only build (no MPI: file/tcp rendezvous). Usage: test_nvcc_dist.sh NVCC MPICXX "FLAGS"
 set -u
 nvcc=$1; mpicxx=$2; flags=$3
-pass=0; fail=0
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+. "$(dirname "$0")/../testlib.sh"
+test_begin
 if ! command -v "$nvcc" >/dev/null 2>&1 || ! command -v "$mpicxx" >/dev/null 2>&1; then
-    echo "error: $nvcc or $mpicxx not found: cannot check the multi-GPU build"; echo "0 passed, 1 failed"; exit 1
+    bad "$nvcc or $mpicxx not found: cannot check the multi-GPU build"; test_end; exit 1
 fi
 mpi_flags=$("$mpicxx" --showme:compile)
 for precision in bf16 fp32; do
     define=""; [ $precision = fp32 ] && define=-DPRECISION_FP32
     # shellcheck disable=SC2086
-    if log=$("$nvcc" $flags $define -DUSE_NCCL -DUSE_MPI $mpi_flags -arch=sm_90 -c train_gpt.cu -o "$out/o.o" 2>&1); then
-        echo "ok    nvcc -arch=sm_90 $precision -DUSE_NCCL -DUSE_MPI train_gpt.cu against the real nccl.h and mpi.h (no warnings)"
-        pass=$((pass + 1))
-    else echo "$log" | head -20; echo "FAIL  nvcc $precision -DUSE_NCCL -DUSE_MPI train_gpt.cu"; fail=$((fail + 1)); fi
+    if log=$("$nvcc" $flags $define -DUSE_NCCL -DUSE_MPI $mpi_flags -arch=sm_90 -c train_gpt.cu -o "$tmp/o.o" 2>&1); then
+        ok "nvcc -arch=sm_90 $precision -DUSE_NCCL -DUSE_MPI train_gpt.cu against the real nccl.h and mpi.h (no warnings)"
+    else echo "$log" | head -20; bad "nvcc $precision -DUSE_NCCL -DUSE_MPI train_gpt.cu"; fi
 done
 dflags=$(bash scripts/dist_probe.sh "$nvcc" "$mpicxx" flags)
 dlibs=$(bash scripts/dist_probe.sh "$nvcc" "$mpicxx" libs)
 # shellcheck disable=SC2086
 if [[ "$dflags" == *-DUSE_NCCL*-DUSE_MPI* ]] &&
-    log=$("$nvcc" $flags -arch=sm_90 $dflags train_gpt.cu -o "$out/train_gpt" -lcublasLt -lcublas $dlibs 2>&1); then
-    echo "ok    train_gpt links with NCCL and MPI as the Makefile finds them: $dlibs"; pass=$((pass + 1))
-else echo "$log" | head -20; echo "FAIL  train_gpt with '$dflags' '$dlibs'"; fail=$((fail + 1)); fi
+    log=$("$nvcc" $flags -arch=sm_90 $dflags train_gpt.cu -o "$tmp/train_gpt" -lcublasLt -lcublas $dlibs 2>&1); then
+    ok "train_gpt links with NCCL and MPI as the Makefile finds them: $dlibs"
+else echo "$log" | head -20; bad "train_gpt with '$dflags' '$dlibs'"; fi
 # shellcheck disable=SC2086
-if log=$("$nvcc" $flags -arch=sm_90 -DUSE_NCCL train_gpt.cu -o "$out/train_gpt_nompi" -lcublasLt -lcublas -lnccl 2>&1); then
-    echo "ok    train_gpt links with NCCL and without MPI (file and tcp rendezvous only)"; pass=$((pass + 1))
-else echo "$log" | head -20; echo "FAIL  train_gpt without MPI"; fail=$((fail + 1)); fi
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+if log=$("$nvcc" $flags -arch=sm_90 -DUSE_NCCL train_gpt.cu -o "$tmp/train_gpt_nompi" -lcublasLt -lcublas -lnccl 2>&1); then
+    ok "train_gpt links with NCCL and without MPI (file and tcp rendezvous only)"
+else echo "$log" | head -20; bad "train_gpt without MPI"; fi
+test_end

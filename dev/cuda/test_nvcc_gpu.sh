@@ -4,12 +4,11 @@
 # Usage: test_nvcc_gpu.sh NVCC "FLAGS"
 set -u
 nvcc=$1; flags=$2
-pass=0; fail=0
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+. "$(dirname "$0")/../testlib.sh"
+test_begin
 if ! command -v "$nvcc" >/dev/null 2>&1; then
-    echo "error: $nvcc not found: cannot check that the GPU trainer compiles"
-    echo "0 passed, 1 failed"; exit 1
+    bad "$nvcc not found: cannot check that the GPU trainer compiles"
+    test_end; exit 1
 fi
 for src in train_gpt.cu test_gpt.cu dev/cuda/bench_kernels.cu; do
     for precision in bf16 fp32; do
@@ -17,10 +16,10 @@ for src in train_gpt.cu test_gpt.cu dev/cuda/bench_kernels.cu; do
         define=""; [ $precision = fp32 ] && define=-DPRECISION_FP32
         for arch in sm_80 sm_90; do
             # shellcheck disable=SC2086
-            if log=$("$nvcc" $flags $define -arch=$arch -c "$src" -o "$out/o.o" 2>&1); then
-                echo "ok    nvcc -arch=$arch $precision $src (no warnings)"; pass=$((pass + 1))
+            if log=$("$nvcc" $flags $define -arch=$arch -c "$src" -o "$tmp/o.o" 2>&1); then
+                ok "nvcc -arch=$arch $precision $src (no warnings)"
             else
-                echo "$log" | head -20; echo "FAIL  nvcc -arch=$arch $precision $src"; fail=$((fail + 1))
+                echo "$log" | head -20; bad "nvcc -arch=$arch $precision $src"
             fi
         done
     done
@@ -28,10 +27,9 @@ done
 # the fat binary links (CUDA 12.x and 13 both: nothing version-specific is used)
 # shellcheck disable=SC2086
 if log=$("$nvcc" $flags -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 train_gpt.cu \
-    -o "$out/train_gpt" -lcublasLt -lcublas 2>&1); then
-    echo "ok    train_gpt links as a fat binary for sm_80 + sm_90 against cuBLASLt"; pass=$((pass + 1))
+    -o "$tmp/train_gpt" -lcublasLt -lcublas 2>&1); then
+    ok "train_gpt links as a fat binary for sm_80 + sm_90 against cuBLASLt"
 else
-    echo "$log" | head -20; echo "FAIL  train_gpt fat binary link"; fail=$((fail + 1))
+    echo "$log" | head -20; bad "train_gpt fat binary link"
 fi
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+test_end
