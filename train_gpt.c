@@ -26,35 +26,8 @@
 /* ----------------------------------------------------------------------------
  * Parameters: one contiguous fp32 buffer in model-file order (doc/formats.md). */
 
-typedef struct {
-    float* wte;      /* (Vp, C) */
-    float* wpe;      /* (maxT, C) */
-    float* ln1w;     /* (L, C) */
-    float* ln1b;     /* (L, C) */
-    float* qkvw;     /* (L, 3C, C) */
-    float* qkvb;     /* (L, 3C) */
-    float* attprojw; /* (L, C, C) */
-    float* attprojb; /* (L, C) */
-    float* ln2w;     /* (L, C) */
-    float* ln2b;     /* (L, C) */
-    float* fcw;      /* (L, 4C, C) */
-    float* fcb;      /* (L, 4C) */
-    float* fcprojw;  /* (L, C, 4C) */
-    float* fcprojb;  /* (L, C) */
-    float* lnfw;     /* (C) */
-    float* lnfb;     /* (C) */
-} ParameterTensors;
-
-/* Points the 16 named tensors into one buffer laid out in file order. */
-static void point_parameters(ParameterTensors* p, float* base, const size_t sizes[NUM_PARAM_TENSORS]) {
-    float** ptrs[NUM_PARAM_TENSORS] = {&p->wte,  &p->wpe,      &p->ln1w,     &p->ln1b, &p->qkvw, &p->qkvb,
-                                       &p->attprojw, &p->attprojb, &p->ln2w, &p->ln2b, &p->fcw,  &p->fcb,
-                                       &p->fcprojw,  &p->fcprojb,  &p->lnfw, &p->lnfb};
-    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
-        *ptrs[i] = base;
-        base += sizes[i];
-    }
-}
+/* ParameterTensors and point_parameters (llmc/checkpoint.h) */
+GPT_DEFINE_PARAMETER_TENSORS(float)
 
 /* ----------------------------------------------------------------------------
  * Activations kept from the forward pass for the backward pass, for a batch of
@@ -382,6 +355,7 @@ static inline float gpt_update(GPT* m, const OptimizerConfig* oc, float lr, int 
 #include "llmc/sampler.h"
 #include "llmc/signals.h"
 #include "llmc/generate.h"
+#include "llmc/train_setup.h"
 
 static double now_seconds(void) {
     struct timespec ts;
@@ -442,53 +416,22 @@ int main(int argc, char** argv) {
     flags_reject(&args, "lr-scale", one_process);
     flags_reject(&args, "lr-ref-batch", one_process);
     if (args.threads > 0) omp_set_num_threads(args.threads);
-    int save_error_continue = strcmp(args.on_save_error, "continue") == 0;
-    if (!save_error_continue && strcmp(args.on_save_error, "stop") != 0) {
-        fprintf(stderr, "error: --on-save-error: bad value '%s': expected stop or continue (see --help)\n", args.on_save_error);
-        return 2;
-    }
-    if (args.early_stop > 0 && ((!args.val_data[0] && !args.mock_data) || args.val_every == 0)) {
-        fprintf(stderr, "error: --early-stop %d needs validation: give --val-data and --val-every > 0 (see --help)\n", args.early_stop);
-        return 2;
-    }
+    int save_error_continue;
+    int bad_flags = train_check_run_flags(&args, &save_error_continue);
+    if (bad_flags) return bad_flags;
     HealthConfig health_config = {args.max_bad_steps, args.spike_zscore, args.spike_window};
     HealthState health;
     memset(&health, 0, sizeof(health));
     preempt_install();
 
-    /* model */
+    /* model (llmc/train_setup.h): from scratch, a preset or a model file */
     GPT model;
-    int from_preset = 0;
     GPTConfig config;
-    int from_scratch = args.n_layer > 0 || args.n_head > 0 || args.n_embd > 0;
-    if (args.init[0] && gpt_preset(args.init, &config)) from_preset = 1;
-    if (from_scratch) {
-        if (args.init[0]) fatalf("--init %s and --n-layer/--n-head/--n-embd both give the model: choose one", args.init);
-        if (args.n_layer <= 0 || args.n_head <= 0 || args.n_embd <= 0)
-            fatalf("a model from scratch needs all of --n-layer, --n-head and --n-embd");
-        config.num_layers = args.n_layer;
-        config.num_heads = args.n_head;
-        config.channels = args.n_embd;
-        config.vocab_size = args.vocab_size > 0 ? args.vocab_size : 50257;
-        config.padded_vocab_size = padded_vocab(config.vocab_size);
-        config.max_seq_len = args.max_seq_len > 0 ? args.max_seq_len : args.seq_len;
-        gpt_init_random(&model, &config, args.seed);
-    } else if (from_preset) {
-        if (args.max_seq_len > 0) config.max_seq_len = args.max_seq_len;
-        if (args.vocab_size > 0) {
-            config.vocab_size = args.vocab_size;
-            config.padded_vocab_size = padded_vocab(args.vocab_size);
-        }
-        gpt_init_random(&model, &config, args.seed);
-    } else if (args.init[0]) {
+    if (train_model_source(&args, &config) == MODEL_FROM_FILE) {
         gpt_load(&model, args.init);
-        if (args.vocab_size > 0 && args.vocab_size != model.config.vocab_size)
-            fatalf("%s: the model's vocabulary is %d tokens but --vocab-size is %d", args.init, model.config.vocab_size, args.vocab_size);
-        if (args.max_seq_len > 0 && args.max_seq_len != model.config.max_seq_len)
-            fatalf("%s: the model's maximum sequence length is %d but --max-seq-len is %d", args.init, model.config.max_seq_len,
-                   args.max_seq_len);
+        train_check_file_config(&args, &model.config);
     } else {
-        fatalf("no model: give --init FILE, --init d12 (or another preset), or --n-layer/--n-head/--n-embd");
+        gpt_init_random(&model, &config, args.seed);
     }
     const GPTConfig* c = &model.config;
     int B = args.batch_size, T = args.seq_len;
@@ -527,29 +470,9 @@ int main(int argc, char** argv) {
     }
     gpt_alloc_activations(&model, B, T);
 
-    Schedule sched;
-    if (!schedule_parse(args.lr_schedule, &sched.kind)) fatalf("--lr-schedule %s: unknown schedule", args.lr_schedule);
-    sched.max_lr = args.lr;
-    sched.final_frac = args.final_lr_frac;
-    sched.warmup = args.warmup;
-    sched.total = max_steps;
-    sched.wsd_frac = args.wsd_frac;
+    Schedule sched = train_schedule(&args, args.lr, max_steps);
     OptimizerConfig oc = {args.beta1, args.beta2, args.eps, args.weight_decay, args.grad_clip};
-    /* the run-defining part of a checkpoint's training state; step, rng and loader are set when saving */
-    TrainState run;
-    memset(&run, 0, sizeof(run));
-    run.rank = 0;
-    run.world = 1;
-    run.num_params = model.num_params;
-    run.shard_offset = 0;
-    run.shard_count = model.num_params;
-    run.schedule = sched;
-    run.weight_decay = oc.weight_decay;
-    run.beta1 = oc.beta1;
-    run.beta2 = oc.beta2;
-    run.eps = oc.eps;
-    run.grad_clip = oc.grad_clip;
-    run.has_master = 0;
+    TrainState run = train_run_state(&args, model.num_params, &sched);
     if (args.output_dir[0]) make_dir_check(args.output_dir);
 
     SampleSetup samples;
@@ -566,12 +489,8 @@ int main(int argc, char** argv) {
         } else {
             char model_path[4200], state_path[4200], done_path[4200];
             checkpoint_paths(model_path, state_path, done_path, sizeof(model_path), args.output_dir, last, 0);
-            GPTConfig saved;
-            size_t n;
-            float* params = model_file_read(model_path, &saved, &n);
-            if (n != model.num_params || memcmp(&saved, c, sizeof(saved)) != 0)
-                fatalf("%s: the checkpoint's model config differs from this run's", model_path);
-            memcpy(model.params, params, n * sizeof(float));
+            float* params = train_resume_read_model(model_path, c, model.num_params);
+            memcpy(model.params, params, model.num_params * sizeof(float));
             free(params);
             TrainState st;
             float *mm, *vv, *master;
@@ -584,11 +503,7 @@ int main(int argc, char** argv) {
             free(master);
             model.adam_m = mm;
             model.adam_v = vv;
-            health = st.health;
-            health_resize(&health, health_config.window);
-            rng = st.rng;
-            dataloader_set_state(&train, &st.train_loader);
-            start_step = st.step;
+            start_step = train_resume_restore(&st, &health, &health_config, &rng, &train);
             printf("resume: step %d from %s\n", start_step, args.output_dir);
         }
     }

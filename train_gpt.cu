@@ -51,34 +51,8 @@
 /* ----------------------------------------------------------------------------
  * Parameters: one contiguous floatX buffer in model-file order (doc/formats.md); the gradients mirror it. */
 
-typedef struct {
-    floatX* wte;      /* (Vp, C) */
-    floatX* wpe;      /* (maxT, C) */
-    floatX* ln1w;     /* (L, C) */
-    floatX* ln1b;     /* (L, C) */
-    floatX* qkvw;     /* (L, 3C, C) */
-    floatX* qkvb;     /* (L, 3C) */
-    floatX* attprojw; /* (L, C, C) */
-    floatX* attprojb; /* (L, C) */
-    floatX* ln2w;     /* (L, C) */
-    floatX* ln2b;     /* (L, C) */
-    floatX* fcw;      /* (L, 4C, C) */
-    floatX* fcb;      /* (L, 4C) */
-    floatX* fcprojw;  /* (L, C, 4C) */
-    floatX* fcprojb;  /* (L, C) */
-    floatX* lnfw;     /* (C) */
-    floatX* lnfb;     /* (C) */
-} ParameterTensors;
-
-static void point_parameters(ParameterTensors* p, floatX* base, const size_t sizes[NUM_PARAM_TENSORS]) {
-    floatX** ptrs[NUM_PARAM_TENSORS] = {&p->wte,  &p->wpe,      &p->ln1w,     &p->ln1b, &p->qkvw, &p->qkvb,
-                                        &p->attprojw, &p->attprojb, &p->ln2w, &p->ln2b, &p->fcw,  &p->fcb,
-                                        &p->fcprojw,  &p->fcprojb,  &p->lnfw, &p->lnfb};
-    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
-        *ptrs[i] = base;
-        base += sizes[i];
-    }
-}
+/* ParameterTensors and point_parameters (llmc/checkpoint.h) */
+GPT_DEFINE_PARAMETER_TENSORS(floatX)
 
 /* ----------------------------------------------------------------------------
  * Activations kept from the forward pass for the backward pass, for up to B x T tokens. Per-layer
@@ -210,7 +184,7 @@ static void gpu_profile_end(GPT* m) {
     } while (0)
 
 /* after the stream is synchronised: the recorded pairs' times into the table */
-static void gpu_profile_collect(GpuProfiler* p) {
+static inline void gpu_profile_collect(GpuProfiler* p) {
     for (int i = 0; i < p->used; i++) {
         float ms;
         cudaCheck(cudaEventElapsedTime(&ms, p->events[2 * i], p->events[2 * i + 1]));
@@ -219,7 +193,7 @@ static void gpu_profile_collect(GpuProfiler* p) {
     p->used = 0;
 }
 
-static void gpu_profile_free(GpuProfiler* p) {
+static inline void gpu_profile_free(GpuProfiler* p) {
     for (int i = 0; i < 2 * p->cap; i++) cudaCheck(cudaEventDestroy(p->events[i]));
     free(p->events);
     free(p->ops);
@@ -716,6 +690,7 @@ static void gpt_update_with_norm(GPT* m, const OptimizerConfig* oc, float lr, in
 #include "llmc/sampler.h"
 #include "llmc/signals.h"
 #include "llmc/generate.h"
+#include "llmc/train_setup.h"
 
 static double now_seconds(void) {
     struct timespec ts;
@@ -817,15 +792,9 @@ int main(int argc, char** argv) {
     if (strcmp(args.grad_comm, "bf16") != 0 && strcmp(args.grad_comm, "fp32") != 0)
         fatalf("--grad-comm %s: expected bf16 or fp32", args.grad_comm);
     flags_reject(&args, "threads", "--threads sets the CPU trainer's OpenMP threads; the GPU trainer's host side does not use them");
-    int save_error_continue = strcmp(args.on_save_error, "continue") == 0;
-    if (!save_error_continue && strcmp(args.on_save_error, "stop") != 0) {
-        fprintf(stderr, "error: --on-save-error: bad value '%s': expected stop or continue (see --help)\n", args.on_save_error);
-        return 2;
-    }
-    if (args.early_stop > 0 && ((!args.val_data[0] && !args.mock_data) || args.val_every == 0)) {
-        fprintf(stderr, "error: --early-stop %d needs validation: give --val-data and --val-every > 0 (see --help)\n", args.early_stop);
-        return 2;
-    }
+    int save_error_continue;
+    int bad_flags = train_check_run_flags(&args, &save_error_continue);
+    if (bad_flags) return bad_flags;
     HealthConfig health_config = {args.max_bad_steps, args.spike_zscore, args.spike_window};
     HealthState health;
     memset(&health, 0, sizeof(health));
@@ -849,33 +818,10 @@ int main(int argc, char** argv) {
     /* model: the config and fp32 initial weights on the host, checked against the flags before any kernel runs */
     GPTConfig config;
     float* init = NULL;
-    int from_scratch = args.n_layer > 0 || args.n_head > 0 || args.n_embd > 0;
-    if (from_scratch) {
-        if (args.init[0]) fatalf("--init %s and --n-layer/--n-head/--n-embd both give the model: choose one", args.init);
-        if (args.n_layer <= 0 || args.n_head <= 0 || args.n_embd <= 0)
-            fatalf("a model from scratch needs all of --n-layer, --n-head and --n-embd");
-        config.num_layers = args.n_layer;
-        config.num_heads = args.n_head;
-        config.channels = args.n_embd;
-        config.vocab_size = args.vocab_size > 0 ? args.vocab_size : 50257;
-        config.padded_vocab_size = padded_vocab(config.vocab_size);
-        config.max_seq_len = args.max_seq_len > 0 ? args.max_seq_len : args.seq_len;
-    } else if (args.init[0] && gpt_preset(args.init, &config)) {
-        if (args.max_seq_len > 0) config.max_seq_len = args.max_seq_len;
-        if (args.vocab_size > 0) {
-            config.vocab_size = args.vocab_size;
-            config.padded_vocab_size = padded_vocab(args.vocab_size);
-        }
-    } else if (args.init[0]) {
+    if (train_model_source(&args, &config) == MODEL_FROM_FILE) {
         size_t n;
         init = model_file_read(args.init, &config, &n);
-        if (args.vocab_size > 0 && args.vocab_size != config.vocab_size)
-            fatalf("%s: the model's vocabulary is %d tokens but --vocab-size is %d", args.init, config.vocab_size, args.vocab_size);
-        if (args.max_seq_len > 0 && args.max_seq_len != config.max_seq_len)
-            fatalf("%s: the model's maximum sequence length is %d but --max-seq-len is %d", args.init, config.max_seq_len,
-                   args.max_seq_len);
-    } else {
-        fatalf("no model: give --init FILE, --init d12 (or another preset), or --n-layer/--n-head/--n-embd");
+        train_check_file_config(&args, &config);
     }
     gpt_config_check(&config, args.init[0] ? args.init : "model flags");
     int B = args.batch_size, T = args.seq_len;
@@ -947,29 +893,9 @@ int main(int argc, char** argv) {
     if (strcmp(args.lr_scale, "linear") == 0) lr_factor = batch_ratio;
     else if (strcmp(args.lr_scale, "sqrt") == 0) lr_factor = sqrt(batch_ratio);
     else if (strcmp(args.lr_scale, "none") != 0) fatalf("--lr-scale %s: expected none, linear or sqrt", args.lr_scale);
-    Schedule sched;
-    if (!schedule_parse(args.lr_schedule, &sched.kind)) fatalf("--lr-schedule %s: unknown schedule", args.lr_schedule);
-    sched.max_lr = (float)(args.lr * lr_factor);
-    sched.final_frac = args.final_lr_frac;
-    sched.warmup = args.warmup;
-    sched.total = max_steps;
-    sched.wsd_frac = args.wsd_frac;
+    Schedule sched = train_schedule(&args, (float)(args.lr * lr_factor), max_steps);
     OptimizerConfig oc = {args.beta1, args.beta2, args.eps, args.weight_decay, args.grad_clip};
-    /* the run-defining part of a checkpoint's training state; step, rng and loader are set when saving */
-    TrainState run;
-    memset(&run, 0, sizeof(run));
-    run.rank = 0;
-    run.world = 1;
-    run.num_params = model.num_params;
-    run.shard_offset = 0;
-    run.shard_count = model.num_params;
-    run.schedule = sched;
-    run.weight_decay = oc.weight_decay;
-    run.beta1 = oc.beta1;
-    run.beta2 = oc.beta2;
-    run.eps = oc.eps;
-    run.grad_clip = oc.grad_clip;
-    run.has_master = 0; /* the model file holds the fp32 master weights */
+    TrainState run = train_run_state(&args, model.num_params, &sched);
     if (args.output_dir[0]) make_dir_check(args.output_dir);
 
     SampleSetup samples;
@@ -992,11 +918,8 @@ int main(int argc, char** argv) {
             checkpoint_paths(model_path, state_path, done_path, sizeof(model_path), args.output_dir, last, 0);
             int saved_world = 0;
             if (checkpoint_read_marker(done_path, last, &saved_world, err, sizeof(err)) != 0) fatalf("%s", err);
-            GPTConfig saved;
-            size_t n;
-            float* params = model_file_read(model_path, &saved, &n);
-            if (n != model.num_params || memcmp(&saved, c, sizeof(saved)) != 0)
-                fatalf("%s: the checkpoint's model config differs from this run's", model_path);
+            size_t n = model.num_params;
+            float* params = train_resume_read_model(model_path, c, n);
             free(init);
             init = params;
             /* this rank's optimizer range, from the saved shards of any world size (llmc/zero.h) */
@@ -1014,11 +937,7 @@ int main(int argc, char** argv) {
             cudaCheck(cudaMemcpy(model.adam_v, vv, model.opt.count * sizeof(float), cudaMemcpyHostToDevice));
             free(mm);
             free(vv);
-            health = st.health;
-            health_resize(&health, health_config.window);
-            rng = st.rng;
-            dataloader_set_state(&train, &st.train_loader);
-            start_step = st.step;
+            start_step = train_resume_restore(&st, &health, &health_config, &rng, &train);
             printf("resume: step %d from %s", start_step, args.output_dir);
             if (saved_world != world) printf(" (optimizer state re-sharded from %d to %d ranks)", saved_world, world);
             printf("\n");

@@ -48,6 +48,26 @@ static const char* const GPT_PARAM_NAMES[NUM_PARAM_TENSORS] = {"wte",  "wpe",   
                                                                "attprojw", "attprojb", "ln2w", "ln2b", "fcw",  "fcb",
                                                                "fcprojw",  "fcprojb",  "lnfw", "lnfb"};
 
+/* GPT_DEFINE_PARAMETER_TENSORS(T) defines, for element type T (the CPU trainer's float, the GPU
+ * trainer's floatX), the struct ParameterTensors of the 16 named tensors and point_parameters(p, base,
+ * sizes), which points them into one buffer laid out in file order. Shapes: wte (Vp, C), wpe (maxT, C),
+ * ln1w ln1b (L, C), qkvw (L, 3C, C), qkvb (L, 3C), attprojw (L, C, C), attprojb (L, C), ln2w ln2b (L, C),
+ * fcw (L, 4C, C), fcb (L, 4C), fcprojw (L, C, 4C), fcprojb (L, C), lnfw lnfb (C). */
+#define GPT_DEFINE_PARAMETER_TENSORS(T)                                                                                 \
+    typedef struct {                                                                                                   \
+        T *wte, *wpe, *ln1w, *ln1b, *qkvw, *qkvb, *attprojw, *attprojb, *ln2w, *ln2b, *fcw, *fcb, *fcprojw, *fcprojb, *lnfw, \
+            *lnfb;                                                                                                     \
+    } ParameterTensors;                                                                                                \
+    static void point_parameters(ParameterTensors* p, T* base, const size_t sizes[NUM_PARAM_TENSORS]) {               \
+        T** ptrs[NUM_PARAM_TENSORS] = {&p->wte,      &p->wpe,      &p->ln1w, &p->ln1b, &p->qkvw,    &p->qkvb,           \
+                                       &p->attprojw, &p->attprojb, &p->ln2w, &p->ln2b, &p->fcw,     &p->fcb,            \
+                                       &p->fcprojw,  &p->fcprojb,  &p->lnfw, &p->lnfb};                                  \
+        for (int i = 0; i < NUM_PARAM_TENSORS; i++) {                                                                  \
+            *ptrs[i] = base;                                                                                           \
+            base += sizes[i];                                                                                          \
+        }                                                                                                              \
+    }
+
 /* element counts of the 16 tensors in file order (shapes in doc/formats.md) */
 static inline void gpt_param_sizes(const GPTConfig* c, size_t sizes[NUM_PARAM_TENSORS]) {
     size_t C = (size_t)c->channels, L = (size_t)c->num_layers;

@@ -1,0 +1,141 @@
+/*
+ * llmc/train_setup.h — the parts of main()'s setup that train_gpt.c (CPU) and train_gpt.cu (GPU) share.
+ *
+ * Both trainers read the same flags (llmc/flags.h) and write the same checkpoints (llmc/checkpoint.h);
+ * what they do identically between the two lives here, once:
+ *   train_check_run_flags     --on-save-error and --early-stop checks (exit status 2, as the flag parser)
+ *   train_model_source        which model the flags give: from scratch, a preset or a model file, with
+ *                             the config of the first two (and the checks and messages of all three)
+ *   train_check_file_config   a model file's config against --vocab-size / --max-seq-len
+ *   train_schedule            the learning-rate Schedule (the GPU trainer passes its batch-scaled max lr)
+ *   train_run_state           the run-defining part of a checkpoint's TrainState
+ *   train_resume_read_model   a checkpoint's fp32 weights, checked against this run's model config
+ *   train_resume_restore      health, Rng and training loader from a checkpoint's TrainState
+ * What differs (ranks, ZeRO shards, how weights reach the device) stays in each trainer.
+ * Static inline, valid C11 and C++; include after llmc/flags.h, llmc/health.h and llmc/checkpoint.h.
+ */
+#ifndef LLMC_TRAIN_SETUP_H
+#define LLMC_TRAIN_SETUP_H
+
+#include "llmc/fileio.h"
+#include "llmc/rng.h"
+#include "llmc/schedule.h"
+#include "llmc/checkpoint.h"
+#include "llmc/dataloader.h"
+#include "llmc/flags.h"
+#include "llmc/health.h"
+
+/* --on-save-error stop|continue and --early-stop's need for validation. Returns 0, or 2 after printing
+ * the error (the exit status of a bad flag); *save_error_continue: 1 for --on-save-error continue. */
+static inline int train_check_run_flags(const TrainArgs* args, int* save_error_continue) {
+    *save_error_continue = strcmp(args->on_save_error, "continue") == 0;
+    if (!*save_error_continue && strcmp(args->on_save_error, "stop") != 0) {
+        fprintf(stderr, "error: --on-save-error: bad value '%s': expected stop or continue (see --help)\n", args->on_save_error);
+        return 2;
+    }
+    if (args->early_stop > 0 && ((!args->val_data[0] && !args->mock_data) || args->val_every == 0)) {
+        fprintf(stderr, "error: --early-stop %d needs validation: give --val-data and --val-every > 0 (see --help)\n", args->early_stop);
+        return 2;
+    }
+    return 0;
+}
+
+typedef enum { MODEL_FROM_SCRATCH, MODEL_FROM_PRESET, MODEL_FROM_FILE } ModelSource;
+
+/* Which model the flags give. From scratch (--n-layer/--n-head/--n-embd, all three) or a preset
+ * (--init d12, ...; --max-seq-len and --vocab-size override): *config is set, the caller initialises
+ * the weights. A model file (--init FILE): *config is untouched, the caller reads the file and then
+ * calls train_check_file_config. Contradictory or missing flags: fatalf. */
+static inline ModelSource train_model_source(const TrainArgs* args, GPTConfig* config) {
+    int from_scratch = args->n_layer > 0 || args->n_head > 0 || args->n_embd > 0;
+    if (from_scratch) {
+        if (args->init[0]) fatalf("--init %s and --n-layer/--n-head/--n-embd both give the model: choose one", args->init);
+        if (args->n_layer <= 0 || args->n_head <= 0 || args->n_embd <= 0)
+            fatalf("a model from scratch needs all of --n-layer, --n-head and --n-embd");
+        config->num_layers = args->n_layer;
+        config->num_heads = args->n_head;
+        config->channels = args->n_embd;
+        config->vocab_size = args->vocab_size > 0 ? args->vocab_size : 50257;
+        config->padded_vocab_size = padded_vocab(config->vocab_size);
+        config->max_seq_len = args->max_seq_len > 0 ? args->max_seq_len : args->seq_len;
+        return MODEL_FROM_SCRATCH;
+    }
+    if (args->init[0] && gpt_preset(args->init, config)) {
+        if (args->max_seq_len > 0) config->max_seq_len = args->max_seq_len;
+        if (args->vocab_size > 0) {
+            config->vocab_size = args->vocab_size;
+            config->padded_vocab_size = padded_vocab(args->vocab_size);
+        }
+        return MODEL_FROM_PRESET;
+    }
+    if (args->init[0]) return MODEL_FROM_FILE;
+    fatalf("no model: give --init FILE, --init d12 (or another preset), or --n-layer/--n-head/--n-embd");
+    return MODEL_FROM_FILE; /* not reached */
+}
+
+/* A model file's config (read from --init) must agree with --vocab-size and --max-seq-len where given. */
+static inline void train_check_file_config(const TrainArgs* args, const GPTConfig* config) {
+    if (args->vocab_size > 0 && args->vocab_size != config->vocab_size)
+        fatalf("%s: the model's vocabulary is %d tokens but --vocab-size is %d", args->init, config->vocab_size, args->vocab_size);
+    if (args->max_seq_len > 0 && args->max_seq_len != config->max_seq_len)
+        fatalf("%s: the model's maximum sequence length is %d but --max-seq-len is %d", args->init, config->max_seq_len,
+               args->max_seq_len);
+}
+
+/* The learning-rate schedule of --lr-schedule over max_steps steps, peaking at max_lr. */
+static inline Schedule train_schedule(const TrainArgs* args, float max_lr, int max_steps) {
+    Schedule sched;
+    if (!schedule_parse(args->lr_schedule, &sched.kind)) fatalf("--lr-schedule %s: unknown schedule", args->lr_schedule);
+    sched.max_lr = max_lr;
+    sched.final_frac = args->final_lr_frac;
+    sched.warmup = args->warmup;
+    sched.total = max_steps;
+    sched.wsd_frac = args->wsd_frac;
+    return sched;
+}
+
+/* The run-defining part of a checkpoint's training state: one rank holding all num_params parameters'
+ * optimizer state, the schedule and AdamW's settings; step, rng and loader are set when saving. The
+ * model file holds the fp32 (master) weights, so the state file holds none. */
+static inline TrainState train_run_state(const TrainArgs* args, size_t num_params, const Schedule* sched) {
+    TrainState run;
+    memset(&run, 0, sizeof(run));
+    run.rank = 0;
+    run.world = 1;
+    run.num_params = num_params;
+    run.shard_offset = 0;
+    run.shard_count = num_params;
+    run.schedule = *sched;
+    run.weight_decay = args->weight_decay;
+    run.beta1 = args->beta1;
+    run.beta2 = args->beta2;
+    run.eps = args->eps;
+    run.grad_clip = args->grad_clip;
+    run.has_master = 0;
+    return run;
+}
+
+/* A checkpoint's fp32 weights (malloc'd, the caller frees), after checking that its model config is
+ * this run's. */
+static inline float* train_resume_read_model(const char* model_path, const GPTConfig* config, size_t num_params) {
+    GPTConfig saved;
+    size_t n;
+    float* params = model_file_read(model_path, &saved, &n);
+    if (n != num_params || memcmp(&saved, config, sizeof(saved)) != 0)
+        fatalf("%s: the checkpoint's model config differs from this run's", model_path);
+    return params;
+}
+
+/* Restores what a checkpoint's training state carries besides the optimizer moments: the health
+ * guard's history (resized to this run's window), the Rng and the training loader's position.
+ * Returns the step to resume from. */
+static inline int train_resume_restore(const TrainState* st, HealthState* health, const HealthConfig* health_config, Rng* rng,
+                                       DataLoader* train) {
+    *health = st->health;
+    health_resize(health, health_config->window);
+    *rng = st->rng;
+    dataloader_set_state(train, &st->train_loader);
+    return st->step;
+}
+
+#endif /* LLMC_TRAIN_SETUP_H */
