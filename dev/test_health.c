@@ -10,18 +10,7 @@
 #include "llmc/health.h"
 #include "llmc/rng.h"
 
-static int passed = 0, failed = 0;
-static void check(int ok, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(int ok, const char* fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s ", ok ? "PASS" : "FAIL");
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    if (ok) passed++;
-    else failed++;
-}
+#include "dev/testlib.h"
 
 /* z-score of x against xs[0..n) in long double: (x - mean) / max(sd, 1e-6 |mean| + 1e-30) */
 static long double ref_z(const float* xs, int n, float x) {

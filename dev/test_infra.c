@@ -28,19 +28,7 @@
 #include "llmc/sampler.h"
 #include "llmc/schedule.h"
 
-static int passed, failed;
-
-static void check(int ok, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(int ok, const char* fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s ", ok ? "PASS" : "FAIL");
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    if (ok) passed++;
-    else failed++;
-}
+#include "dev/testlib.h"
 
 static char tmp_dir[256];
 

@@ -23,19 +23,7 @@
 #include "llmc/process_group.h"
 #include "llmc/zero.h"
 
-static int passed, failed;
-
-static void check(int ok, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(int ok, const char* fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s ", ok ? "PASS" : "FAIL");
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    if (ok) passed++;
-    else failed++;
-}
+#include "dev/testlib.h"
 
 static double now_s(void) { return (double)pg_now_ns_() * 1e-9; }
 

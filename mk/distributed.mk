@@ -19,7 +19,7 @@ train_gpt_sim_dist: train_gpt.cu $(GPU_HEADERS) $(DIST_HEADERS)
 train_gpt_sim_dist_fp32: train_gpt.cu $(GPU_HEADERS) $(DIST_HEADERS)
 	@command -v $(MPICXX) >/dev/null || { echo "$@: $(MPICXX) not found: install Open MPI (apt-get install openmpi-bin libopenmpi-dev)"; exit 1; }
 	$(MPICXX) $(DIST_SIM_CXXFLAGS) -DPRECISION_FP32 -x c++ $< -x none $(SIM_LDLIBS) -o $@
-build/dist/test_process_group: dev/test_process_group.c $(DIST_HEADERS) llmc/checkpoint.h llmc/fileio.h
+build/dist/test_process_group: dev/test_process_group.c dev/testlib.h $(DIST_HEADERS) llmc/checkpoint.h llmc/fileio.h
 	@mkdir -p build/dist
 	$(CC) $(CFLAGS) -o $@ $< $(LDLIBS)
 

@@ -3,7 +3,7 @@
 INFRA_HEADERS := llmc/fileio.h llmc/rng.h llmc/schedule.h llmc/dataloader.h llmc/checkpoint.h llmc/flags.h \
                  llmc/sampler.h llmc/logger.h
 
-build/test_infra: dev/test_infra.c $(INFRA_HEADERS)
+build/test_infra: dev/test_infra.c dev/testlib.h $(INFRA_HEADERS)
 	@mkdir -p build
 	$(CC) $(CFLAGS) -o $@ $< $(LDLIBS)
 

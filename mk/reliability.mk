@@ -3,7 +3,7 @@
 
 RELIABILITY_HEADERS := llmc/fileio.h llmc/checkpoint.h llmc/health.h llmc/signals.h llmc/flags.h
 
-build/test_health: dev/test_health.c $(RELIABILITY_HEADERS) llmc/rng.h
+build/test_health: dev/test_health.c dev/testlib.h $(RELIABILITY_HEADERS) llmc/rng.h
 	@mkdir -p build
 	$(CC) $(CFLAGS) -o $@ $< $(LDLIBS)
 
