@@ -86,6 +86,13 @@ __device__ inline void fa_load_a_chunk(uint32_t a[4], const __nv_bfloat16* tile,
     ldmatrix_x4(a, tile + (row0 + lane % 16) * (HD + 8) + 16 * kk + 8 * (lane / 16));
 }
 
+/* acc[n][0..3] = 0 for n < N: N C fragments */
+template <int N>
+__device__ __forceinline__ void fa_zero(float acc[N][4]) {
+FA_UNROLL
+    for (int n = 0; n < N; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
+}
+
 /* a[kk] for every k-chunk: the warp's 16 rows of `tile` as A fragments in registers */
 template <int HD>
 __device__ inline void fa_load_a(uint32_t a[HD / 16][4], const __nv_bfloat16* tile, int row0) {
@@ -102,8 +109,7 @@ template <int HD, bool A_IN_SMEM>
 __device__ inline void fa_mma_abt(float acc[8][4], const uint32_t a_regs[HD / 16][4], const __nv_bfloat16* a_tile, int a_row0, const __nv_bfloat16* tile,
                                   int n_tiles) {
     int lane = threadIdx.x % 32;
-    FA_UNROLL
-    for (int j = 0; j < 8; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+    fa_zero<8>(acc);
     FA_UNROLL
     for (int kk = 0; kk < HD / 16; kk += 2) {
         uint32_t a[2][4];
@@ -156,10 +162,10 @@ FA_UNROLL
     }
 }
 
-/* writes a warp's 16 x HD C fragments, times `scale`, to rows row0 + 0..15 (those < T), columns [0, hs) of
- * dst + row·row_stride, as bf16 pairs */
-template <int HD>
-__device__ inline void fa_store_rows(__nv_bfloat16* dst, long row_stride, const float acc[HD / 8][4], float scale, int row0, int T, int hs) {
+/* calls f(row, col, x0, x1) for each pair of elements a lane holds in a warp's 16 x HD C fragments acc (acc[n] =
+ * columns 8n..8n+7): x0, x1 at rows row0 + g + 8r (those < T), columns col = 8n + 2t and col + 1 (those with col < hs) */
+template <int HD, typename F>
+__device__ __forceinline__ void fa_for_each_pair(const float acc[HD / 8][4], int row0, int T, int hs, F f) {
     int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
 FA_UNROLL
     for (int r = 0; r < 2; r++) {
@@ -168,9 +174,29 @@ FA_UNROLL
 FA_UNROLL
         for (int n = 0; n < HD / 8; n++) {
             int col = 8 * n + 2 * t;
-            if (col < hs) *(__nv_bfloat162*)(dst + row * row_stride + col) = __floats2bfloat162_rn(acc[n][2 * r] * scale, acc[n][2 * r + 1] * scale);
+            if (col < hs) f(row, col, acc[n][2 * r], acc[n][2 * r + 1]);
         }
     }
+}
+
+/* the inverse of fa_load_a on a 16 x 64 matrix: writes the A fragments a (a[kc] = columns 16kc..16kc+15; a[kc][i]
+ * = row g + 8(i&1), columns 16kc + 8(i>>1) + 2t, +1) to rows row0..row0+15, columns 0..63 of the shared bf16 matrix
+ * dst (row stride `stride`), one 4-byte store per register */
+__device__ inline void fa_store_a(__nv_bfloat16* dst, int stride, const uint32_t a[4][4], int row0) {
+    int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+FA_UNROLL
+    for (int kc = 0; kc < 4; kc++)
+FA_UNROLL
+        for (int i = 0; i < 4; i++) *(uint32_t*)(dst + (row0 + g + 8 * (i & 1)) * stride + 16 * kc + 8 * (i >> 1) + 2 * t) = a[kc][i];
+}
+
+/* writes a warp's 16 x HD C fragments, times `scale`, to rows row0 + 0..15 (those < T), columns [0, hs) of
+ * dst + row·row_stride, as bf16 pairs */
+template <int HD>
+__device__ inline void fa_store_rows(__nv_bfloat16* dst, long row_stride, const float acc[HD / 8][4], float scale, int row0, int T, int hs) {
+    fa_for_each_pair<HD>(acc, row0, T, hs, [&](int row, int col, float x0, float x1) {
+        *(__nv_bfloat162*)(dst + row * row_stride + col) = __floats2bfloat162_rn(x0 * scale, x1 * scale);
+    });
 }
 
 /* number of 8-key column tiles of the K/V tile at k0 that hold a key <= the warp's last row and < T */
@@ -178,82 +204,99 @@ __device__ inline int fa_key_tiles(int warp_row0, int k0, int T) {
     return min(min(8, (warp_row0 + 15 - k0) / 8 + 1), (T - k0 + 7) / 8);
 }
 
+/* closes the cp.async group of the loads issued so far, waits until at most `pending` groups are still in flight,
+ * then a barrier: the tiles of the older groups are ready for every warp */
+template <int pending>
+__device__ __forceinline__ void fa_tiles_ready() {
+    cp_async_commit();
+    cp_async_wait<pending>();
+    __syncthreads();
+}
+
+/* stages the K and V tiles of keys row0..row0+63 of the head slice at `base` (k at base + C, v at base + 2C) */
+template <int HD>
+__device__ inline void fa_load_kv(__nv_bfloat16* k_tile, __nv_bfloat16* v_tile, const __nv_bfloat16* base, int C, int row0, int T, int hs) {
+    fa_load_tile<HD>(k_tile, base + C, 3L * C, row0, T, hs);
+    fa_load_tile<HD>(v_tile, base + 2 * C, 3L * C, row0, T, hs);
+}
+
+/* The key loop of the forward and dQ kernels (a block of 64 queries, warp rows warp_row0..+15): K/V tiles
+ * it = 0..n_kv-1 (keys 64·it..) double-buffered in kv_smem (K[2] then V[2], 64 x HD tiles): tile it + 1 is
+ * staged by cp.async while tile it is used. The caller's loads still uncommitted (its Q tiles) join tile 0's
+ * group. body(k0, n_tiles, k_tile, v_tile) runs on the warps with rows < T, n_tiles = fa_key_tiles(warp_row0, k0, T);
+ * barriers between tiles (the buffer just read is the next prefetch target). */
+template <int HD, typename Body>
+__device__ __forceinline__ void fa_key_loop(__nv_bfloat16* kv_smem, const __nv_bfloat16* base, int C, int n_kv, int warp_row0, int T, int hs, Body body) {
+    constexpr int tile_elems = FA_BLOCK * (HD + 8);
+    __nv_bfloat16* k_tiles = kv_smem;
+    __nv_bfloat16* v_tiles = kv_smem + 2 * tile_elems;
+    fa_load_kv<HD>(k_tiles, v_tiles, base, C, 0, T, hs);
+    cp_async_commit();
+    for (int it = 0; it < n_kv; it++) {
+        int buf = it & 1, k0 = it * FA_BLOCK;
+        if (it + 1 < n_kv) fa_load_kv<HD>(k_tiles + (buf ^ 1) * tile_elems, v_tiles + (buf ^ 1) * tile_elems, base, C, k0 + FA_BLOCK, T, hs);
+        fa_tiles_ready<1>();
+        if (warp_row0 < T) body(k0, fa_key_tiles(warp_row0, k0, T), k_tiles + buf * tile_elems, v_tiles + buf * tile_elems);
+        __syncthreads();
+    }
+}
+
 /* ---------------------------------------------------------------------------------------------------------------
  * bf16 forward. Grid (ceil(T/64), NH, B), 128 threads, dynamic smem 5 tiles (Q, K[2], V[2]). */
 template <int HD>
 __global__ void __launch_bounds__(FA_THREADS) flash_attention_forward_kernel(__nv_bfloat16* out, float* lse, const __nv_bfloat16* qkv, int T, int C, int NH) {
     DYNAMIC_SMEM(__nv_bfloat16, smem);
-    constexpr int tile_elems = FA_BLOCK * (HD + 8);
-    __nv_bfloat16* q_tile = smem;
-    __nv_bfloat16* k_tiles = smem + tile_elems;     /* two buffers */
-    __nv_bfloat16* v_tiles = smem + 3 * tile_elems; /* two buffers */
+    __nv_bfloat16* q_tile = smem; /* then K[2], V[2] */
     int hs = C / NH, q_block = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z;
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-    int q0 = q_block * FA_BLOCK, warp_row0 = q0 + 16 * warp, n_kv = q_block + 1;
+    int q0 = q_block * FA_BLOCK, warp_row0 = q0 + 16 * warp;
     long row_stride = 3L * C;
     const __nv_bfloat16* base = qkv + (long)b * T * row_stride + h * hs;
     float scale_log2 = FA_LOG2E / sqrtf((float)hs);
 
     fa_load_tile<HD>(q_tile, base, row_stride, q0, T, hs);
-    fa_load_tile<HD>(k_tiles, base + C, row_stride, 0, T, hs);
-    fa_load_tile<HD>(v_tiles, base + 2 * C, row_stride, 0, T, hs);
-    cp_async_commit();
-
     uint32_t q_frag[HD / 16][4];
     float o[HD / 8][4];
-FA_UNROLL
-    for (int n = 0; n < HD / 8; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+    fa_zero<HD / 8>(o);
     float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.0f, 0.0f}; /* rows g, g+8; max in log2 units */
-    for (int it = 0; it < n_kv; it++) {
-        int buf = it & 1;
-        if (it + 1 < n_kv) {
-            fa_load_tile<HD>(k_tiles + (buf ^ 1) * tile_elems, base + C, row_stride, (it + 1) * FA_BLOCK, T, hs);
-            fa_load_tile<HD>(v_tiles + (buf ^ 1) * tile_elems, base + 2 * C, row_stride, (it + 1) * FA_BLOCK, T, hs);
-        }
-        cp_async_commit();
-        cp_async_wait<1>();
-        __syncthreads();
-        if (warp_row0 < T) {
-            if (it == 0 && !FA_A_IN_SMEM(HD)) fa_load_a<HD>(q_frag, q_tile, 16 * warp);
-            int k0 = it * FA_BLOCK, n_tiles = fa_key_tiles(warp_row0, k0, T);
-            float s[8][4];
-            fa_mma_abt<HD, FA_A_IN_SMEM(HD)>(s, q_frag, q_tile, 16 * warp, k_tiles + buf * tile_elems, n_tiles);
+    fa_key_loop<HD>(smem + FA_BLOCK * (HD + 8), base, C, q_block + 1, warp_row0, T, hs, [&](int k0, int n_tiles, const __nv_bfloat16* k_tile, const __nv_bfloat16* v_tile) {
+        if (k0 == 0 && !FA_A_IN_SMEM(HD)) fa_load_a<HD>(q_frag, q_tile, 16 * warp);
+        float s[8][4];
+        fa_mma_abt<HD, FA_A_IN_SMEM(HD)>(s, q_frag, q_tile, 16 * warp, k_tile, n_tiles);
 FA_UNROLL
-            for (int j = 0; j < 8; j++)
+        for (int j = 0; j < 8; j++)
 FA_UNROLL
-                for (int i = 0; i < 4; i++) {
-                    int row = warp_row0 + g + 8 * (i / 2), key = k0 + 8 * j + 2 * t + (i & 1);
-                    s[j][i] = (j < n_tiles && key <= row && key < T) ? s[j][i] * scale_log2 : -INFINITY;
-                }
-FA_UNROLL
-            for (int r = 0; r < 2; r++) {
-                float mx = row_max[r];
-FA_UNROLL
-                for (int j = 0; j < 8; j++) mx = fmaxf(mx, fmaxf(s[j][2 * r], s[j][2 * r + 1]));
-                mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 1));
-                mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 2));
-                float ref = mx == -INFINITY ? 0.0f : mx; /* a row with no key yet: keep everything 0, not NaN */
-                float correction = exp2f(row_max[r] - ref);
-                row_max[r] = mx;
-                row_sum[r] *= correction;
-FA_UNROLL
-                for (int n = 0; n < HD / 8; n++) {
-                    o[n][2 * r] *= correction;
-                    o[n][2 * r + 1] *= correction;
-                }
-FA_UNROLL
-                for (int j = 0; j < 8; j++) {
-                    s[j][2 * r] = exp2f(s[j][2 * r] - ref);
-                    s[j][2 * r + 1] = exp2f(s[j][2 * r + 1] - ref);
-                    row_sum[r] += s[j][2 * r] + s[j][2 * r + 1];
-                }
+            for (int i = 0; i < 4; i++) {
+                int row = warp_row0 + g + 8 * (i / 2), key = k0 + 8 * j + 2 * t + (i & 1);
+                s[j][i] = (j < n_tiles && key <= row && key < T) ? s[j][i] * scale_log2 : -INFINITY;
             }
-            uint32_t p[4][4];
-            fa_c_to_a(p, s);
-            fa_mma_ab<HD>(o, p, v_tiles + buf * tile_elems, (n_tiles + 1) / 2);
+FA_UNROLL
+        for (int r = 0; r < 2; r++) {
+            float mx = row_max[r];
+FA_UNROLL
+            for (int j = 0; j < 8; j++) mx = fmaxf(mx, fmaxf(s[j][2 * r], s[j][2 * r + 1]));
+            mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 2));
+            float ref = mx == -INFINITY ? 0.0f : mx; /* a row with no key yet: keep everything 0, not NaN */
+            float correction = exp2f(row_max[r] - ref);
+            row_max[r] = mx;
+            row_sum[r] *= correction;
+FA_UNROLL
+            for (int n = 0; n < HD / 8; n++) {
+                o[n][2 * r] *= correction;
+                o[n][2 * r + 1] *= correction;
+            }
+FA_UNROLL
+            for (int j = 0; j < 8; j++) {
+                s[j][2 * r] = exp2f(s[j][2 * r] - ref);
+                s[j][2 * r + 1] = exp2f(s[j][2 * r + 1] - ref);
+                row_sum[r] += s[j][2 * r] + s[j][2 * r + 1];
+            }
         }
-        __syncthreads(); /* the buffer just read is the next iteration's prefetch target */
-    }
+        uint32_t p[4][4];
+        fa_c_to_a(p, s);
+        fa_mma_ab<HD>(o, p, v_tile, (n_tiles + 1) / 2);
+    });
     if (warp_row0 >= T) return;
     float inv[2];
 FA_UNROLL
@@ -304,10 +347,15 @@ struct FaBackwardSmem {
     static constexpr int tile_elems = FA_BLOCK * (HD + 8);
     static constexpr int ds_stride = FA_BLOCK + 8;
     static constexpr size_t bytes = (size_t)(2 + 2 * stages) * tile_elems * 2 + (size_t)FA_BLOCK * ds_stride * 2 + (size_t)stages * 2 * FA_BLOCK * 4;
+    /* __launch_bounds__'s minimum blocks per SM. HD >= 128: the shared memory (>= 112 KiB) leaves room for at most two
+     * blocks an SM, so 255 registers a thread (two blocks' worth) cost no occupancy, and 1 lets ptxas use them all
+     * (without it ptxas spilled at HD = 128 on sm_90 and held HD = 256 to 168 registers on sm_80). 0: no hint, as
+     * the one-argument form (no .minnctapersm in the PTX). */
+    static constexpr int min_blocks = HD >= 128 ? 1 : 0;
 };
 
 template <int HD>
-__global__ void __launch_bounds__(FA_THREADS) flash_attention_backward_kv_kernel(__nv_bfloat16* dqkv, float* dq_accum, const __nv_bfloat16* dout, const __nv_bfloat16* qkv,
+__global__ void __launch_bounds__(FA_THREADS, FaBackwardSmem<HD>::min_blocks) flash_attention_backward_kv_kernel(__nv_bfloat16* dqkv, float* dq_accum, const __nv_bfloat16* dout, const __nv_bfloat16* qkv,
                                                                            const float* lse, const float* delta, int T, int C, int NH) {
     typedef FaBackwardSmem<HD> L;
     DYNAMIC_SMEM(__nv_bfloat16, smem);
@@ -338,23 +386,18 @@ __global__ void __launch_bounds__(FA_THREADS) flash_attention_backward_kv_kernel
         if (threadIdx.x < FA_BLOCK) lse_s[stage * FA_BLOCK + i] = in ? lse_row[m0 + i] * FA_LOG2E : 0.0f;
         else delta_s[stage * FA_BLOCK + i] = in ? delta_row[m0 + i] : 0.0f;
     };
-    fa_load_tile<HD>(k_tile, base + C, row_stride, k0, T, hs);
-    fa_load_tile<HD>(v_tile, base + 2 * C, row_stride, k0, T, hs);
+    fa_load_kv<HD>(k_tile, v_tile, base, C, k0, T, hs);
     load_query_tile(0, 0);
     cp_async_commit();
 
     float dk[HD / 8][4], dv[HD / 8][4];
-FA_UNROLL
-    for (int n = 0; n < HD / 8; n++)
-FA_UNROLL
-        for (int i = 0; i < 4; i++) dk[n][i] = dv[n][i] = 0.0f;
+    fa_zero<HD / 8>(dk);
+    fa_zero<HD / 8>(dv);
     for (int it = 0; it < n_q; it++) {
         int stage = it % L::stages, m0 = k0 + it * FA_BLOCK;
         if (L::stages == 1 && it > 0) load_query_tile(it, 0);
         if (L::stages == 2 && it + 1 < n_q) load_query_tile(it + 1, (it + 1) & 1);
-        cp_async_commit();
-        cp_async_wait<L::stages - 1>();
-        __syncthreads();
+        fa_tiles_ready<L::stages - 1>();
         const __nv_bfloat16* q_tile = q_tiles + stage * L::tile_elems;
         const __nv_bfloat16* do_tile = do_tiles + stage * L::tile_elems;
         if (warp_key0 < T) {
@@ -373,14 +416,8 @@ FA_UNROLL
             fa_c_to_a(a, p);
             fa_mma_ab<HD>(dv, a, do_tile, 4);
             fa_c_to_a(a, ds);
+            if (dq_accum) fa_store_a(ds_tile, L::ds_stride, a, 16 * warp); /* dSᵀ from the bf16 fragments: ds dies here */
             fa_mma_ab<HD>(dk, a, q_tile, 4);
-            if (dq_accum) {
-FA_UNROLL
-                for (int j = 0; j < 8; j++)
-FA_UNROLL
-                    for (int r = 0; r < 2; r++)
-                        *(__nv_bfloat162*)(ds_tile + (16 * warp + g + 8 * r) * L::ds_stride + 8 * j + 2 * t) = __floats2bfloat162_rn(ds[j][2 * r], ds[j][2 * r + 1]);
-            }
         } else if (dq_accum) { /* keys past T: their dS rows are zero */
             for (int i = lane; i < 16 * FA_BLOCK / 2; i += 32)
                 *(uint32_t*)(ds_tile + (16 * warp + i / (FA_BLOCK / 2)) * L::ds_stride + 2 * (i % (FA_BLOCK / 2))) = 0u;
@@ -398,23 +435,13 @@ FA_UNROLL
                     ldmatrix_x4_trans(a[kc], ds_tile + (16 * kc + 8 * (i / 2) + lane % 8) * L::ds_stride + 16 * warp + 8 * (i % 2));
                 }
                 float dq[HD / 8][4];
-FA_UNROLL
-                for (int n = 0; n < HD / 8; n++) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.0f;
+                fa_zero<HD / 8>(dq);
                 fa_mma_ab<HD>(dq, a, k_tile, it == 0 ? warp + 1 : 4); /* diagonal tile: keys past the warp's rows have dS = 0 */
                 float* dq_base = dq_accum + (long)b * T * C + h * hs;
-FA_UNROLL
-                for (int r = 0; r < 2; r++) {
-                    int row = warp_q0 + g + 8 * r;
-                    if (row >= T) continue;
-FA_UNROLL
-                    for (int n = 0; n < HD / 8; n++) {
-                        int col = 8 * n + 2 * t;
-                        if (col < hs) {
-                            atomicAdd(dq_base + (long)row * C + col, dq[n][2 * r]);
-                            atomicAdd(dq_base + (long)row * C + col + 1, dq[n][2 * r + 1]);
-                        }
-                    }
-                }
+                fa_for_each_pair<HD>(dq, warp_q0, T, hs, [&](int row, int col, float x0, float x1) {
+                    atomicAdd(dq_base + (long)row * C + col, x0);
+                    atomicAdd(dq_base + (long)row * C + col + 1, x1);
+                });
             }
         }
         __syncthreads(); /* buffers read in this iteration are overwritten next */
@@ -433,24 +460,17 @@ template <int HD>
 __global__ void __launch_bounds__(FA_THREADS) flash_attention_backward_q_kernel(__nv_bfloat16* dqkv, const __nv_bfloat16* dout, const __nv_bfloat16* qkv, const float* lse,
                                                                           const float* delta, int T, int C, int NH) {
     DYNAMIC_SMEM(__nv_bfloat16, smem);
-    constexpr int tile_elems = FA_BLOCK * (HD + 8);
     __nv_bfloat16* q_tile = smem;
-    __nv_bfloat16* do_tile = smem + tile_elems;
-    __nv_bfloat16* k_tiles = smem + 2 * tile_elems; /* two buffers */
-    __nv_bfloat16* v_tiles = smem + 4 * tile_elems; /* two buffers */
+    __nv_bfloat16* do_tile = smem + FA_BLOCK * (HD + 8); /* then K[2], V[2] */
     int hs = C / NH, q_block = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z;
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-    int q0 = q_block * FA_BLOCK, warp_row0 = q0 + 16 * warp, n_kv = q_block + 1;
+    int q0 = q_block * FA_BLOCK, warp_row0 = q0 + 16 * warp;
     long row_stride = 3L * C;
     const __nv_bfloat16* base = qkv + (long)b * T * row_stride + h * hs;
     float scale = 1.0f / sqrtf((float)hs), scale_log2 = scale * FA_LOG2E;
 
     fa_load_tile<HD>(q_tile, base, row_stride, q0, T, hs);
     fa_load_tile<HD>(do_tile, dout + (long)b * T * C + h * hs, C, q0, T, hs);
-    fa_load_tile<HD>(k_tiles, base + C, row_stride, 0, T, hs);
-    fa_load_tile<HD>(v_tiles, base + 2 * C, row_stride, 0, T, hs);
-    cp_async_commit();
-
     float row_lse[2], row_delta[2]; /* rows g, g+8 */
 FA_UNROLL
     for (int r = 0; r < 2; r++) {
@@ -460,40 +480,27 @@ FA_UNROLL
     }
     uint32_t q_frag[HD / 16][4], do_frag[HD / 16][4];
     float dq[HD / 8][4];
-FA_UNROLL
-    for (int n = 0; n < HD / 8; n++) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.0f;
-    for (int it = 0; it < n_kv; it++) {
-        int buf = it & 1;
-        if (it + 1 < n_kv) {
-            fa_load_tile<HD>(k_tiles + (buf ^ 1) * tile_elems, base + C, row_stride, (it + 1) * FA_BLOCK, T, hs);
-            fa_load_tile<HD>(v_tiles + (buf ^ 1) * tile_elems, base + 2 * C, row_stride, (it + 1) * FA_BLOCK, T, hs);
+    fa_zero<HD / 8>(dq);
+    fa_key_loop<HD>(smem + 2 * FA_BLOCK * (HD + 8), base, C, q_block + 1, warp_row0, T, hs, [&](int k0, int n_tiles, const __nv_bfloat16* k_tile, const __nv_bfloat16* v_tile) {
+        if (k0 == 0 && !FA_A_IN_SMEM(HD)) {
+            fa_load_a<HD>(q_frag, q_tile, 16 * warp);
+            fa_load_a<HD>(do_frag, do_tile, 16 * warp);
         }
-        cp_async_commit();
-        cp_async_wait<1>();
-        __syncthreads();
-        if (warp_row0 < T) {
-            if (it == 0 && !FA_A_IN_SMEM(HD)) {
-                fa_load_a<HD>(q_frag, q_tile, 16 * warp);
-                fa_load_a<HD>(do_frag, do_tile, 16 * warp);
+        float s[8][4], ds[8][4];
+        fa_mma_abt<HD, FA_A_IN_SMEM(HD)>(s, q_frag, q_tile, 16 * warp, k_tile, n_tiles);
+        fa_mma_abt<HD, FA_A_IN_SMEM(HD)>(ds, do_frag, do_tile, 16 * warp, v_tile, n_tiles);
+FA_UNROLL
+        for (int j = 0; j < 8; j++)
+FA_UNROLL
+            for (int i = 0; i < 4; i++) {
+                int r = i / 2, row = warp_row0 + g + 8 * r, key = k0 + 8 * j + 2 * t + (i & 1);
+                float p = (j < n_tiles && key <= row && key < T) ? exp2f(s[j][i] * scale_log2 - row_lse[r]) : 0.0f;
+                ds[j][i] = p * (ds[j][i] - row_delta[r]);
             }
-            int k0 = it * FA_BLOCK, n_tiles = fa_key_tiles(warp_row0, k0, T);
-            float s[8][4], ds[8][4];
-            fa_mma_abt<HD, FA_A_IN_SMEM(HD)>(s, q_frag, q_tile, 16 * warp, k_tiles + buf * tile_elems, n_tiles);
-            fa_mma_abt<HD, FA_A_IN_SMEM(HD)>(ds, do_frag, do_tile, 16 * warp, v_tiles + buf * tile_elems, n_tiles);
-FA_UNROLL
-            for (int j = 0; j < 8; j++)
-FA_UNROLL
-                for (int i = 0; i < 4; i++) {
-                    int r = i / 2, row = warp_row0 + g + 8 * r, key = k0 + 8 * j + 2 * t + (i & 1);
-                    float p = (j < n_tiles && key <= row && key < T) ? exp2f(s[j][i] * scale_log2 - row_lse[r]) : 0.0f;
-                    ds[j][i] = p * (ds[j][i] - row_delta[r]);
-                }
-            uint32_t a[4][4];
-            fa_c_to_a(a, ds);
-            fa_mma_ab<HD>(dq, a, k_tiles + buf * tile_elems, (n_tiles + 1) / 2);
-        }
-        __syncthreads();
-    }
+        uint32_t a[4][4];
+        fa_c_to_a(a, ds);
+        fa_mma_ab<HD>(dq, a, k_tile, (n_tiles + 1) / 2);
+    });
     if (warp_row0 < T) fa_store_rows<HD>(dqkv + (long)b * T * row_stride + h * hs, row_stride, dq, scale, warp_row0, T, hs);
 }
 
@@ -539,32 +546,52 @@ FA_UNROLL
     }
 }
 
-/* shared: this block's rows of two head slices (FA32_ROWS x hs each), then two staged tiles */
+/* shared: the block's own rows of two head slices (own[2][FA32_ROWS][hs]), then two staged tiles [FA32_TILE][hs + 1] */
 static inline size_t fa32_smem_bytes(int hs) { return sizeof(float) * (2 * FA32_ROWS * hs + 2 * FA32_TILE * (hs + 1)); }
 
-/* copies row `row` (< T) of a head slice to own[warp][..], zeros past T; each warp its own row */
-__device__ inline void fa32_own_row(float* own, const float* src, long stride, int row, int T, int hs) {
+/* copies row `row` of a head slice (src, row stride `stride`; zeros if row >= T) to the calling warp's own row of
+ * slice `which` (0 or 1) and returns that row; each warp its own row */
+__device__ inline float* fa32_own_row(float* smem, int which, const float* src, long stride, int row, int T, int hs) {
+    float* own = smem + (which * FA32_ROWS + threadIdx.x / 32) * hs;
     for (int i = threadIdx.x % 32; i < hs; i += 32) own[i] = row < T ? src[(long)row * stride + i] : 0.0f;
+    return own;
 }
 
-/* forward: warp w owns query t = t0 + w; online softmax over key tiles 0..(t0+7)/32, lane j scores key j */
-__global__ void flash_attention_forward_fp32_kernel(float* out, float* lse, const float* qkv, int T, int C, int NH) {
-    DYNAMIC_SMEM(float, smem);
-    int hs = C / NH, h = blockIdx.y, b = blockIdx.z, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    int t0 = blockIdx.x * FA32_ROWS, row = t0 + warp;
-    float* q_own = smem + warp * hs;
+/* dst[lane + 32i] = acc[i]·scale for the head dims < hs the lane holds */
+__device__ inline void fa32_store_row(float* dst, const float acc[8], float scale, int hs) {
+    int lane = threadIdx.x % 32;
+    for (int i = 0; i < 8; i++)
+        if (lane + 32 * i < hs) dst[lane + 32 * i] = acc[i] * scale;
+}
+
+/* The key loop of the fp32 forward and dQ kernels (block (x, h, b): queries t0 = 8x .. t0 + 7, warp w owns t0 + w):
+ * copies the warp's q row to its own row of slice 0, then stages the K/V tiles of FA32_TILE keys from key 0 to the
+ * block's last row < T into the two staged tiles; body(key0, q_own, k_tile, v_tile) runs on every warp between
+ * barriers. */
+template <typename Body>
+__device__ inline void fa32_key_loop(float* smem, const float* qkv, int T, int C, int hs, Body body) {
+    long row_stride = 3L * C;
+    const float* base = qkv + (long)blockIdx.z * T * row_stride + blockIdx.y * hs;
+    int t0 = blockIdx.x * FA32_ROWS;
+    const float* q_own = fa32_own_row(smem, 0, base, row_stride, t0 + threadIdx.x / 32, T, hs);
     float* k_tile = smem + 2 * FA32_ROWS * hs;
     float* v_tile = k_tile + FA32_TILE * (hs + 1);
-    long row_stride = 3L * C;
-    const float* base = qkv + (long)b * T * row_stride + h * hs;
-    float scale = 1.0f / sqrtf((float)hs);
-    fa32_own_row(q_own, base, row_stride, row, T, hs);
-    float o[8] = {0, 0, 0, 0, 0, 0, 0, 0}, row_max = -INFINITY, row_sum = 0.0f;
     int last_key = min(T - 1, t0 + FA32_ROWS - 1);
     for (int key0 = 0; key0 <= last_key; key0 += FA32_TILE) {
         __syncthreads();
         fa32_stage(k_tile, v_tile, base + C, row_stride, base + 2 * C, row_stride, key0, T, hs);
         __syncthreads();
+        body(key0, q_own, (const float*)k_tile, (const float*)v_tile);
+    }
+}
+
+/* forward: warp w owns query t = t0 + w; online softmax over key tiles 0..(t0+7)/32, lane j scores key j */
+__global__ void flash_attention_forward_fp32_kernel(float* out, float* lse, const float* qkv, int T, int C, int NH) {
+    DYNAMIC_SMEM(float, smem);
+    int hs = C / NH, h = blockIdx.y, b = blockIdx.z, lane = threadIdx.x % 32, row = blockIdx.x * FA32_ROWS + threadIdx.x / 32;
+    float scale = 1.0f / sqrtf((float)hs);
+    float o[8] = {0, 0, 0, 0, 0, 0, 0, 0}, row_max = -INFINITY, row_sum = 0.0f;
+    fa32_key_loop(smem, qkv, T, C, hs, [&](int key0, const float* q_own, const float* k_tile, const float* v_tile) {
         int key = key0 + lane;
         float s = (row < T && key <= row) ? fa32_dot(q_own, k_tile + lane * (hs + 1), hs) * scale : -INFINITY;
         float mx = fmaxf(row_max, warp_max(s)), ref = mx == -INFINITY ? 0.0f : mx;
@@ -573,7 +600,7 @@ __global__ void flash_attention_forward_fp32_kernel(float* out, float* lse, cons
         for (int i = 0; i < 8; i++) o[i] *= correction;
         fa32_accumulate(o, p, v_tile, hs);
         row_max = mx;
-    }
+    });
     if (row >= T) return;
     float* orow = out + ((long)b * T + row) * C + h * hs;
     for (int i = 0; i < 8; i++)
@@ -584,24 +611,12 @@ __global__ void flash_attention_forward_fp32_kernel(float* out, float* lse, cons
 /* backward dq: warp w owns query t = t0 + w; per key tile lane j recomputes p, dp = dout_t·v_j, ds = p(dp − D_t) */
 __global__ void flash_attention_backward_q_fp32_kernel(float* dqkv, const float* dout, const float* qkv, const float* lse, const float* delta, int T, int C, int NH) {
     DYNAMIC_SMEM(float, smem);
-    int hs = C / NH, h = blockIdx.y, b = blockIdx.z, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    int t0 = blockIdx.x * FA32_ROWS, row = t0 + warp;
-    float* q_own = smem + warp * hs;
-    float* do_own = smem + (FA32_ROWS + warp) * hs;
-    float* k_tile = smem + 2 * FA32_ROWS * hs;
-    float* v_tile = k_tile + FA32_TILE * (hs + 1);
-    long row_stride = 3L * C;
-    const float* base = qkv + (long)b * T * row_stride + h * hs;
+    int hs = C / NH, h = blockIdx.y, b = blockIdx.z, lane = threadIdx.x % 32, row = blockIdx.x * FA32_ROWS + threadIdx.x / 32;
     float scale = 1.0f / sqrtf((float)hs);
-    fa32_own_row(q_own, base, row_stride, row, T, hs);
-    fa32_own_row(do_own, dout + (long)b * T * C + h * hs, C, row, T, hs);
+    float* do_own = fa32_own_row(smem, 1, dout + (long)b * T * C + h * hs, C, row, T, hs);
     float row_lse = row < T ? lse[((long)b * NH + h) * T + row] : 0.0f, row_delta = row < T ? delta[((long)b * NH + h) * T + row] : 0.0f;
     float dq[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int last_key = min(T - 1, t0 + FA32_ROWS - 1);
-    for (int key0 = 0; key0 <= last_key; key0 += FA32_TILE) {
-        __syncthreads();
-        fa32_stage(k_tile, v_tile, base + C, row_stride, base + 2 * C, row_stride, key0, T, hs);
-        __syncthreads();
+    fa32_key_loop(smem, qkv, T, C, hs, [&](int key0, const float* q_own, const float* k_tile, const float* v_tile) {
         int key = key0 + lane;
         float ds = 0.0f;
         if (row < T && key <= row) {
@@ -609,11 +624,8 @@ __global__ void flash_attention_backward_q_fp32_kernel(float* dqkv, const float*
             ds = p * (fa32_dot(do_own, v_tile + lane * (hs + 1), hs) - row_delta);
         }
         fa32_accumulate(dq, ds, k_tile, hs);
-    }
-    if (row >= T) return;
-    float* drow = dqkv + ((long)b * T + row) * row_stride + h * hs;
-    for (int i = 0; i < 8; i++)
-        if (lane + 32 * i < hs) drow[lane + 32 * i] = dq[i] * scale;
+    });
+    if (row < T) fa32_store_row(dqkv + ((long)b * T + row) * 3 * C + h * hs, dq, scale, hs);
 }
 
 /* backward dk, dv: warp w owns key t2 = t0 + w; query tiles from the one holding t0 to T-1, staged with their
@@ -622,19 +634,17 @@ __global__ void flash_attention_backward_kv_fp32_kernel(float* dqkv, const float
                                                         int NH) {
     DYNAMIC_SMEM(float, smem);
     __shared__ float lse_s[FA32_TILE], delta_s[FA32_TILE];
-    int hs = C / NH, h = blockIdx.y, b = blockIdx.z, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    int t0 = blockIdx.x * FA32_ROWS, key = t0 + warp;
-    float* k_own = smem + warp * hs;
-    float* v_own = smem + (FA32_ROWS + warp) * hs;
-    float* q_tile = smem + 2 * FA32_ROWS * hs;
-    float* do_tile = q_tile + FA32_TILE * (hs + 1);
+    int hs = C / NH, h = blockIdx.y, b = blockIdx.z, lane = threadIdx.x % 32;
+    int t0 = blockIdx.x * FA32_ROWS, key = t0 + threadIdx.x / 32;
     long row_stride = 3L * C;
     const float* base = qkv + (long)b * T * row_stride + h * hs;
+    float scale = 1.0f / sqrtf((float)hs);
+    float* q_tile = smem + 2 * FA32_ROWS * hs;
+    float* do_tile = q_tile + FA32_TILE * (hs + 1);
     const float* lse_row = lse + ((long)b * NH + h) * T;
     const float* delta_row = delta + ((long)b * NH + h) * T;
-    float scale = 1.0f / sqrtf((float)hs);
-    fa32_own_row(k_own, base + C, row_stride, key, T, hs);
-    fa32_own_row(v_own, base + 2 * C, row_stride, key, T, hs);
+    float* k_own = fa32_own_row(smem, 0, base + C, row_stride, key, T, hs);
+    float* v_own = fa32_own_row(smem, 1, base + 2 * C, row_stride, key, T, hs);
     float dk[8] = {0, 0, 0, 0, 0, 0, 0, 0}, dv[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     for (int m0 = t0 / FA32_TILE * FA32_TILE; m0 < T; m0 += FA32_TILE) {
         __syncthreads();
@@ -656,11 +666,8 @@ __global__ void flash_attention_backward_kv_fp32_kernel(float* dqkv, const float
     }
     if (key >= T) return;
     float* drow = dqkv + ((long)b * T + key) * row_stride + h * hs;
-    for (int i = 0; i < 8; i++)
-        if (lane + 32 * i < hs) {
-            drow[C + lane + 32 * i] = dk[i] * scale;
-            drow[2 * C + lane + 32 * i] = dv[i];
-        }
+    fa32_store_row(drow + C, dk, scale, hs);
+    fa32_store_row(drow + 2 * C, dv, 1.0f, hs);
 }
 
 /* ---------------------------------------------------------------------------------------------------------------

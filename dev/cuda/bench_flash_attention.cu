@@ -10,15 +10,10 @@
 #include "llmc/cuda_utils.cuh"
 #include "llmc/cublas_common.cuh"
 #include "llmc/flash_attention.cuh"
+#include "dev/cuda/lab.cuh"
 
 #include <math.h>
 #include <vector>
-
-/* x[i] = amplitude·uniform[-1, 1) from hash(i, seed); one thread per element */
-__global__ void fill_uniform_kernel(__nv_bfloat16* x, long n, uint32_t seed, float amplitude) {
-    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) x[i] = __float2bfloat16(amplitude * ((float)(hash_u32((uint32_t)i, seed) >> 8) / 8388608.0f - 1.0f));
-}
 
 /* P[row][t2] = softmax_{t2<=t}(scale·S[row][t2]) as bf16, zero above the diagonal; row = (b·NH + h)·T + t;
  * one warp per row, lanes striding over t2 (max, sum, then write) */
@@ -56,40 +51,15 @@ static void materialised_forward(cublasHandle_t handle, __nv_bfloat16* out, floa
     }
 }
 
-/* milliseconds per call of fn, averaged over reps after one warm-up call */
-template <typename F>
-static float time_ms(int reps, F fn) {
-    cudaEvent_t start, stop;
-    cudaCheck(cudaEventCreate(&start));
-    cudaCheck(cudaEventCreate(&stop));
-    fn();
-    cudaCheck(cudaEventRecord(start));
-    for (int i = 0; i < reps; i++) fn();
-    cudaCheck(cudaEventRecord(stop));
-    cudaCheck(cudaEventSynchronize(stop));
-    float ms = 0.0f;
-    cudaCheck(cudaEventElapsedTime(&ms, start, stop));
-    cudaCheck(cudaEventDestroy(start));
-    cudaCheck(cudaEventDestroy(stop));
-    return ms / reps;
-}
-
 static void bench_shape(cublasHandle_t handle, int B, int NH, int hs, int T) {
     int C = NH * hs;
     long nqkv = (long)B * T * 3 * C, nout = (long)B * T * C;
-    __nv_bfloat16 *qkv, *dout, *out, *out_ref, *dqkv, *P;
-    float *lse, *scratch, *S;
-    cudaCheck(cudaMalloc(&qkv, nqkv * sizeof(__nv_bfloat16)));
-    cudaCheck(cudaMalloc(&dqkv, nqkv * sizeof(__nv_bfloat16)));
-    cudaCheck(cudaMalloc(&dout, nout * sizeof(__nv_bfloat16)));
-    cudaCheck(cudaMalloc(&out, nout * sizeof(__nv_bfloat16)));
-    cudaCheck(cudaMalloc(&out_ref, nout * sizeof(__nv_bfloat16)));
-    cudaCheck(cudaMalloc(&lse, (long)B * NH * T * sizeof(float)));
-    cudaCheck(cudaMalloc(&scratch, flash_attention_scratch_bytes(B, T, C, NH)));
-    cudaCheck(cudaMalloc(&S, (long)B * NH * T * T * sizeof(float)));
-    cudaCheck(cudaMalloc(&P, (long)B * NH * T * T * sizeof(__nv_bfloat16)));
-    launch_kernel(fill_uniform_kernel, dim3(ceil_div(nqkv, 256)), dim3(256), 0, 0, qkv, nqkv, 1u, 2.0f);
-    launch_kernel(fill_uniform_kernel, dim3(ceil_div(nout, 256)), dim3(256), 0, 0, dout, nout, 2u, 1.0f);
+    __nv_bfloat16* qkv = device_uniform<__nv_bfloat16>(nqkv, 1u, 2.0f);
+    __nv_bfloat16* dout = device_uniform<__nv_bfloat16>(nout, 2u, 1.0f);
+    __nv_bfloat16 *dqkv = device_alloc<__nv_bfloat16>(nqkv), *out = device_alloc<__nv_bfloat16>(nout), *out_ref = device_alloc<__nv_bfloat16>(nout);
+    __nv_bfloat16* P = device_alloc<__nv_bfloat16>((size_t)B * NH * T * T);
+    float *lse = device_alloc<float>((size_t)B * NH * T), *S = device_alloc<float>((size_t)B * NH * T * T);
+    float* scratch = device_alloc<float>(flash_attention_scratch_bytes(B, T, C, NH) / sizeof(float));
 
     double fwd_flops = 4.0 * T * T * hs * NH * B / 2, bwd_flops = 2.5 * fwd_flops;
     int reps = T <= 1024 ? 20 : 5;
@@ -99,11 +69,9 @@ static void bench_shape(cublasHandle_t handle, int B, int NH, int hs, int T) {
     float mat_fwd = time_ms(reps, [&] { materialised_forward(handle, out_ref, S, P, qkv, B, T, C, NH); });
     /* sanity: flash vs materialised outputs */
     materialised_forward(handle, out_ref, S, P, qkv, B, T, C, NH);
-    std::vector<__nv_bfloat16> a(nout), r(nout);
-    cudaCheck(cudaMemcpy(a.data(), out, nout * sizeof(__nv_bfloat16), cudaMemcpyDeviceToHost));
-    cudaCheck(cudaMemcpy(r.data(), out_ref, nout * sizeof(__nv_bfloat16), cudaMemcpyDeviceToHost));
+    std::vector<float> a = host_copy(out, nout), r = host_copy(out_ref, nout);
     float max_diff = 0.0f;
-    for (long i = 0; i < nout; i++) max_diff = fmaxf(max_diff, fabsf(__bfloat162float(a[i]) - __bfloat162float(r[i])));
+    for (long i = 0; i < nout; i++) max_diff = fmaxf(max_diff, fabsf(a[i] - r[i]));
 
     auto tf = [](double flops, float ms) { return flops / (ms * 1e-3) / 1e12; };
     printf("B=%d NH=%d d=%d T=%d\n", B, NH, hs, T);
@@ -113,15 +81,7 @@ static void bench_shape(cublasHandle_t handle, int B, int NH, int hs, int T) {
     printf("  flash forward + backward    %8.3f ms %7.1f TFLOP/s\n", fwd + bwd_atomic, tf(fwd_flops + bwd_flops, fwd + bwd_atomic));
     printf("  materialised forward (cuBLAS + softmax) %8.3f ms %7.1f TFLOP/s (flash is %.1fx)\n", mat_fwd, tf(fwd_flops, mat_fwd), mat_fwd / fwd);
     printf("  max |flash out - materialised out| = %.3g\n", max_diff);
-    cudaCheck(cudaFree(qkv));
-    cudaCheck(cudaFree(dqkv));
-    cudaCheck(cudaFree(dout));
-    cudaCheck(cudaFree(out));
-    cudaCheck(cudaFree(out_ref));
-    cudaCheck(cudaFree(lse));
-    cudaCheck(cudaFree(scratch));
-    cudaCheck(cudaFree(S));
-    cudaCheck(cudaFree(P));
+    device_free(qkv, dqkv, dout, out, out_ref, lse, scratch, S, P);
 }
 
 int main(void) {

@@ -15,41 +15,15 @@
 #include "llmc/classifier.cuh"
 #include "llmc/global_norm.cuh"
 #include "llmc/adamw.cuh"
+#include "dev/cuda/lab.cuh"
 
 #define REPEATS 10
 
-__global__ void fill_kernel(floatX* x, size_t n, float scale) {
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) x[i] = (floatX)(scale * ((float)(hash_u32((uint32_t)i, 7) >> 8) / 8388608.0f - 1.0f));
-}
-
-static floatX* device_random(size_t n, float scale) {
-    floatX* p;
-    cudaCheck(cudaMalloc(&p, n * sizeof(floatX)));
-    launch_kernel(fill_kernel, dim3(ceil_div((long)n, 256)), dim3(256), 0, (cudaStream_t)0, p, n, scale);
-    return p;
-}
-
-/* mean milliseconds of `body` over REPEATS runs after one warm-up */
-template <typename F>
-static float time_ms(F body) {
-    cudaEvent_t start, stop;
-    cudaCheck(cudaEventCreate(&start));
-    cudaCheck(cudaEventCreate(&stop));
-    body();
-    cudaCheck(cudaEventRecord(start));
-    for (int i = 0; i < REPEATS; i++) body();
-    cudaCheck(cudaEventRecord(stop));
-    cudaCheck(cudaEventSynchronize(stop));
-    float ms;
-    cudaCheck(cudaEventElapsedTime(&ms, start, stop));
-    cudaCheck(cudaEventDestroy(start));
-    cudaCheck(cudaEventDestroy(stop));
-    return ms / REPEATS;
-}
+/* n random values in [-scale, scale) */
+static floatX* device_random(size_t n, float scale) { return device_uniform<floatX>(n, 7, scale); }
 
 static void report_bytes(const char* name, float ms, double bytes, void* scratch_a, void* scratch_b) {
-    float copy_ms = time_ms([&] { cudaCheck(cudaMemcpy(scratch_a, scratch_b, (size_t)(bytes / 2), cudaMemcpyDeviceToDevice)); });
+    float copy_ms = time_ms(REPEATS, [&] { cudaCheck(cudaMemcpy(scratch_a, scratch_b, (size_t)(bytes / 2), cudaMemcpyDeviceToDevice)); });
     printf("%-34s %8.3f ms  %7.1f GB/s   (cudaMemcpy of the same bytes: %7.1f GB/s)\n", name, ms, bytes / ms * 1e-6,
            bytes / copy_ms * 1e-6);
 }
@@ -81,37 +55,37 @@ int main(void) {
     cudaCheck(cudaMemcpy(tokens, host_tokens, BT * sizeof(int), cudaMemcpyHostToDevice));
     double act = (double)BT * C * sizeof(floatX);
 
-    report_bytes("encoder_forward", time_ms([&] { encoder_forward(y, tokens, w, w, B, T, C, s); }), 3 * act, z, x);
-    report_bytes("residual_layernorm_forward", time_ms([&] { residual_layernorm_forward(z, y, stats, stats + BT, x, w, bias, bias, BT, C, s); }),
+    report_bytes("encoder_forward", time_ms(REPEATS, [&] { encoder_forward(y, tokens, w, w, B, T, C, s); }), 3 * act, z, x);
+    report_bytes("residual_layernorm_forward", time_ms(REPEATS, [&] { residual_layernorm_forward(z, y, stats, stats + BT, x, w, bias, bias, BT, C, s); }),
                  4 * act, z, x);
-    report_bytes("layernorm_backward", time_ms([&] { layernorm_backward(z, dw, dw + C, scratch, x, y, bias, stats, stats + BT, BT, C, s); }),
+    report_bytes("layernorm_backward", time_ms(REPEATS, [&] { layernorm_backward(z, dw, dw + C, scratch, x, y, bias, stats, stats + BT, BT, C, s); }),
                  4 * act, z, x);
-    report_bytes("gelu_forward (4C)", time_ms([&] { gelu_forward(y, x, (size_t)BT * 4 * C, s); }), 8 * act, z, x);
-    report_bytes("gelu_backward (4C)", time_ms([&] { gelu_backward(z, x, y, (size_t)BT * 4 * C, s); }), 12 * act, z, x);
-    report_bytes("fused_classifier (training)", time_ms([&] { fused_classifier(logits, losses, tokens, 1.0f / BT, BT, V, Vp, s); }),
+    report_bytes("gelu_forward (4C)", time_ms(REPEATS, [&] { gelu_forward(y, x, (size_t)BT * 4 * C, s); }), 8 * act, z, x);
+    report_bytes("gelu_backward (4C)", time_ms(REPEATS, [&] { gelu_backward(z, x, y, (size_t)BT * 4 * C, s); }), 12 * act, z, x);
+    report_bytes("fused_classifier (training)", time_ms(REPEATS, [&] { fused_classifier(logits, losses, tokens, 1.0f / BT, BT, V, Vp, s); }),
                  2.0 * BT * Vp * sizeof(floatX), z, x);
     float* master;
     size_t n = (size_t)4 * C * C;
     cudaCheck(cudaMalloc(&master, 3 * n * sizeof(float)));
     cudaCheck(cudaMemset(master, 0, 3 * n * sizeof(float)));
-    report_bytes("adamw (fp32 m, v, master; 2.4M)", time_ms([&] {
+    report_bytes("adamw (fp32 m, v, master; 2.4M)", time_ms(REPEATS, [&] {
                      adamw_update(w, master, dw, master + n, master + 2 * n, n, 0, 1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 1, 1, s);
                  }),
                  (double)n * (2 * sizeof(floatX) + 6 * sizeof(float) + sizeof(floatX)), z, x);
-    report_bytes("global_norm_squared (BT x 4C)", time_ms([&] { global_norm_squared(x, (size_t)BT * 4 * C, scratch, s); }), 4 * act, z, x);
-    report_flops("matmul_forward fc + GELU", time_ms([&] { matmul_forward(&blas, y, z, x, w, bias, BT, C, 4 * C); }), 2.0 * BT * C * 4 * C,
+    report_bytes("global_norm_squared (BT x 4C)", time_ms(REPEATS, [&] { global_norm_squared(x, (size_t)BT * 4 * C, scratch, s); }), 4 * act, z, x);
+    report_flops("matmul_forward fc + GELU", time_ms(REPEATS, [&] { matmul_forward(&blas, y, z, x, w, bias, BT, C, 4 * C); }), 2.0 * BT * C * 4 * C,
                  peak);
-    report_flops("matmul_backward fcproj + DGELU", time_ms([&] { matmul_backward(&blas, y, dw, bias, scratch, x, z, w, y, BT, 4 * C, C); }),
+    report_flops("matmul_backward fcproj + DGELU", time_ms(REPEATS, [&] { matmul_backward(&blas, y, dw, bias, scratch, x, z, w, y, BT, 4 * C, C); }),
                  4.0 * BT * C * 4 * C, peak);
-    report_flops("matmul_forward classifier", time_ms([&] { matmul_forward(&blas, logits, NULL, x, y, NULL, BT, C, Vp); }),
+    report_flops("matmul_forward classifier", time_ms(REPEATS, [&] { matmul_forward(&blas, logits, NULL, x, y, NULL, BT, C, Vp); }),
                  2.0 * BT * C * Vp, peak);
     /* causal FLOPs: forward 2·T²·hs·NH·B (half of QKᵀ and PV), backward 2.5x that */
     double attention_flops = 2.0 * B * NH * (double)T * T * (C / NH);
-    report_flops("flash_attention_forward", time_ms([&] { flash_attention_forward(y, stats, x, B, T, C, NH, s); }), attention_flops, peak);
+    report_flops("flash_attention_forward", time_ms(REPEATS, [&] { flash_attention_forward(y, stats, x, B, T, C, NH, s); }), attention_flops, peak);
     report_flops("flash_attention_backward (atomic dQ)",
-                 time_ms([&] { flash_attention_backward(z, scratch, y, y, x, stats, B, T, C, NH, 0, s); }), 2.5 * attention_flops, peak);
+                 time_ms(REPEATS, [&] { flash_attention_backward(z, scratch, y, y, x, stats, B, T, C, NH, 0, s); }), 2.5 * attention_flops, peak);
     report_flops("flash_attention_backward (deterministic)",
-                 time_ms([&] { flash_attention_backward(z, scratch, y, y, x, stats, B, T, C, NH, 1, s); }), 2.5 * attention_flops, peak);
+                 time_ms(REPEATS, [&] { flash_attention_backward(z, scratch, y, y, x, stats, B, T, C, NH, 1, s); }), 2.5 * attention_flops, peak);
     printf("benchmark done\n");
     return 0;
 }

@@ -13,6 +13,7 @@
 #include "llmc/cuda_utils.cuh"
 #include "llmc/flash_attention.cuh"
 #include "llmc/cpu_ops.h"
+#include "dev/cuda/lab.cuh"
 #include "dev/cudasim/tests/sim_test_util.h"
 
 #include <math.h>
@@ -41,29 +42,9 @@ static double rel_l2(const float* x, const float* ref, size_t n, size_t stride, 
 /* device buffer of n elements of T, filled with NaN bits (0xFF bytes) */
 template <typename T>
 static T* device_nan(size_t n) {
-    T* p;
-    cudaCheck(cudaMalloc(&p, n * sizeof(T)));
+    T* p = device_alloc<T>(n);
     cudaCheck(cudaMemset(p, 0xFF, n * sizeof(T)));
     return p;
-}
-
-template <typename T>
-static T* device_copy(const std::vector<float>& host) {
-    std::vector<T> conv(host.size());
-    for (size_t i = 0; i < host.size(); i++) conv[i] = (T)host[i];
-    T* p;
-    cudaCheck(cudaMalloc(&p, conv.size() * sizeof(T)));
-    cudaCheck(cudaMemcpy(p, conv.data(), conv.size() * sizeof(T), cudaMemcpyHostToDevice));
-    return p;
-}
-
-template <typename T>
-static std::vector<float> host_copy(const T* device, size_t n) {
-    std::vector<T> raw(n);
-    cudaCheck(cudaMemcpy(raw.data(), device, n * sizeof(T), cudaMemcpyDeviceToHost));
-    std::vector<float> out(n);
-    for (size_t i = 0; i < n; i++) out[i] = (float)raw[i];
-    return out;
 }
 
 struct Reference {
@@ -153,12 +134,7 @@ static void test_shape(TestCounts& tc, int B, int T_, int C, int NH) {
     snprintf(what, sizeof what, "%s T=%d hs=%d deterministic backward twice: bit-identical", name, T_, C / NH);
     check(tc, differ == 0, what, (double)differ);
 
-    cudaCheck(cudaFree(qkv));
-    cudaCheck(cudaFree(dout));
-    cudaCheck(cudaFree(out));
-    cudaCheck(cudaFree(lse));
-    cudaCheck(cudaFree(dqkv));
-    cudaCheck(cudaFree(scratch));
+    device_free(qkv, dout, out, lse, dqkv, scratch);
 }
 
 int main(int argc, char** argv) {
