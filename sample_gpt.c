@@ -82,41 +82,15 @@ static void matvec_forward(float* out, const float* x, const float* weight, cons
 /* Attention of the new position t = kv->length over the cached positions 0..t of one layer
  * (whose keys/values already hold position t):
  *   p[h,s] = softmax_{s<=t}(q_h·k_{s,h} / sqrt(hs)),  atty[h·hs + i] = Σ_{s<=t} p[h,s]·v_{s,h}[i]
- * with the operation order of attention_forward (max, cpu_expf, sum, scale by 1/sum). Threads
- * split the heads, once the context holds 2^16 or more key channels (t·C). */
+ * each head one attention_row (llmc/cpu_ops.h), as in attention_forward. Threads split the heads,
+ * once the context holds 2^16 or more key channels (t·C). */
 static void kv_attention(float* atty, float* scores, const float* q, const float* keys, const float* values, int t, int C,
                          int NH, int capacity) {
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
 #pragma omp parallel for schedule(static) if ((size_t)(t + 1) * C >= ((size_t)1 << 16))
-    for (int h = 0; h < NH; h++) {
-        const float* qh = q + h * hs;
-        float* p = scores + (size_t)h * capacity;
-        float maxv = -INFINITY;
-        for (int s = 0; s <= t; s++) {
-            const float* k = keys + (size_t)s * C + h * hs;
-            float dot = 0.0f;
-#pragma omp simd reduction(+ : dot)
-            for (int i = 0; i < hs; i++) dot += qh[i] * k[i];
-            p[s] = dot * scale;
-            maxv = p[s] > maxv ? p[s] : maxv;
-        }
-        float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-        for (int s = 0; s <= t; s++) {
-            p[s] = cpu_expf(p[s] - maxv);
-            sum += p[s];
-        }
-        float inv = 1.0f / sum;
-        for (int s = 0; s <= t; s++) p[s] *= inv;
-        float* o = atty + h * hs;
-        for (int i = 0; i < hs; i++) o[i] = 0.0f;
-        for (int s = 0; s <= t; s++) {
-            const float* v = values + (size_t)s * C + h * hs;
-#pragma omp simd
-            for (int i = 0; i < hs; i++) o[i] += p[s] * v[i];
-        }
-    }
+    for (int h = 0; h < NH; h++)
+        attention_row(atty + h * hs, scores + (size_t)h * capacity, q + h * hs, keys + h * hs, values + h * hs, (size_t)C, t, hs, scale);
 }
 
 /* Feeds `token` at position kv->length: the forward pass of train_gpt.c for one position, its

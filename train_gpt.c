@@ -12,7 +12,6 @@
  * without main().
  */
 #include <math.h>
-#include <time.h>
 #include <omp.h>
 
 #include "llmc/fileio.h"
@@ -68,10 +67,6 @@ typedef struct {
     float* fch_gelu; /* (B, T, 4C) */
     float* losses;   /* (B, T) */
 } ActivationGrads;
-
-typedef struct {
-    float beta1, beta2, eps, weight_decay, grad_clip;
-} OptimizerConfig;
 
 typedef struct {
     GPTConfig config;
@@ -356,12 +351,7 @@ static inline float gpt_update(GPT* m, const OptimizerConfig* oc, float lr, int 
 #include "llmc/signals.h"
 #include "llmc/generate.h"
 #include "llmc/train_setup.h"
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+#include "llmc/train_loop.h"
 
 /* Mean loss over the first `batches` batches of the validation loader. */
 static float evaluate(GPT* m, DataLoader* val, int batches) {
@@ -376,8 +366,6 @@ static float evaluate(GPT* m, DataLoader* val, int batches) {
 
 /* sampling callback (llmc/generate.h): logits of the next position, on the host */
 static const float* next_logits_cpu(void* model, const int* tokens, int n) { return gpt_forward_last((GPT*)model, tokens, n); }
-
-#define SAVE_FAILED_EXIT_STATUS 74 /* EX_IOERR: a checkpoint could not be written (--on-save-error stop) */
 
 /* Checkpoint st->step into dir (llmc/checkpoint.h): stale marker removed, model file, state file,
  * done marker, then retention. Returns 0, or −1 after printing why it failed (earlier checkpoints
@@ -447,22 +435,7 @@ int main(int argc, char** argv) {
                tokens_per_micro);
     int accum = (int)(total_batch / (long long)tokens_per_micro);
     DataLoader train, val;
-    int have_val = 0;
-    if (args.mock_data) {
-        dataloader_init_mock(&train, B, T, c->vocab_size, 0, accum, args.seed);
-        dataloader_init_mock(&val, B, T, c->vocab_size, 0, 1, args.seed + 1);
-        have_val = 1;
-    } else {
-        if (!args.train_data[0]) fatalf("no training data: give --train-data GLOB (or --mock-data)");
-        dataloader_init(&train, args.train_data, B, T, 0, accum, args.shuffle, args.seed);
-        if (train.vocab_size > c->vocab_size)
-            fatalf("%s: the shards hold tokens up to %d but the model's vocabulary is %d", args.train_data, train.vocab_size,
-                   c->vocab_size);
-        if (args.val_data[0]) {
-            dataloader_init(&val, args.val_data, B, T, 0, 1, 0, args.seed);
-            have_val = 1;
-        }
-    }
+    int have_val = train_open_data(&args, B, T, c->vocab_size, 0, 1, accum, &train, &val);
     int max_steps = args.max_steps;
     if (max_steps < 0) {
         max_steps = (int)dataloader_batches_per_epoch(&train);
@@ -479,11 +452,10 @@ int main(int argc, char** argv) {
     sample_setup(&samples, args.sample_every > 0, args.tokenizer, args.prompt, c->vocab_size, T);
 
     Rng rng;
-    rng_seed(&rng, args.seed ^ 0x5A4D504C45ULL);
+    train_rng_init(&rng, &args);
     int start_step = 0;
     if (args.resume) {
-        if (!args.output_dir[0]) fatalf("--resume 1 needs --output-dir, where the checkpoints are");
-        int last = checkpoint_find_valid(args.output_dir, stdout);
+        int last = train_resume_find(&args);
         if (last < 0) {
             printf("resume: no complete checkpoint in %s, starting from scratch\n", args.output_dir);
         } else {
@@ -537,66 +509,43 @@ int main(int argc, char** argv) {
     /* Reliability (doc/reliability.md). A stop signal (llmc/signals.h) is honoured before each step and
      * between micro-steps: an unfinished step is dropped (loader and Rng back to its start) and the
      * state after `completed` steps is checkpointed, then exit 75. Every update first passes the
-     * health guard (llmc/health.h): a non-finite or spiking loss or norm skips it. */
+     * health guard (llmc/health.h): a non-finite or spiking loss or norm skips it. The bookkeeping
+     * around each step (checkpoints, messages, exit statuses) is llmc/train_loop.h's. */
     int completed = start_step, saved_step = start_step > 0 ? start_step : -1, exit_status = 0;
-    /* --profile N: per-op times of N steps, from the run's second step (the first one warms caches) */
     Profiler profiler;
     profile_reset(&profiler);
-    int profile_from = start_step + (max_steps - start_step > 1), profiled = 0;
-    double profiled_seconds = 0.0;
+    TrainProfile profiling;
+    train_profile_init(&profiling, args.profile, start_step, max_steps);
     Progress progress;
     progress_init(&progress);
     for (int step = start_step; step < max_steps && !preempt_requested(); step++) {
-        Rng rng_at_step = rng;
-        DataLoaderState loader_at_step;
-        dataloader_get_state(&train, &loader_at_step);
-        int last_step = step == max_steps - 1;
-        /* evaluated after `step` completed steps: the weights this step's training loss is computed with */
-        int evaluated = have_val && args.val_every > 0 && (step % args.val_every == 0 || last_step);
+        StepStart start = train_step_start(&rng, &train);
+        int evaluated = train_eval_due(&args, have_val, step, max_steps);
         float val_loss = 0.0f;
         if (evaluated) {
             val_loss = evaluate(&model, &val, args.val_batches);
-            printf("step %5d/%d | val loss %.6f\n", step, max_steps, val_loss);
-            logger_val(&logger, step, val_loss);
-            EarlyStopVerdict verdict = args.early_stop > 0 ? early_stop_update(&early, step, val_loss) : EARLY_STOP_WAIT;
+            EarlyStopVerdict verdict = train_record_val(&args, &logger, &early, step, max_steps, val_loss);
             if (verdict == EARLY_STOP_IMPROVED && best_dir[0]) {
-                TrainState st = run;
-                st.step = step;
-                st.rng = rng;
-                st.health = health;
-                st.train_loader = loader_at_step;
-                char err[4600];
-                if (save_checkpoint(&model, best_dir, &st, 1, 0) != 0) exit_status = SAVE_FAILED_EXIT_STATUS;
-                else if (early_stop_try_write(&early, best_dir, err, sizeof(err)) != 0) {
-                    fprintf(stderr, "error: best checkpoint of step %d not recorded: %s\n", step, err);
-                    exit_status = SAVE_FAILED_EXIT_STATUS;
-                }
-                if (exit_status != 0 && save_error_continue) {
-                    printf("checkpoint: continuing without the best checkpoint (--on-save-error continue)\n");
-                    exit_status = 0;
-                } else if (exit_status != 0) {
-                    fprintf(stderr, "error: stopping (--on-save-error stop); the last checkpoint is step %d\n", saved_step);
-                    break;
-                }
+                TrainState st = train_state_at(&run, step, &rng, &health, &train, &start.loader);
+                int failed = save_checkpoint(&model, best_dir, &st, 1, 0) != 0 || train_record_best(&early, best_dir, step) != 0;
+                if (failed && (exit_status = train_save_failed(save_error_continue, "the best checkpoint", saved_step)) != 0) break;
             }
             if (verdict == EARLY_STOP_STOP) {
-                printf("early stop: val loss has not improved for %d evaluations; best %.6f at step %d%s%s\n", early.since_best,
-                       (double)early.best_loss, early.best_step, best_dir[0] ? ", checkpoint in " : "", best_dir);
+                train_report_early_stop(&early, best_dir);
                 break;
             }
         }
         if (args.sample_every > 0 && step > 0 && step % args.sample_every == 0)
             sample_generate(&samples, next_logits_cpu, &model, args.sample_tokens, T, args.temperature, args.top_k, &rng);
 
-        model.prof = args.profile > 0 && step >= profile_from && profiled < args.profile ? &profiler : NULL;
-        double t0 = now_seconds();
+        model.prof = train_profile_on(&profiling, step) ? &profiler : NULL;
+        double t0 = profile_clock();
         PROFILE(model.prof, PROF_ZERO_GRAD, gpt_zero_grad(&model));
         double loss_sum = 0.0;
         int dropped = 0;
         for (int micro = 0; micro < accum; micro++) {
             if (preempt_requested()) {
-                dataloader_set_state(&train, &loader_at_step);
-                rng = rng_at_step;
+                train_step_rewind(&start, &rng, &train);
                 dropped = 1;
                 break;
             }
@@ -616,78 +565,41 @@ int main(int argc, char** argv) {
             size_t bad;
             PROFILE(model.prof, PROF_HEALTH, bad = health_first_nonfinite(model.params, model.num_params));
             if (bad < model.num_params) {
-                int tensor;
-                size_t element;
-                gpt_param_locate(c, bad, &tensor, &element);
-                fprintf(stderr, "error: step %d: the update made parameter %s[%zu] non-finite (%g); stopping, the last checkpoint is step %d\n",
-                        step + 1, GPT_PARAM_NAMES[tensor], element, (double)model.params[bad], saved_step);
-                exit_status = HEALTH_EXIT_STATUS;
+                exit_status = train_nonfinite_param(c, bad, &model.params[bad], step + 1, saved_step);
                 break;
             }
         }
         completed = step + 1;
-        double ms = (now_seconds() - t0) * 1000.0;
+        double ms = (profile_clock() - t0) * 1000.0;
         double tok_s = (double)total_batch / (ms / 1000.0);
         double gflops = tok_s * flops_per_token * 1e-9;
-        progress_step(&progress, ms / 1000.0);
-        double elapsed = progress_elapsed(&progress);
-        char val_text[48] = "", elapsed_text[32], eta_text[32];
-        if (evaluated) snprintf(val_text, sizeof(val_text), " | val loss %.6f", val_loss);
-        format_duration(elapsed_text, sizeof(elapsed_text), elapsed);
-        format_duration(eta_text, sizeof(eta_text), progress_eta(&progress, max_steps - completed));
-        printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.1f ms | %.0f tok/s | %.1f GFLOP/s (%.1f%% of peak)%s | elapsed %s | "
-               "ETA %s\n",
-               step + 1, max_steps, loss, lr, norm, ms, tok_s, gflops, 100.0 * gflops / peak_gflops, val_text, elapsed_text, eta_text);
-        if (verdict.verdict == HEALTH_SKIP_NONFINITE)
-            printf("step %5d/%d | update skipped: non-finite loss or gradient norm (%d in a row, %d in the run)\n", step + 1, max_steps,
-                   health.bad_in_row, health.skipped);
-        if (verdict.verdict == HEALTH_SKIP_SPIKE)
-            printf("step %5d/%d | update skipped: spike, z-score loss %.2f norm %.2f > %g (%d in a row, %d in the run)\n", step + 1,
-                   max_steps, verdict.z_loss, verdict.z_norm, (double)health_config.spike_zscore, health.bad_in_row, health.skipped);
+        char throughput[64];
+        snprintf(throughput, sizeof(throughput), "%.1f GFLOP/s (%.1f%% of peak)", gflops, 100.0 * gflops / peak_gflops);
+        StepLine line = {completed, loss, lr, norm, ms, tok_s, evaluated, val_loss};
+        double elapsed = train_report_step(&progress, &line, max_steps, throughput);
+        train_report_health(&verdict, &health, &health_config, completed, max_steps);
         if (model.prof) {
             model.prof = NULL;
-            profiled++;
-            profiled_seconds += ms / 1000.0;
-            if (profiled == args.profile) profile_print(stdout, &profiler, profiled, profiled_seconds);
+            train_profile_step(&profiling, &profiler, ms / 1000.0);
         }
         fflush(stdout);
-        StepRecord record = {step + 1, loss, lr, norm, (float)ms, (float)tok_s, (long long)completed * total_batch, elapsed,
+        StepRecord record = {completed, loss, lr, norm, (float)ms, (float)tok_s, (long long)completed * total_batch, elapsed,
                              gflops / peak_gflops};
         logger_step_record(&logger, &record);
-        if (health_should_stop(&health, &health_config)) {
-            fprintf(stderr, "error: step %d: %d updates skipped in a row (--max-bad-steps %d); stopping, the last checkpoint is step %d\n",
-                    step + 1, health.bad_in_row, health_config.max_bad_steps, saved_step);
-            exit_status = HEALTH_EXIT_STATUS;
-            break;
-        }
+        if ((exit_status = train_health_stop(&health, &health_config, completed, saved_step)) != 0) break;
 
-        if (args.output_dir[0] && args.checkpoint_every > 0 && (completed % args.checkpoint_every == 0 || completed == max_steps)) {
-            TrainState st = run;
-            st.step = completed;
-            st.rng = rng;
-            st.health = health;
-            dataloader_get_state(&train, &st.train_loader);
+        if (train_checkpoint_due(&args, completed, max_steps)) {
+            TrainState st = train_state_at(&run, completed, &rng, &health, &train, NULL);
             if (save_checkpoint(&model, args.output_dir, &st, args.keep_last, args.keep_every) == 0) saved_step = completed;
-            else if (save_error_continue) printf("checkpoint: continuing without it (--on-save-error continue)\n");
-            else {
-                fprintf(stderr, "error: stopping (--on-save-error stop); the last checkpoint is step %d\n", saved_step);
-                exit_status = SAVE_FAILED_EXIT_STATUS;
-                break;
-            }
+            else if ((exit_status = train_save_failed(save_error_continue, "it", saved_step)) != 0) break;
         }
     }
-    if (profiled > 0 && profiled < args.profile) profile_print(stdout, &profiler, profiled, profiled_seconds);
+    train_profile_finish(&profiling, &profiler);
     int sig = preempt_requested();
     if (exit_status == 0 && sig && completed < max_steps) {
-        printf("%s received: stopping after %d completed steps\n", preempt_signal_name(sig), completed);
         exit_status = PREEMPT_EXIT_STATUS;
-        if (!args.output_dir[0]) printf("no --output-dir: nothing saved\n");
-        else if (saved_step != completed) {
-            TrainState st = run;
-            st.step = completed;
-            st.rng = rng;
-            st.health = health;
-            dataloader_get_state(&train, &st.train_loader);
+        if (train_preempted(&args, sig, completed, saved_step)) {
+            TrainState st = train_state_at(&run, completed, &rng, &health, &train, NULL);
             if (save_checkpoint(&model, args.output_dir, &st, args.keep_last, args.keep_every) != 0) exit_status = SAVE_FAILED_EXIT_STATUS;
         }
     } else if (exit_status == 0 && args.sample_every > 0) {

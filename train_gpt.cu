@@ -23,7 +23,6 @@
  * includes this file with TESTING defined, to reuse the model without main().
  */
 #include <math.h>
-#include <time.h>
 
 #include "llmc/cuda_utils.cuh"
 #include "llmc/fileio.h"
@@ -92,10 +91,6 @@ typedef struct {
                          the MLP's backward to the next layer's: that needs 4·BT·(NH + C) bytes
                          (flash_attention_scratch_bytes), at most the 4·BT·C·sizeof(floatX) >= 8·BT·C bytes here, as NH <= C */
 } ActivationGrads;
-
-typedef struct {
-    float beta1, beta2, eps, weight_decay, grad_clip;
-} OptimizerConfig;
 
 /* ActivationGrads' widths in units of C: residual, ln, atty, qkv, fch */
 static const int ACTIVATION_GRAD_WIDTHS[5] = {1, 1, 1, 3, 4};
@@ -537,6 +532,34 @@ static void gpt_reduce_bucket(GPT* m, int b) {
     nvtxRangePop();
 }
 
+/* The backward of a layer's input side, x -> layernorm -> matmul: the attention's ln1 -> qkv (mlp = 0,
+ * x the layer's input) or the MLP's ln2 -> fc (mlp = 1, x = residual2). From dout, the matmul output's
+ * gradient: recomputes the layernorm output first when -r 2 dropped it (counted as forward), then
+ * d->ln = dout·W with the matmul's weight and bias gradients, then the layernorm's backward, which adds
+ * its input gradient into d->residual and its weight and bias gradients into m->g. */
+static void layernorm_matmul_backward(GPT* m, int l, int mlp, const floatX* x, const floatX* dout, int B, int T) {
+    int C = m->config.channels, BT = B * T, OC = mlp ? 4 * C : 3 * C;
+    size_t lc = (size_t)BT * C;
+    const ParameterTensors* w = &m->w;
+    ParameterTensors* g = &m->g;
+    Activations* a = &m->a;
+    ActivationGrads* d = &m->da;
+    floatX* ln = layer_slice(mlp ? a->ln2 : a->ln1, l, lc, m->recompute < 2);
+    float* mean = (mlp ? a->ln2_mean : a->ln1_mean) + l * BT;
+    float* rstd = (mlp ? a->ln2_rstd : a->ln1_rstd) + l * BT;
+    const floatX* lnw = (mlp ? w->ln2w : w->ln1w) + l * C;
+    const floatX* lnb = (mlp ? w->ln2b : w->ln1b) + l * C;
+    size_t W_at = (size_t)l * OC * C, b_at = (size_t)l * OC;
+    if (m->recompute >= 2)
+        GPU_PROFILE(m, PROF_LAYERNORM_FWD, residual_layernorm_forward(NULL, ln, mean, rstd, x, NULL, lnw, lnb, BT, C, m->stream));
+    GPU_PROFILE(m, mlp ? PROF_MATMUL_FC_BWD : PROF_MATMUL_QKV_BWD,
+                matmul_backward(&m->blas, d->ln, (mlp ? g->fcw : g->qkvw) + W_at, (mlp ? g->fcb : g->qkvb) + b_at, m->scratch, dout, ln,
+                                (mlp ? w->fcw : w->qkvw) + W_at, NULL, BT, C, OC));
+    GPU_PROFILE(m, PROF_LAYERNORM_BWD,
+                layernorm_backward(d->residual, (mlp ? g->ln2w : g->ln1w) + l * C, (mlp ? g->ln2b : g->ln1b) + l * C, m->scratch, d->ln, x,
+                                   lnw, mean, rstd, BT, C, m->stream));
+}
+
 /* ----------------------------------------------------------------------------
  * Backward pass: accumulates d(grad_scale * mean loss)/d(params) into m->grads. Must follow
  * gpt_forward(..., grad_scale) with grad_scale != 0 on the same batch (the logits hold their gradient).
@@ -546,7 +569,7 @@ static void gpt_backward(GPT* m, const int* inputs, int B, int T, int reduce) {
     const GPTConfig* c = &m->config;
     int L = c->num_layers, C = c->channels, NH = c->num_heads, Vp = c->padded_vocab_size, BT = B * T;
     size_t lc = (size_t)BT * C;
-    int ln_stacked = m->recompute < 2, gelu_stacked = m->recompute < 1;
+    int gelu_stacked = m->recompute < 1;
     ParameterTensors* w = &m->w;
     ParameterTensors* g = &m->g;
     Activations* a = &m->a;
@@ -566,12 +589,8 @@ static void gpt_backward(GPT* m, const int* inputs, int B, int T, int reduce) {
 
     for (int l = L - 1; l >= 0; l--) {
         const floatX* residual = l == 0 ? a->encoded : a->residual3 + (l - 1) * lc;
-        floatX* ln1 = layer_slice(a->ln1, l, lc, ln_stacked);
-        floatX* ln2 = layer_slice(a->ln2, l, lc, ln_stacked);
         floatX* fch_gelu = layer_slice(a->fch_gelu, l, 4 * lc, gelu_stacked);
         floatX *qkv = a->qkv + 3 * l * lc, *atty = a->atty + l * lc, *residual2 = a->residual2 + l * lc, *fch = a->fch + 4 * l * lc;
-        float *ln1_mean = a->ln1_mean + l * BT, *ln1_rstd = a->ln1_rstd + l * BT;
-        float *ln2_mean = a->ln2_mean + l * BT, *ln2_rstd = a->ln2_rstd + l * BT;
         snprintf(range, sizeof(range), "layer %d backward", l);
         nvtxRangePushA(range);
         /* MLP: residual3 = residual2 + fcproj(gelu(fc(ln2(residual2)))); d->residual flows through unchanged; the GELU's
@@ -580,16 +599,7 @@ static void gpt_backward(GPT* m, const int* inputs, int B, int T, int reduce) {
         GPU_PROFILE(m, PROF_MATMUL_FCPROJ_BWD,
                     matmul_backward(&m->blas, d->fch, g->fcprojw + (size_t)l * 4 * C * C, g->fcprojb + l * C, colsum, d->residual,
                                     fch_gelu, w->fcprojw + (size_t)l * 4 * C * C, fch, BT, 4 * C, C));
-        if (!ln_stacked)
-            GPU_PROFILE(m, PROF_LAYERNORM_FWD,
-                        residual_layernorm_forward(NULL, ln2, ln2_mean, ln2_rstd, residual2, NULL, w->ln2w + l * C, w->ln2b + l * C, BT,
-                                                   C, s));
-        GPU_PROFILE(m, PROF_MATMUL_FC_BWD,
-                    matmul_backward(&m->blas, d->ln, g->fcw + (size_t)l * 4 * C * C, g->fcb + l * 4 * C, colsum, d->fch, ln2,
-                                    w->fcw + (size_t)l * 4 * C * C, NULL, BT, C, 4 * C));
-        GPU_PROFILE(m, PROF_LAYERNORM_BWD,
-                    layernorm_backward(d->residual, g->ln2w + l * C, g->ln2b + l * C, colsum, d->ln, residual2, w->ln2w + l * C,
-                                       ln2_mean, ln2_rstd, BT, C, s));
+        layernorm_matmul_backward(m, l, 1, residual2, d->fch, B, T);
         /* attention: residual2 = residual + attproj(attention(qkv(ln1(residual)))) */
         GPU_PROFILE(m, PROF_MATMUL_ATTPROJ_BWD,
                     matmul_backward(&m->blas, d->atty, g->attprojw + (size_t)l * C * C, g->attprojb + l * C, colsum, d->residual,
@@ -597,16 +607,7 @@ static void gpt_backward(GPT* m, const int* inputs, int B, int T, int reduce) {
         GPU_PROFILE(m, PROF_ATTENTION_BWD,
                     flash_attention_backward(d->qkv, (float*)d->fch, d->atty, atty, qkv, a->att_lse + (size_t)l * NH * BT, B, T, C,
                                              NH, m->deterministic, s));
-        if (!ln_stacked)
-            GPU_PROFILE(m, PROF_LAYERNORM_FWD,
-                        residual_layernorm_forward(NULL, ln1, ln1_mean, ln1_rstd, residual, NULL, w->ln1w + l * C, w->ln1b + l * C, BT,
-                                                   C, s));
-        GPU_PROFILE(m, PROF_MATMUL_QKV_BWD,
-                    matmul_backward(&m->blas, d->ln, g->qkvw + (size_t)l * 3 * C * C, g->qkvb + l * 3 * C, colsum, d->qkv, ln1,
-                                    w->qkvw + (size_t)l * 3 * C * C, NULL, BT, C, 3 * C));
-        GPU_PROFILE(m, PROF_LAYERNORM_BWD,
-                    layernorm_backward(d->residual, g->ln1w + l * C, g->ln1b + l * C, colsum, d->ln, residual, w->ln1w + l * C,
-                                       ln1_mean, ln1_rstd, BT, C, s));
+        layernorm_matmul_backward(m, l, 0, residual, d->qkv, B, T);
         nvtxRangePop();
         if (reduce) gpt_reduce_bucket(m, l);
     }
@@ -691,12 +692,7 @@ static void gpt_update_with_norm(GPT* m, const OptimizerConfig* oc, float lr, in
 #include "llmc/signals.h"
 #include "llmc/generate.h"
 #include "llmc/train_setup.h"
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+#include "llmc/train_loop.h"
 
 /* Dense bf16 tensor-core peak of the device in FLOP/s, by name (0 when unknown: MFU is then not shown). */
 static double device_bf16_peak(const char* name) {
@@ -724,8 +720,6 @@ static float evaluate(GPT* m, DataLoader* val, int batches) {
 
 /* sampling callback (llmc/generate.h): logits of the next position, copied to the host */
 static const float* next_logits_gpu(void* model, const int* tokens, int n) { return gpt_forward_last((GPT*)model, tokens, n); }
-
-#define SAVE_FAILED_EXIT_STATUS 74 /* EX_IOERR: a checkpoint could not be written (--on-save-error stop) */
 
 /* Whether `flag` is set on any rank: the all-reduced sum of 0/1 (exact in fp32); also a barrier. Every
  * decision that ends or changes the run (a stop signal, a failed write) goes through it, so all ranks
@@ -845,22 +839,7 @@ int main(int argc, char** argv) {
     /* data: a global batch of the training loader is one optimizer step; micro-step j of rank r reads
      * its slot j x world + r, so the data order does not depend on how the step is split over ranks */
     DataLoader train, val;
-    int have_val = 0;
-    if (args.mock_data) {
-        dataloader_init_mock(&train, B, T, config.vocab_size, rank, world * accum, args.seed);
-        dataloader_init_mock(&val, B, T, config.vocab_size, rank, world, args.seed + 1);
-        have_val = 1;
-    } else {
-        if (!args.train_data[0]) fatalf("no training data: give --train-data GLOB (or --mock-data)");
-        dataloader_init(&train, args.train_data, B, T, rank, world * accum, args.shuffle, args.seed);
-        if (train.vocab_size > config.vocab_size)
-            fatalf("%s: the shards hold tokens up to %d but the model's vocabulary is %d", args.train_data, train.vocab_size,
-                   config.vocab_size);
-        if (args.val_data[0]) {
-            dataloader_init(&val, args.val_data, B, T, rank, world, 0, args.seed);
-            have_val = 1;
-        }
-    }
+    int have_val = train_open_data(&args, B, T, config.vocab_size, rank, world, accum, &train, &val);
     int max_steps = args.max_steps;
     if (max_steps < 0) max_steps = (int)dataloader_batches_per_epoch(&train);
 
@@ -902,12 +881,11 @@ int main(int argc, char** argv) {
     sample_setup(&samples, args.sample_every > 0, args.tokenizer, args.prompt, c->vocab_size, T);
 
     Rng rng;
-    rng_seed(&rng, args.seed ^ 0x5A4D504C45ULL);
+    train_rng_init(&rng, &args);
     int start_step = 0;
     if (args.resume) {
-        if (!args.output_dir[0]) fatalf("--resume 1 needs --output-dir, where the checkpoints are");
         /* every rank walks the same directory; they must agree on the step */
-        int last = checkpoint_find_valid(args.output_dir, stdout);
+        int last = train_resume_find(&args);
         if (dist_mean(&dist, (float)last, model.stream) != (float)last)
             fatalf("rank %d: resume: the ranks found different newest valid checkpoints in %s (this rank: step %d): is it on a shared disk?",
                    rank, args.output_dir, last);
@@ -983,60 +961,40 @@ int main(int argc, char** argv) {
      * (llmc/signals.h) may reach the ranks at different moments, so before each step and each later
      * micro-step they all-reduce the flag (dist_any) and act on it together: an unfinished step is
      * dropped (loader and Rng back to its start), the completed steps are checkpointed, exit 75. The
-     * health guard (llmc/health.h) sees the loss and norm every rank shares, so all skip alike. */
+     * health guard (llmc/health.h) sees the loss and norm every rank shares, so all skip alike. The
+     * bookkeeping around each step (checkpoints, messages, exit statuses) is llmc/train_loop.h's. */
     int completed = start_step, saved_step = start_step > 0 ? start_step : -1, exit_status = 0, stop = 0;
     Progress progress;
     progress_init(&progress);
-    /* --profile N: per-op times of N steps, from the run's second step (the first one warms up cuBLASLt and caches) */
+    /* --profile N: the first timed step is the run's second (the first one warms up cuBLASLt and caches) */
     GpuProfiler profiler;
     memset(&profiler, 0, sizeof(profiler));
-    int profile_from = start_step + (max_steps - start_step > 1), profiled = 0;
-    double profiled_seconds = 0.0;
+    TrainProfile profiling;
+    train_profile_init(&profiling, args.profile, start_step, max_steps);
     for (int step = start_step; step < max_steps && !(stop = dist_any(&model, preempt_requested())); step++) {
-        Rng rng_at_step = rng;
-        DataLoaderState loader_at_step;
-        dataloader_get_state(&train, &loader_at_step);
-        int last_step = step == max_steps - 1;
-        /* evaluated after `step` completed steps: the weights this step's training loss is computed with */
-        int evaluated = have_val && args.val_every > 0 && (step % args.val_every == 0 || last_step);
+        StepStart start = train_step_start(&rng, &train);
+        int evaluated = train_eval_due(&args, have_val, step, max_steps);
         float val_loss = 0.0f;
         if (evaluated) {
             val_loss = evaluate(&model, &val, args.val_batches);
-            printf("step %5d/%d | val loss %.6f\n", step, max_steps, val_loss);
-            logger_val(&logger, step, val_loss);
-            EarlyStopVerdict verdict = args.early_stop > 0 ? early_stop_update(&early, step, val_loss) : EARLY_STOP_WAIT;
+            EarlyStopVerdict verdict = train_record_val(&args, &logger, &early, step, max_steps, val_loss);
             if (verdict == EARLY_STOP_IMPROVED && best_dir[0]) {
-                TrainState st = run;
-                st.step = step;
-                st.rng = rng;
-                st.health = health;
-                st.train_loader = loader_at_step;
+                TrainState st = train_state_at(&run, step, &rng, &health, &train, &start.loader);
                 int failed = save_checkpoint(&model, best_dir, &st, 1, 0) != 0;
-                char err[4600];
-                if (!failed && rank == 0 && early_stop_try_write(&early, best_dir, err, sizeof(err)) != 0) {
-                    fprintf(stderr, "error: best checkpoint of step %d not recorded: %s\n", step, err);
-                    failed = 1;
-                }
-                if (dist_any(&model, failed)) {
-                    if (save_error_continue) printf("checkpoint: continuing without the best checkpoint (--on-save-error continue)\n");
-                    else {
-                        fprintf(stderr, "error: stopping (--on-save-error stop); the last checkpoint is step %d\n", saved_step);
-                        exit_status = SAVE_FAILED_EXIT_STATUS;
-                        break;
-                    }
-                }
+                if (!failed && rank == 0) failed = train_record_best(&early, best_dir, step) != 0;
+                int agreed_failed = dist_any(&model, failed); /* every rank takes the same branch */
+                if (agreed_failed && (exit_status = train_save_failed(save_error_continue, "the best checkpoint", saved_step)) != 0) break;
             }
             if (verdict == EARLY_STOP_STOP) {
-                printf("early stop: val loss has not improved for %d evaluations; best %.6f at step %d%s%s\n", early.since_best,
-                       (double)early.best_loss, early.best_step, best_dir[0] ? ", checkpoint in " : "", best_dir);
+                train_report_early_stop(&early, best_dir);
                 break;
             }
         }
         if (args.sample_every > 0 && rank == 0 && step > 0 && step % args.sample_every == 0)
             sample_generate(&samples, next_logits_gpu, &model, args.sample_tokens, T, args.temperature, args.top_k, &rng);
 
-        model.prof = args.profile > 0 && step >= profile_from && profiled < args.profile ? &profiler : NULL;
-        double t0 = now_seconds();
+        model.prof = train_profile_on(&profiling, step) ? &profiler : NULL;
+        double t0 = profile_clock();
         GPU_PROFILE(&model, PROF_ZERO_GRAD, gpt_zero_grad(&model));
         double loss_sum = 0.0;
         for (int micro = 0; micro < accum && !stop; micro++) { /* gradients cross ranks only on the last micro-step */
@@ -1047,8 +1005,7 @@ int main(int argc, char** argv) {
         }
         if (stop) { /* the unfinished step is dropped */
             model.prof = NULL;
-            dataloader_set_state(&train, &loader_at_step);
-            rng = rng_at_step;
+            train_step_rewind(&start, &rng, &train);
             break;
         }
         float loss = dist_mean(&dist, (float)(loss_sum / accum), model.stream); /* after the gradients' reduction */
@@ -1060,87 +1017,50 @@ int main(int argc, char** argv) {
             size_t bad;
             GPU_PROFILE(&model, PROF_HEALTH, bad = gpt_first_nonfinite_param(&model));
             if (bad < model.num_params) {
-                int tensor;
-                size_t element;
-                gpt_param_locate(c, bad, &tensor, &element);
-                fprintf(stderr, "error: step %d: the update made parameter %s[%zu] non-finite; stopping, the last checkpoint is step %d\n",
-                        step + 1, GPT_PARAM_NAMES[tensor], element, saved_step);
-                exit_status = HEALTH_EXIT_STATUS;
+                exit_status = train_nonfinite_param(c, bad, NULL, step + 1, saved_step);
                 break;
             }
         }
         cudaCheck(cudaStreamSynchronize(model.stream));
         completed = step + 1;
-        double ms = (now_seconds() - t0) * 1000.0;
+        double ms = (profile_clock() - t0) * 1000.0;
         if (model.prof) gpu_profile_collect(&profiler);
         double tok_s = (double)total_batch / (ms / 1000.0);
         double tflops = tok_s * flops_per_token * 1e-12;
-        progress_step(&progress, ms / 1000.0);
-        double elapsed = progress_elapsed(&progress);
-        char val_text[48] = "", elapsed_text[32], eta_text[32], mfu_text[48] = "peak unknown";
-        if (evaluated) snprintf(val_text, sizeof(val_text), " | val loss %.6f", val_loss);
+        char throughput[64], mfu_text[48] = "peak unknown";
         if (peak > 0) snprintf(mfu_text, sizeof(mfu_text), "%.1f%% of peak", 100.0 * tflops * 1e12 / peak);
-        format_duration(elapsed_text, sizeof(elapsed_text), elapsed);
-        format_duration(eta_text, sizeof(eta_text), progress_eta(&progress, max_steps - completed));
-        printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.1f ms | %.0f tok/s | %.2f TFLOP/s (%s)%s | elapsed %s | ETA %s\n",
-               step + 1, max_steps, loss, lr, norm, ms, tok_s, tflops, mfu_text, val_text, elapsed_text, eta_text);
-        if (verdict.verdict == HEALTH_SKIP_NONFINITE)
-            printf("step %5d/%d | update skipped: non-finite loss or gradient norm (%d in a row, %d in the run)\n", step + 1, max_steps,
-                   health.bad_in_row, health.skipped);
-        if (verdict.verdict == HEALTH_SKIP_SPIKE)
-            printf("step %5d/%d | update skipped: spike, z-score loss %.2f norm %.2f > %g (%d in a row, %d in the run)\n", step + 1,
-                   max_steps, verdict.z_loss, verdict.z_norm, (double)health_config.spike_zscore, health.bad_in_row, health.skipped);
+        snprintf(throughput, sizeof(throughput), "%.2f TFLOP/s (%s)", tflops, mfu_text);
+        StepLine line = {completed, loss, lr, norm, ms, tok_s, evaluated, val_loss};
+        double elapsed = train_report_step(&progress, &line, max_steps, throughput);
+        train_report_health(&verdict, &health, &health_config, completed, max_steps);
         if (model.prof) {
             model.prof = NULL;
-            profiled++;
-            profiled_seconds += ms / 1000.0;
-            if (profiled == args.profile) profile_print(stdout, &profiler.table, profiled, profiled_seconds);
+            train_profile_step(&profiling, &profiler.table, ms / 1000.0);
         }
         fflush(stdout);
-        StepRecord record = {step + 1, loss, lr, norm, (float)ms, (float)tok_s, (long long)completed * total_batch, elapsed,
+        StepRecord record = {completed, loss, lr, norm, (float)ms, (float)tok_s, (long long)completed * total_batch, elapsed,
                              peak > 0 ? tflops * 1e12 / peak : 0.0};
         logger_step_record(&logger, &record);
-        if (health_should_stop(&health, &health_config)) {
-            fprintf(stderr, "error: step %d: %d updates skipped in a row (--max-bad-steps %d); stopping, the last checkpoint is step %d\n",
-                    step + 1, health.bad_in_row, health_config.max_bad_steps, saved_step);
-            exit_status = HEALTH_EXIT_STATUS;
-            break;
-        }
+        if ((exit_status = train_health_stop(&health, &health_config, completed, saved_step)) != 0) break;
 
-        if (args.output_dir[0] && args.checkpoint_every > 0 && (completed % args.checkpoint_every == 0 || completed == max_steps)) {
-            TrainState st = run;
-            st.step = completed;
-            st.rng = rng;
-            st.health = health;
-            dataloader_get_state(&train, &st.train_loader);
+        if (train_checkpoint_due(&args, completed, max_steps)) {
+            TrainState st = train_state_at(&run, completed, &rng, &health, &train, NULL);
             if (save_checkpoint(&model, args.output_dir, &st, args.keep_last, args.keep_every) == 0) saved_step = completed;
-            else if (save_error_continue) printf("checkpoint: continuing without it (--on-save-error continue)\n");
-            else {
-                fprintf(stderr, "error: stopping (--on-save-error stop); the last checkpoint is step %d\n", saved_step);
-                exit_status = SAVE_FAILED_EXIT_STATUS;
-                break;
-            }
+            else if ((exit_status = train_save_failed(save_error_continue, "it", saved_step)) != 0) break;
         }
         process_group_heartbeat(&pg);
     }
     if (exit_status == 0 && stop && completed < max_steps) {
-        int sig = preempt_requested();
-        printf("%s received: stopping after %d completed steps\n", sig ? preempt_signal_name(sig) : "a stop signal (on another rank)",
-               completed);
         exit_status = PREEMPT_EXIT_STATUS;
-        if (!args.output_dir[0]) printf("no --output-dir: nothing saved\n");
-        else if (saved_step != completed) {
-            TrainState st = run;
-            st.step = completed;
-            st.rng = rng;
-            st.health = health;
-            dataloader_get_state(&train, &st.train_loader);
+        if (train_preempted(&args, preempt_requested(), completed, saved_step)) {
+            TrainState st = train_state_at(&run, completed, &rng, &health, &train, NULL);
             if (save_checkpoint(&model, args.output_dir, &st, args.keep_last, args.keep_every) != 0) exit_status = SAVE_FAILED_EXIT_STATUS;
         }
     } else if (exit_status == 0 && args.sample_every > 0 && rank == 0) {
         sample_generate(&samples, next_logits_gpu, &model, args.sample_tokens, T, args.temperature, args.top_k, &rng);
     }
 
+    train_profile_finish(&profiling, &profiler.table);
     gpu_profile_free(&profiler);
     logger_free(&logger);
     sample_setup_free(&samples);

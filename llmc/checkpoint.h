@@ -341,6 +341,12 @@ static inline float* model_file_read(const char* path, GPTConfig* c, size_t* num
 
 /* ----------------------------------------------------------------------------
  * training state (GPTS): everything besides the weights that resuming needs */
+
+/* AdamW's settings, as both trainers' update takes them (a TrainState records the same five) */
+typedef struct {
+    float beta1, beta2, eps, weight_decay, grad_clip;
+} OptimizerConfig;
+
 typedef struct {
     int step;                   /* completed optimizer steps */
     int rank, world;
@@ -727,24 +733,9 @@ static inline int checkpoint_retain(const char* dir, int newest, int keep_last, 
 
 /* Newest step S with a marker done_S.txt (exactly 8 digits) in dir; −1 if none or no such dir. */
 static inline int checkpoint_latest(const char* dir) {
-    DIR* d = opendir(dir);
-    if (!d) {
-        if (errno == ENOENT) return -1;
-        fatalf("%s: cannot list directory: %s", dir, strerror(errno));
-    }
-    int latest = -1;
-    struct dirent* e;
-    while ((e = readdir(d)) != NULL) {
-        const char* name = e->d_name;
-        if (strlen(name) != 17 || strncmp(name, "done_", 5) != 0 || strcmp(name + 13, ".txt") != 0) continue;
-        int step = 0, digits = 1;
-        for (int i = 5; i < 13; i++) {
-            if (name[i] < '0' || name[i] > '9') digits = 0;
-            else step = step * 10 + (name[i] - '0');
-        }
-        if (digits && step > latest) latest = step;
-    }
-    closedir(d);
+    int* steps;
+    int latest = checkpoint_list(dir, &steps) > 0 ? steps[0] : -1;
+    free(steps);
     return latest;
 }
 

@@ -189,7 +189,39 @@ static inline void matmul_backward(float* dinp, float* dweight, float* dbias, co
  * owns columns h·hs .. h·hs+hs-1 of each (hs = C/NH).
  *   att[b,h,t,t2] = softmax_{t2<=t}(q_t·k_t2 / sqrt(hs))   (0 stored above the diagonal)
  *   out[b,t,h·hs + i] = Σ_{t2<=t} att[b,h,t,t2]·v_t2[i]
- * Threads split the (b, h, t) rows. */
+ *
+ * attention_row: one head's row t, on the calling thread: p[s] = softmax_{s<=t}(scale·q·k_s) and
+ * o = Σ_{s<=t} p[s]·v_s, where key s starts at k + s·stride and value s at v + s·stride (hs floats
+ * each). The one operation order (max, cpu_expf, sum, scale by 1/sum) of every CPU attention: the
+ * KV-cache sampler (sample_gpt.c) matches attention_forward bit for bit through it. */
+static inline void attention_row(float* o, float* p, const float* q, const float* k, const float* v, size_t stride, int t, int hs,
+                                 float scale) {
+    float maxv = -INFINITY;
+    for (int s = 0; s <= t; s++) {
+        const float* ks = k + (size_t)s * stride;
+        float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+        for (int i = 0; i < hs; i++) dot += q[i] * ks[i];
+        p[s] = dot * scale;
+        maxv = p[s] > maxv ? p[s] : maxv;
+    }
+    float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+    for (int s = 0; s <= t; s++) {
+        p[s] = cpu_expf(p[s] - maxv);
+        sum += p[s];
+    }
+    float inv = 1.0f / sum;
+    for (int s = 0; s <= t; s++) p[s] *= inv;
+    for (int i = 0; i < hs; i++) o[i] = 0.0f;
+    for (int s = 0; s <= t; s++) {
+        const float* vs = v + (size_t)s * stride;
+#pragma omp simd
+        for (int i = 0; i < hs; i++) o[i] += p[s] * vs[i];
+    }
+}
+
+/* Threads split the (b, h, t) rows. */
 static inline void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
@@ -198,33 +230,10 @@ static inline void attention_forward(float* out, float* att, const float* qkv, i
         for (int h = 0; h < NH; h++)
             for (int t = 0; t < T; t++) {
                 const float* base = qkv + (long)b * T * 3 * C + h * hs;
-                const float* q = base + (long)t * 3 * C;
                 float* a = att + (((long)b * NH + h) * T + t) * T;
-                float maxv = -INFINITY;
-                for (int t2 = 0; t2 <= t; t2++) {
-                    const float* k = base + (long)t2 * 3 * C + C;
-                    float dot = 0.0f;
-#pragma omp simd reduction(+ : dot)
-                    for (int i = 0; i < hs; i++) dot += q[i] * k[i];
-                    a[t2] = dot * scale;
-                    maxv = a[t2] > maxv ? a[t2] : maxv;
-                }
-                float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-                for (int t2 = 0; t2 <= t; t2++) {
-                    a[t2] = cpu_expf(a[t2] - maxv);
-                    sum += a[t2];
-                }
-                float inv = 1.0f / sum;
-                for (int t2 = 0; t2 <= t; t2++) a[t2] *= inv;
+                attention_row(out + ((long)b * T + t) * C + h * hs, a, base + (long)t * 3 * C, base + C, base + 2 * C, (size_t)3 * C, t,
+                              hs, scale);
                 for (int t2 = t + 1; t2 < T; t2++) a[t2] = 0.0f;
-                float* o = out + ((long)b * T + t) * C + h * hs;
-                for (int i = 0; i < hs; i++) o[i] = 0.0f;
-                for (int t2 = 0; t2 <= t; t2++) {
-                    const float* v = base + (long)t2 * 3 * C + 2 * C;
-#pragma omp simd
-                    for (int i = 0; i < hs; i++) o[i] += a[t2] * v[i];
-                }
             }
 }
 

@@ -7,8 +7,11 @@
  *   train_model_source        which model the flags give: from scratch, a preset or a model file, with
  *                             the config of the first two (and the checks and messages of all three)
  *   train_check_file_config   a model file's config against --vocab-size / --max-seq-len
+ *   train_open_data           the training and validation loaders of a rank (mock data or shards)
  *   train_schedule            the learning-rate Schedule (the GPU trainer passes its batch-scaled max lr)
  *   train_run_state           the run-defining part of a checkpoint's TrainState
+ *   train_rng_init            the run's Rng (sampling), seeded alike in both trainers
+ *   train_resume_find         the newest valid checkpoint of --output-dir, for --resume 1
  *   train_resume_read_model   a checkpoint's fp32 weights, checked against this run's model config
  *   train_resume_restore      health, Rng and training loader from a checkpoint's TrainState
  * What differs (ranks, ZeRO shards, how weights reach the device) stays in each trainer.
@@ -82,6 +85,27 @@ static inline void train_check_file_config(const TrainArgs* args, const GPTConfi
                args->max_seq_len);
 }
 
+/* The training and validation loaders of `rank` of `world` (the CPU trainer: 0 of 1), B x T tokens a
+ * micro-batch: a training window is one optimizer step of `accum` micro-steps of every rank (rank r's
+ * micro-step j reads slot j x world + r), a validation window one micro-batch of every rank. With
+ * --mock-data both are synthetic; else the shards of --train-data (whose tokens must fit the model's
+ * vocabulary) and, if given, --val-data, unshuffled. Returns whether there is validation data. */
+static inline int train_open_data(const TrainArgs* args, int B, int T, int vocab_size, int rank, int world, int accum, DataLoader* train,
+                                  DataLoader* val) {
+    if (args->mock_data) {
+        dataloader_init_mock(train, B, T, vocab_size, rank, world * accum, args->seed);
+        dataloader_init_mock(val, B, T, vocab_size, rank, world, args->seed + 1);
+        return 1;
+    }
+    if (!args->train_data[0]) fatalf("no training data: give --train-data GLOB (or --mock-data)");
+    dataloader_init(train, args->train_data, B, T, rank, world * accum, args->shuffle, args->seed);
+    if (train->vocab_size > vocab_size)
+        fatalf("%s: the shards hold tokens up to %d but the model's vocabulary is %d", args->train_data, train->vocab_size, vocab_size);
+    if (!args->val_data[0]) return 0;
+    dataloader_init(val, args->val_data, B, T, rank, world, 0, args->seed);
+    return 1;
+}
+
 /* The learning-rate schedule of --lr-schedule over max_steps steps, peaking at max_lr. */
 static inline Schedule train_schedule(const TrainArgs* args, float max_lr, int max_steps) {
     Schedule sched;
@@ -113,6 +137,17 @@ static inline TrainState train_run_state(const TrainArgs* args, size_t num_param
     run.grad_clip = args->grad_clip;
     run.has_master = 0;
     return run;
+}
+
+/* The run's Rng (it draws the samples, and a checkpoint carries it): --seed XOR a fixed salt, so it
+ * differs from the weights' and the loader's streams; sample_gpt seeds alike (llmc/sample_cli.h). */
+static inline void train_rng_init(Rng* rng, const TrainArgs* args) { rng_seed(rng, args->seed ^ 0x5A4D504C45ULL); }
+
+/* --resume 1: the step of the newest complete checkpoint of --output-dir that verifies (reporting the
+ * ones passed over on stdout), −1 if there is none. No --output-dir: fatalf. */
+static inline int train_resume_find(const TrainArgs* args) {
+    if (!args->output_dir[0]) fatalf("--resume 1 needs --output-dir, where the checkpoints are");
+    return checkpoint_find_valid(args->output_dir, stdout);
 }
 
 /* A checkpoint's fp32 weights (malloc'd, the caller frees), after checking that its model config is

@@ -1,0 +1,223 @@
+/*
+ * llmc/train_loop.h — the per-step bookkeeping that the training loops of train_gpt.c (CPU) and
+ * train_gpt.cu (GPU) share.
+ *
+ * Each trainer's loop tells its own story: evaluate, sample, forward, backward, health guard, update,
+ * checkpoint (the GPU one with its ranks agreeing on every decision, and its own save_checkpoint).
+ * What both do alike around that story lives here, once, with the messages of doc/reliability.md:
+ *   StepStart               where a step starts: what a dropped step rewinds to
+ *   train_eval_due          whether the validation loss is computed before a step
+ *   train_state_at          the TrainState a checkpoint of a given step saves
+ *   train_checkpoint_due    whether the periodic checkpoint (--checkpoint-every) falls after a step
+ *   train_save_failed       --on-save-error after a failed save: its message and the exit status
+ *   train_record_best       DIR/best/best.txt after the best model's checkpoint (llmc/early_stop.h)
+ *   train_record_val        the validation line, its metrics record and early stopping's verdict
+ *   train_report_early_stop the line of an early stop
+ *   train_report_step       the step line (the trainer gives its throughput text), elapsed and ETA
+ *   train_report_health     the health guard's line for a skipped update
+ *   train_nonfinite_param   the error when an update made a parameter non-finite
+ *   train_health_stop       the error when too many updates in a row were skipped
+ *   train_preempted         the lines of a stop signal, and whether the last steps still need saving
+ *   TrainProfile            --profile N: which steps are timed, and when the table is printed
+ * Exit statuses: 0, SAVE_FAILED_EXIT_STATUS (74), HEALTH_EXIT_STATUS (65, llmc/health.h),
+ * PREEMPT_EXIT_STATUS (75, llmc/signals.h). No global state; static inline, valid C11 and C++.
+ */
+#ifndef LLMC_TRAIN_LOOP_H
+#define LLMC_TRAIN_LOOP_H
+
+#include <stdio.h>
+#include "llmc/checkpoint.h"
+#include "llmc/dataloader.h"
+#include "llmc/early_stop.h"
+#include "llmc/flags.h"
+#include "llmc/health.h"
+#include "llmc/logger.h"
+#include "llmc/profile.h"
+#include "llmc/progress.h"
+#include "llmc/rng.h"
+#include "llmc/signals.h"
+
+#define SAVE_FAILED_EXIT_STATUS 74 /* EX_IOERR: a checkpoint could not be written (--on-save-error stop) */
+
+/* Where a step starts: the Rng and the training loader's position before it. A stop signal in the
+ * middle of the step drops it (train_step_rewind), so a resumed run repeats it exactly; a checkpoint
+ * taken before the step's training (the best model's) saves this loader position. */
+typedef struct {
+    Rng rng;
+    DataLoaderState loader;
+} StepStart;
+
+static inline StepStart train_step_start(const Rng* rng, const DataLoader* train) {
+    StepStart start;
+    start.rng = *rng;
+    dataloader_get_state(train, &start.loader);
+    return start;
+}
+
+static inline void train_step_rewind(const StepStart* start, Rng* rng, DataLoader* train) {
+    *rng = start->rng;
+    dataloader_set_state(train, &start->loader);
+}
+
+/* Whether the validation loss is computed before step `step` (after `step` completed steps: the weights
+ * this step's training loss is computed with): every --val-every steps and before the last. */
+static inline int train_eval_due(const TrainArgs* args, int have_val, int step, int max_steps) {
+    return have_val && args->val_every > 0 && (step % args->val_every == 0 || step == max_steps - 1);
+}
+
+/* The training state a checkpoint of `step` completed steps saves: the run-defining part (train_run_state),
+ * the Rng, the health guard's history and the training loader's position `at`, or train's current one
+ * when at is NULL. */
+static inline TrainState train_state_at(const TrainState* run, int step, const Rng* rng, const HealthState* health,
+                                        const DataLoader* train, const DataLoaderState* at) {
+    TrainState st = *run;
+    st.step = step;
+    st.rng = *rng;
+    st.health = *health;
+    if (at) st.train_loader = *at;
+    else dataloader_get_state(train, &st.train_loader);
+    return st;
+}
+
+/* Whether a checkpoint is due after `completed` steps: with --output-dir, every --checkpoint-every steps
+ * and after the last. */
+static inline int train_checkpoint_due(const TrainArgs* args, int completed, int max_steps) {
+    return args->output_dir[0] && args->checkpoint_every > 0 && (completed % args->checkpoint_every == 0 || completed == max_steps);
+}
+
+/* After a save failed (its error already printed): with --on-save-error continue, says the run goes on
+ * without `what` and returns 0; with stop, prints the error naming the last checkpoint and returns
+ * SAVE_FAILED_EXIT_STATUS (the loop then ends). */
+static inline int train_save_failed(int save_error_continue, const char* what, int saved_step) {
+    if (save_error_continue) {
+        printf("checkpoint: continuing without %s (--on-save-error continue)\n", what);
+        return 0;
+    }
+    fprintf(stderr, "error: stopping (--on-save-error stop); the last checkpoint is step %d\n", saved_step);
+    return SAVE_FAILED_EXIT_STATUS;
+}
+
+/* Records the best model (its checkpoint of `step` just written to best_dir) in best_dir/best.txt.
+ * Returns 0, or −1 after printing why. */
+static inline int train_record_best(const EarlyStop* early, const char* best_dir, int step) {
+    char err[4600];
+    if (early_stop_try_write(early, best_dir, err, sizeof(err)) == 0) return 0;
+    fprintf(stderr, "error: best checkpoint of step %d not recorded: %s\n", step, err);
+    return -1;
+}
+
+/* The validation loss after `step` completed steps: its line on stdout, its record in metrics.jsonl,
+ * and early stopping's verdict on it (always EARLY_STOP_WAIT without --early-stop). */
+static inline EarlyStopVerdict train_record_val(const TrainArgs* args, Logger* logger, EarlyStop* early, int step, int max_steps,
+                                                float val_loss) {
+    printf("step %5d/%d | val loss %.6f\n", step, max_steps, val_loss);
+    logger_val(logger, step, val_loss);
+    return args->early_stop > 0 ? early_stop_update(early, step, val_loss) : EARLY_STOP_WAIT;
+}
+
+/* The line of an early stop; best_dir: where the best checkpoint is, "" when none is kept. */
+static inline void train_report_early_stop(const EarlyStop* early, const char* best_dir) {
+    printf("early stop: val loss has not improved for %d evaluations; best %.6f at step %d%s%s\n", early->since_best,
+           (double)early->best_loss, early->best_step, best_dir[0] ? ", checkpoint in " : "", best_dir);
+}
+
+/* What a step line tells: the step that completed `step` steps, its mean loss, learning rate, gradient
+ * norm, time and tokens per second, and the validation loss computed before it when `evaluated`. */
+typedef struct {
+    int step;
+    float loss, lr, norm;
+    double ms, tok_s;
+    int evaluated;
+    float val_loss;
+} StepLine;
+
+/* Counts the step's time into progress, then prints its line, with `throughput` (the trainer's
+ * "<FLOP rate> (<share> of peak)") and the elapsed time and ETA. Returns the elapsed seconds. */
+static inline double train_report_step(Progress* progress, const StepLine* s, int max_steps, const char* throughput) {
+    progress_step(progress, s->ms / 1000.0);
+    double elapsed = progress_elapsed(progress);
+    char val_text[48] = "", elapsed_text[32], eta_text[32];
+    if (s->evaluated) snprintf(val_text, sizeof(val_text), " | val loss %.6f", s->val_loss);
+    format_duration(elapsed_text, sizeof(elapsed_text), elapsed);
+    format_duration(eta_text, sizeof(eta_text), progress_eta(progress, max_steps - s->step));
+    printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.1f ms | %.0f tok/s | %s%s | elapsed %s | ETA %s\n", s->step, max_steps,
+           s->loss, s->lr, s->norm, s->ms, s->tok_s, throughput, val_text, elapsed_text, eta_text);
+    return elapsed;
+}
+
+/* The health guard's line when it skipped the update of the step that would have completed `step` steps. */
+static inline void train_report_health(const HealthResult* verdict, const HealthState* health, const HealthConfig* config, int step,
+                                       int max_steps) {
+    if (verdict->verdict == HEALTH_SKIP_NONFINITE)
+        printf("step %5d/%d | update skipped: non-finite loss or gradient norm (%d in a row, %d in the run)\n", step, max_steps,
+               health->bad_in_row, health->skipped);
+    if (verdict->verdict == HEALTH_SKIP_SPIKE)
+        printf("step %5d/%d | update skipped: spike, z-score loss %.2f norm %.2f > %g (%d in a row, %d in the run)\n", step, max_steps,
+               verdict->z_loss, verdict->z_norm, (double)config->spike_zscore, health->bad_in_row, health->skipped);
+}
+
+/* The error when the update of step `step` made parameter `bad` (an index into all parameters)
+ * non-finite; value: that parameter where the trainer holds it on the host, else NULL. Returns
+ * HEALTH_EXIT_STATUS. */
+static inline int train_nonfinite_param(const GPTConfig* c, size_t bad, const float* value, int step, int saved_step) {
+    int tensor;
+    size_t element;
+    gpt_param_locate(c, bad, &tensor, &element);
+    char value_text[48] = "";
+    if (value) snprintf(value_text, sizeof(value_text), " (%g)", (double)*value);
+    fprintf(stderr, "error: step %d: the update made parameter %s[%zu] non-finite%s; stopping, the last checkpoint is step %d\n", step,
+            GPT_PARAM_NAMES[tensor], element, value_text, saved_step);
+    return HEALTH_EXIT_STATUS;
+}
+
+/* After step `step`: 0 while the run may go on, else HEALTH_EXIT_STATUS after the error (more than
+ * --max-bad-steps updates skipped in a row). */
+static inline int train_health_stop(const HealthState* health, const HealthConfig* config, int step, int saved_step) {
+    if (!health_should_stop(health, config)) return 0;
+    fprintf(stderr, "error: step %d: %d updates skipped in a row (--max-bad-steps %d); stopping, the last checkpoint is step %d\n", step,
+            health->bad_in_row, config->max_bad_steps, saved_step);
+    return HEALTH_EXIT_STATUS;
+}
+
+/* A stop signal ended the run after `completed` steps: says so (sig: the signal this process received,
+ * 0 when another rank received it), and that nothing is saved without --output-dir. Returns whether
+ * the completed steps still need a checkpoint (the newest one, saved_step, is older). */
+static inline int train_preempted(const TrainArgs* args, int sig, int completed, int saved_step) {
+    printf("%s received: stopping after %d completed steps\n", sig ? preempt_signal_name(sig) : "a stop signal (on another rank)",
+           completed);
+    if (!args->output_dir[0]) {
+        printf("no --output-dir: nothing saved\n");
+        return 0;
+    }
+    return saved_step != completed;
+}
+
+/* --profile N (llmc/profile.h): the trainer times the ops of N steps from the run's second (the first
+ * warms caches), each step's table entries added by the trainer; train_profile_step counts a timed
+ * step and prints the table after the N-th, train_profile_finish prints it for a run that ended sooner. */
+typedef struct {
+    int steps, from, done; /* N; the first timed step; steps timed so far */
+    double seconds;        /* their measured step times */
+} TrainProfile;
+
+static inline void train_profile_init(TrainProfile* p, int steps, int start_step, int max_steps) {
+    p->steps = steps;
+    p->from = start_step + (max_steps - start_step > 1);
+    p->done = 0;
+    p->seconds = 0.0;
+}
+
+/* whether step `step` is timed */
+static inline int train_profile_on(const TrainProfile* p, int step) { return p->steps > 0 && step >= p->from && p->done < p->steps; }
+
+static inline void train_profile_step(TrainProfile* p, const Profiler* table, double seconds) {
+    p->done++;
+    p->seconds += seconds;
+    if (p->done == p->steps) profile_print(stdout, table, p->done, p->seconds);
+}
+
+static inline void train_profile_finish(const TrainProfile* p, const Profiler* table) {
+    if (p->done > 0 && p->done < p->steps) profile_print(stdout, table, p->done, p->seconds);
+}
+
+#endif /* LLMC_TRAIN_LOOP_H */
