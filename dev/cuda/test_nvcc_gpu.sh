@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # nvcc compiles the GPU trainer, its test and the kernel benchmark for sm_80 and sm_90, in bf16 and fp32,
 # with warnings as errors, and links train_gpt against cuBLASLt. One check per (file, precision, arch).
+# The compiles print ptxas's resource report (-Xptxas -v); every kernel of the trainer must be free of
+# register spills (local-memory traffic in the hot loops) on both architectures, except the head-dim-256
+# flash-attention instantiations (correct, not tuned) and, on sm_80 only, the head-dim-32 forward.
 # Usage: test_nvcc_gpu.sh NVCC "FLAGS"
 set -u
 nvcc=$1; flags=$2
@@ -10,14 +13,32 @@ if ! command -v "$nvcc" >/dev/null 2>&1; then
     bad "$nvcc not found: cannot check that the GPU trainer compiles"
     test_end; exit 1
 fi
+# check_spills LOG ARCH PRECISION: the kernels whose ptxas report shows spill stores or loads, less the allowed ones
+check_spills() {
+    local spills allowed='flash_attention_[a-z_]*kernel<256>'
+    [ "$2" = sm_80 ] && allowed="$allowed|flash_attention_forward_kernel<32>"
+    spills=$(echo "$1" | c++filt | awk '/Function properties for/ { name = $0; sub(/.*Function properties for (void )?/, "", name); sub(/\(.*/, "", name) }
+        /bytes spill stores/ && ($5 > 0 || $9 > 0) { print name " (" $5 "/" $9 " bytes)" }')
+    local bad_ones kernels
+    bad_ones=$(echo "$spills" | grep -v -E "^($allowed) " | grep -v '^$')
+    kernels=$(echo "$1" | grep -c 'Function properties for')
+    if [ -n "$bad_ones" ]; then
+        bad "$2 $3 train_gpt.cu: register spills in $(echo "$bad_ones" | tr '\n' ';')"
+    elif [ "$kernels" -gt 0 ]; then
+        ok "$2 $3 train_gpt.cu: $kernels functions, no register spills outside the allowed list ($(echo "$spills" | grep -c .) on it spill)"
+    else
+        bad "$2 $3 train_gpt.cu: no ptxas resource report to check"
+    fi
+}
 for src in train_gpt.cu test_gpt.cu dev/cuda/bench_kernels.cu; do
     for precision in bf16 fp32; do
         [ "$src" = dev/cuda/bench_kernels.cu ] && [ $precision = fp32 ] && continue
         define=""; [ $precision = fp32 ] && define=-DPRECISION_FP32
         for arch in sm_80 sm_90; do
             # shellcheck disable=SC2086
-            if log=$("$nvcc" $flags $define -arch=$arch -c "$src" -o "$tmp/o.o" 2>&1); then
+            if log=$("$nvcc" $flags -Xptxas -v $define -arch=$arch -c "$src" -o "$tmp/o.o" 2>&1); then
                 ok "nvcc -arch=$arch $precision $src (no warnings)"
+                [ "$src" = train_gpt.cu ] && check_spills "$log" "$arch" "$precision"
             else
                 echo "$log" | head -20; bad "nvcc -arch=$arch $precision $src"
             fi

@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Roofline floors for one training micro-step of the GPU trainer, op by op.
+
+For each op of train_gpt.cu (the names of its --profile table) this counts the floating-point
+operations and the fewest bytes the op must move through device memory (each input read once, each
+output written once; activations and parameters in bf16, statistics and optimizer state in fp32), and
+turns them into a floor time: max(flops / matrix rate, bytes / memory bandwidth). The sum is the step
+time no implementation can beat; its MFU (the trainer's 6N + 6·L·C·T flops per token against the
+datasheet peak) is the most this configuration can show. Compare the floors with the trainer's
+`--profile` table to see which op is furthest from its floor.
+
+Defaults: GPT-2 124M (d12), B=64, T=1024 on an H200, with the ceilings measured on such a machine of
+this workplace (bf16 matrix product 788 TFLOP/s, device copy 4.3 TB/s) and a 250 TFLOP/s goal for the
+flash attention. Usage: python3 dev/perf_model.py [--depth 12] [--batch 64] [--seq 1024] ...
+"""
+import argparse
+
+
+def model_ops(L, C, H, V, B, T, recompute):
+    """Yields (op name, flops, bytes, kind) for one micro-step (forward, backward) and one optimizer step."""
+    Vp = (V + 127) // 128 * 128
+    N = B * T                       # tokens
+    a = 2                           # bytes per activation / parameter (bf16)
+    P = 12 * L * C * C + 13 * L * C + Vp * C + T * C + 2 * C  # parameters (max_seq_len = T)
+    mm = lambda m, n, k: 2.0 * m * n * k  # noqa: E731
+    att_fwd = 2.0 * B * T * T * C   # causal: 4·T²·d·H·B / 2
+    # forward
+    yield "encoder forward", 0, N * C * a * 2, "mem"
+    yield "layernorm forward", 0, L * 2 * (4 * N * C * a + 8 * N), "mem"  # residual add + layernorm, 2 per layer
+    yield "matmul qkv forward", L * mm(N, 3 * C, C), L * (N * C + 3 * C * C + 3 * N * C) * a, "mm"
+    yield "attention forward", L * att_fwd, L * (4 * N * C * a + 4 * N * H), "att"
+    yield "matmul attn proj forward", L * mm(N, C, C), L * (2 * N * C + C * C) * a, "mm"
+    yield "matmul fc forward", L * mm(N, 4 * C, C), L * (N * C + 4 * C * C + 2 * 4 * N * C) * a, "mm"
+    yield "matmul fc proj forward", L * mm(N, C, 4 * C), L * (4 * N * C + 4 * C * C + N * C) * a, "mm"
+    yield "classifier forward", mm(N, Vp, C), (N * C + Vp * C + N * Vp) * a, "mm"
+    # backward: the fused classifier reads the logits once and writes their gradient in place
+    yield "classifier backward", 2 * mm(N, Vp, C), (3 * N * Vp + 2 * N * C + 3 * Vp * C) * a + 4 * N, "mm"
+    if recompute >= 1:
+        yield "gelu forward (recompute)", 0, L * 2 * 4 * N * C * a, "mem"
+    if recompute >= 2:
+        yield "layernorm forward (recompute)", 0, L * 2 * (2 * N * C * a + 8 * N), "mem"
+    # each matmul backward: dinp = dout·W (read dout, W; write dinp), dW += doutᵀ·inp (read dout, inp; W read+write),
+    # dbias = column sums of dout
+    for name, k, n in (("matmul fc proj backward", 4 * C, C), ("matmul fc backward", C, 4 * C),
+                       ("matmul attn proj backward", C, C), ("matmul qkv backward", C, 3 * C)):
+        yield name, L * 2 * mm(N, n, k), L * (3 * N * n + 2 * N * k + 3 * n * k) * a, "mm"
+    yield "attention backward", L * 2.5 * att_fwd, L * (8 * N * C * a + 4 * N * H), "att"
+    yield "layernorm backward", 0, L * 2 * (5 * N * C * a + 8 * N), "mem"  # dout, inp, residual grad read+write, dinp
+    yield "encoder backward", 0, (N * C + T * C + N * C) * a, "mem"
+    # optimizer: bf16 param and grad, fp32 master, m, v read; param, master, m, v written; grads zeroed
+    yield "adamw", 0, P * (2 + 2 + 3 * 4 + 2 + 3 * 4) + P * 2, "mem"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--depth", type=int, default=12, help="layers; channels 64·depth, heads depth (GPT-2 d12 = 124M)")
+    ap.add_argument("--vocab", type=int, default=50257)
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--seq", type=int, default=1024)
+    ap.add_argument("--recompute", type=int, default=1, help="-r of the trainer: 0 off, 1 GELU, 2 GELU and layernorm")
+    ap.add_argument("--matmul-tflops", type=float, default=788.0, help="measured bf16 matrix rate")
+    ap.add_argument("--attention-tflops", type=float, default=250.0, help="flash-attention rate (the goal)")
+    ap.add_argument("--bandwidth-tbs", type=float, default=4.3, help="measured device memory bandwidth, TB/s")
+    ap.add_argument("--peak-tflops", type=float, default=989.0, help="datasheet bf16 peak, for MFU")
+    args = ap.parse_args()
+    L, C, H, V, B, T = args.depth, 64 * args.depth, args.depth, args.vocab, args.batch, args.seq
+    rate = {"mm": args.matmul_tflops * 1e12, "att": args.attention_tflops * 1e12, "mem": float("inf")}
+    rows, total = [], 0.0
+    for name, flops, nbytes, kind in model_ops(L, C, H, V, B, T, args.recompute):
+        t = max(flops / rate[kind], nbytes / (args.bandwidth_tbs * 1e12))
+        bound = "memory" if nbytes / (args.bandwidth_tbs * 1e12) >= flops / rate[kind] else "compute"
+        rows.append((name, flops / 1e12, nbytes / 1e9, t * 1e3, bound))
+        total += t
+    Vp = (V + 127) // 128 * 128
+    params = 12 * L * C * C + 13 * L * C + Vp * C + T * C + 2 * C
+    flops_per_token = 6 * params + 6 * L * C * T
+    print(f"d{L}: L={L} C={C} H={H} V={V} (padded {Vp}) B={B} T={T}, {params / 1e6:.1f}M parameters, "
+          f"{flops_per_token / 1e9:.3f} GFLOP per token (6N + 6LCT)")
+    print(f"ceilings: matmul {args.matmul_tflops:.0f} TFLOP/s, attention {args.attention_tflops:.0f} TFLOP/s, "
+          f"memory {args.bandwidth_tbs:.1f} TB/s; MFU against {args.peak_tflops:.0f} TFLOP/s")
+    print(f"{'op':<34}{'TFLOP':>9}{'GB':>9}{'floor ms':>10}  bound")
+    for name, tf, gb, ms, bound in rows:
+        print(f"{name:<34}{tf:>9.3f}{gb:>9.2f}{ms:>10.3f}  {bound}")
+    tokens = B * T
+    print(f"{'total':<34}{sum(r[1] for r in rows):>9.3f}{sum(r[2] for r in rows):>9.2f}{total * 1e3:>10.3f}")
+    print(f"floor: {tokens / total:,.0f} tok/s, MFU at most {100 * flops_per_token * tokens / total / (args.peak_tflops * 1e12):.1f}%")
+
+
+if __name__ == "__main__":
+    main()
