@@ -136,7 +136,7 @@ static inline void dist_create(Distributed* d, const ProcessGroup* pg, int zero,
     process_group_share_id(pg, (unsigned char*)id.internal);
     ncclCheck(ncclCommInitRank(&d->comm, pg->world, id, pg->rank));
 #else
-    fatalf("%d ranks: this binary was built without NCCL (make train_gpt finds NCCL by linking -lnccl; install it, or run on one GPU)",
+    fatalf("%d ranks: this binary was built without NCCL (make train_gpt finds NCCL by a test link: in NCCL_HOME, the CUDA toolkit or a pip wheel; install it, or run on one GPU)",
            pg->world);
 #endif
 }

@@ -5,12 +5,15 @@
 #                                  resume 4 -> 2 -> 1 ranks, rendezvous by file and tcp, a killed rank
 #     make test-process-group      dev/test_process_group.c: rendezvous, timeouts, watchdog, shards, re-sharding
 #     make test-nvcc-dist          nvcc compiles train_gpt.cu with the real nccl.h (and mpi.h), sm_80 and sm_90
-#   real GPUs: make train_gpt links NCCL (-DUSE_NCCL -lnccl) and MPI (-DUSE_MPI) when a test link succeeds
-#   (scripts/dist_probe.sh says what is missing), else builds the single-GPU trainer.
+#     make test-dist-probe         dev/cuda/test_dist_probe.sh: the probe finds NCCL in a pip wheel's layout
+#                                  (toolkit without NCCL), in NCCL_HOME, in the toolkit; says why when none (~40 s)
+#   real GPUs: make train_gpt links NCCL (-DUSE_NCCL) and MPI (-DUSE_MPI) when a test link succeeds
+#   (scripts/dist_probe.sh says which NCCL, from NCCL_HOME, the toolkit or $(PYTHON)'s site-packages, or
+#   what is missing), else builds the single-GPU trainer.
 DIST_SIM_CXXFLAGS = $(SIM_FAST_CXXFLAGS) -DUSE_NCCL -DUSE_MPI
 # evaluated only when a recipe uses them (the probe runs nvcc)
-DIST_NVCC_FLAGS = $(shell bash scripts/dist_probe.sh "$(NVCC)" "$(MPICXX)" flags)
-DIST_LDLIBS = $(shell bash scripts/dist_probe.sh "$(NVCC)" "$(MPICXX)" libs)
+DIST_NVCC_FLAGS = $(shell PYTHON="$(PYTHON)" bash scripts/dist_probe.sh "$(NVCC)" "$(MPICXX)" flags)
+DIST_LDLIBS = $(shell PYTHON="$(PYTHON)" bash scripts/dist_probe.sh "$(NVCC)" "$(MPICXX)" libs)
 DIST_HEADERS := llmc/process_group.h llmc/zero.h llmc/distributed.cuh
 
 train_gpt_sim_dist: train_gpt.cu $(GPU_HEADERS) $(DIST_HEADERS)
@@ -31,13 +34,15 @@ test-process-group: build/dist/test_process_group
 	./build/dist/test_process_group
 test-nvcc-dist:
 	@bash dev/cuda/test_nvcc_dist.sh "$(NVCC)" "$(MPICXX)" "$(NVCC_TEST_FLAGS)"
+test-dist-probe:
+	@PYTHON="$(PYTHON)" bash dev/cuda/test_dist_probe.sh "$(NVCC)" "$(MPICXX)"
 
-TEST_TARGETS += test-distributed-sim test-process-group test-nvcc-dist
+TEST_TARGETS += test-distributed-sim test-process-group test-nvcc-dist test-dist-probe
 SIM_TEST_TARGETS += test-distributed-sim
 
-.PHONY: test-distributed-sim test-process-group test-nvcc-dist
+.PHONY: test-distributed-sim test-process-group test-nvcc-dist test-dist-probe
 
 # on a GPU machine: the 1-rank NCCL path's throughput vs the plain path (must keep >= 98%)
 dist-overhead: train_gpt
-	@bash scripts/dist_overhead.sh
+	@TRAINER=./train_gpt bash scripts/dist_overhead.sh
 .PHONY: dist-overhead

@@ -17,7 +17,8 @@ build/cudasim/test_flash_attention_fast: dev/cuda/test_flash_attention.cu $(FLAS
 	$(CXX) $(SIM_FAST_CXXFLAGS) -x c++ $< -x none $(SIM_LDLIBS) -o $@
 
 build/bench_flash_attention: dev/cuda/bench_flash_attention.cu $(FLASH_ATTENTION_DEPS) llmc/cublas_common.cuh
-	$(NVCC) -O3 -std=c++17 -arch=$(BENCH_ARCH) -I. $< -lcublas -lcublasLt -o $@
+	@mkdir -p build
+	@bash scripts/gpu_build.sh "$(NVCC)" $< $@ -O3 -std=c++17 -arch=$(BENCH_ARCH) -I. -- -lcublasLt -lcublas
 
 ALL_TARGETS += build/cudasim/test_flash_attention build/cudasim/test_flash_attention_fast
 

@@ -11,7 +11,7 @@ sample_gpt_sim: $(SAMPLE_GPU_DEPS)
 sample_gpt_sim_fp32: $(SAMPLE_GPU_DEPS)
 	$(CXX) $(SIM_FAST_CXXFLAGS) -Wno-unused-function -DPRECISION_FP32 -x c++ $< -x none $(SIM_LDLIBS) -o $@
 sample_gpt: $(SAMPLE_GPU_DEPS)
-	@bash scripts/gpu_build.sh "$(NVCC)" "$(NVCC_FLAGS) $(NVCC_PRECISION) $(NVCC_GENCODE)" $< $@ "$(GPU_LDLIBS)"
+	@bash scripts/gpu_build.sh "$(NVCC)" $< $@ $(NVCC_FLAGS) $(NVCC_PRECISION) $(NVCC_GENCODE) -- $(GPU_LDLIBS)
 
 ALL_TARGETS += sample_gpt_sim sample_gpt_sim_fp32
 

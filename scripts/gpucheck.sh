@@ -1,46 +1,250 @@
 #!/usr/bin/env bash
-# gpucheck: on a machine with an NVIDIA GPU, in under 5 minutes:
-#   1. builds train_gpt, test_gpt (bf16 and fp32), sample_gpt and the kernel benchmark for the GPU present (GPU_ARCH from nvidia-smi);
-#   2. writes a d12 reference state with train_gpt.py on CUDA (B=4, T=64; needs PyTorch with CUDA) and runs
-#      test_gpt (bf16 bounds) on it, and test_gpt on the small reference states in build/references (both precisions);
-#      sample_gpt (KV cache) generates from a reference state's model;
-#   3. the kernel benchmark and the flash-attention benchmark (make bench-flash-attention, vs a materialised baseline);
-#   4. a 30-step d12 training benchmark at B=64, T=1024 on mock data, printing tokens/s and MFU. It runs with
-#      --deterministic 0 (the flash-attention backward's faster atomic dQ mode): throughput, not bit-reproducibility.
-# Ends with "N passed, M failed".
-set -u
-cd "$(dirname "$0")/.."
-PYTHON=${PYTHON:-python3}
-NVCC=${NVCC:-nvcc}
-pass=0; fail=0
-ok() { echo "ok    $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL  $1"; fail=$((fail + 1)); }
-step() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; }
+# gpucheck: on a machine with an NVIDIA GPU, in a few minutes (make gpucheck):
+#   1. builds, in one parallel make for the GPU present (GPU_ARCH from nvidia-smi): train_gpt (with NCCL and MPI
+#      where scripts/dist_probe.sh finds them), test_gpt bf16 and fp32, sample_gpt, the kernel and the
+#      flash-attention benchmarks; meanwhile train_gpt.py writes the small reference states (build/references)
+#      and a d12 one (B=4, T=64, 3 steps; float64 on the CPU);
+#   2. test_gpt (both precisions) on every small reference state, bf16 with recompute 2 on one, bf16 on d12
+#      (the benchmarks wait for it: no CPU-heavy reference run beside them); a missing reference state is a
+#      failure, never a skip;
+#   3. a d12 training run at B=64, T=1024 on mock data, 40 steps, --profile 10 (the per-op table of steps 2..11;
+#      tokens/s and MFU are the medians of steps 13..40, outside the profiled ones), --deterministic 0 (the
+#      flash-attention backward's faster atomic dQ: throughput, not bit-reproducibility), recompute 1;
+#   4. the flash-attention benchmark (vs a materialised baseline) and the kernel benchmark;
+#   5. sample_gpt (KV cache): 200 token ids from a reference model, past its max_seq_len.
+# Each step runs under `timeout` (its own budget, capped by what is left of GPUCHECK_BUDGET seconds), with
+# its output in GPUCHECK_DIR/<step>.log; the run ends with a table of the steps, the measured figures and
+# "N passed, M failed".
+# Usage: gpucheck.sh [--no-build]   (--no-build: use the binaries already built; reference states are
+# always brought up to date: make build/references/.stamp, and the d12 one when missing or stale)
+# Sourced (scripts/device_check.sh), it only defines the gc_* functions below and runs nothing.
+# Environment: NVCC (default nvcc, else $CUDA_HOME/bin/nvcc or /usr/local/cuda/bin/nvcc), PYTHON (the first of
+# $PYTHON, python3, /usr/bin/python3 that imports torch and numpy), MPICXX (default mpicxx), GPUCHECK_DIR
+# (default build/gpucheck), GPUCHECK_BUDGET (default 900).
 
-arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d '.')
-if [ -z "$arch" ]; then echo "error: nvidia-smi found no GPU: gpucheck needs one"; echo "0 passed, 1 failed"; exit 1; fi
-echo "gpucheck: GPU compute capability $arch"
-step "build train_gpt, test_gpt (bf16), bench_kernels for sm_$arch" make -s NVCC="$NVCC" GPU_ARCH="$arch" train_gpt test_gpt sample_gpt build/gpu/bench_kernels
-mkdir -p build/gpu
-step "build test_gpt (fp32)" bash scripts/gpu_build.sh "$NVCC" "-O3 -std=c++17 -I. -DPRECISION_FP32 -gencode arch=compute_$arch,code=sm_$arch" \
-    test_gpt.cu build/gpu/test_gpt_fp32 "-lcublasLt -lcublas"
-make -s build/references/.stamp >/dev/null 2>&1 || true
-for d in build/references/*/; do
-    step "test_gpt bf16 $(basename "$d")" sh -c "./test_gpt $d | tail -n 3"
-    step "test_gpt fp32 $(basename "$d")" sh -c "./build/gpu/test_gpt_fp32 $d | tail -n 3"
-done
-if "$PYTHON" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
-    step "d12 reference state (train_gpt.py on CUDA)" "$PYTHON" train_gpt.py --reference-out build/gpu/ref_d12 --steps 3 --n-layer 12 \
-        --n-head 12 --n-embd 768 --vocab-size 50257 --seq-len 64 --batch-size 4 --seed 12 --device cuda
-    step "test_gpt bf16 on d12" sh -c "./test_gpt build/gpu/ref_d12 | tail -n 3"
-else
-    bad "d12 reference state: PyTorch with CUDA is not installed for $PYTHON"
+# gc_init: the tools, the GPU's architecture, the log directory and the deadline
+gc_init() {
+    cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+    gc_dir=${GPUCHECK_DIR:-build/gpucheck}
+    mkdir -p "$gc_dir" build/gpu || exit 1
+    gc_dir=$(cd "$gc_dir" && pwd)
+    : >"$gc_dir/results.tsv"
+    gc_deadline=$((SECONDS + ${GPUCHECK_BUDGET:-900}))
+    gc_jobs=$(nproc 2>/dev/null || echo 4)
+    NVCC=${NVCC:-nvcc}
+    local candidate version
+    if ! command -v "$NVCC" >/dev/null 2>&1; then
+        for candidate in "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" /usr/local/cuda/bin/nvcc; do
+            if [ -x "$candidate" ]; then NVCC=$candidate; break; fi
+        done
+    fi
+    MPICXX=${MPICXX:-mpicxx}
+    gc_python_note="no Python with torch and numpy among: ${PYTHON:-} python3 /usr/bin/python3"
+    for candidate in ${PYTHON:-} python3 /usr/bin/python3; do
+        if version=$("$candidate" -c 'import numpy, torch; print(torch.__version__)' 2>/dev/null); then
+            PYTHON=$(command -v "$candidate")
+            gc_python_note="$PYTHON, torch $version"
+            break
+        fi
+    done
+    PYTHON=${PYTHON:-python3}
+    gc_arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d '. ')
+    gc_gpu=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -n 1)
+    echo "gpucheck: GPU ${gc_gpu:-none seen by nvidia-smi}, compute capability ${gc_arch:-?}; nvcc $NVCC; python $gc_python_note; logs in $gc_dir"
+}
+
+# gc_record STATUS NAME SECONDS NOTE: one result line (results.tsv, so that steps run in the background count)
+gc_record() {
+    printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$(echo "$4" | tr '\t\n' '  ' | cut -c 1-150)" >>"$gc_dir/results.tsv"
+    if [ "$1" = ok ]; then echo "ok    $2 (${3} s) $4"; else echo "FAIL  $2 (${3} s) $4"; fi
+}
+
+# gc_step NAME BUDGET CHECK CMD...: runs CMD under timeout, stdout and stderr in $gc_dir/<NAME>.log; passes
+# when CMD exits 0 and the function CHECK (given the log; "-": none) returns 0. CHECK prints the note.
+# On a failure the log's last lines are printed. The log's name is in gc_last_log.
+gc_step() {
+    local name=$1 budget=$2 check=$3
+    shift 3
+    local slug left start rc note
+    slug=$(echo "$name" | tr -c 'A-Za-z0-9._-' '_' | cut -c 1-60)
+    gc_last_log=$gc_dir/$slug.log
+    left=$((gc_deadline - SECONDS))
+    if [ "$left" -lt 10 ]; then gc_record FAIL "$name" 0 "not run: the time budget is spent"; return 1; fi
+    if [ "$budget" -gt "$left" ]; then budget=$left; fi
+    start=$SECONDS
+    { printf '$'; printf ' %q' "$@"; echo; } >"$gc_last_log"
+    timeout -k 10 "$budget" "$@" >>"$gc_last_log" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ] && { [ "$check" = - ] || note=$("$check" "$gc_last_log"); }; then
+        gc_record ok "$name" $((SECONDS - start)) "${note:-}"
+        return 0
+    fi
+    if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then note="timed out after $budget s"
+    elif [ $rc -ne 0 ]; then note="exit $rc: $(grep -m 1 -E 'error|Error|FAIL' "$gc_last_log" | cut -c 1-120)"; fi
+    gc_record FAIL "$name" $((SECONDS - start)) "$note"
+    tail -n 15 "$gc_last_log" | cut -c 1-200 | sed 's/^/    | /'
+    return 1
+}
+
+# checks on a step's log: print a note, return non-zero when the output is wrong
+gc_check_tally() { # the last "N passed, M failed" line, with M = 0
+    local line
+    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$1" | tail -n 1)
+    echo "${line:-no 'N passed, M failed' line}"
+    [[ "$line" == *" passed, 0 failed" ]]
+}
+gc_check_sample() { # 200 token ids on stdout (stderr's lines start with "sample_gpt:", maybe after the ids)
+    local n
+    n=$(tail -n +2 "$1" | sed 's/sample_gpt:.*//' | tr -s ' \t' '\n\n' | grep -cE '^[0-9]+$')
+    echo "$n token ids; $(grep -o 'sample_gpt: [0-9]* tokens in .*' "$1" | sed 's/^sample_gpt: //')"
+    [ "$n" -eq 200 ]
+}
+gc_check_train() { # every step line present, a profile table, finite losses
+    local steps
+    steps=$(grep -cE '^step +[0-9]+/40 \| loss [0-9]' "$1")
+    echo "$steps of 40 step lines; $(gc_train_figures "$1")"
+    [ "$steps" -eq 40 ] && grep -q '^profile of' "$1"
+}
+gc_check_kernels() { grep -c -E 'GB/s|TFLOP/s' "$1" | sed 's/$/ kernels timed/'; grep -q '^benchmark done' "$1"; }
+gc_check_flash() { # every shape timed, and its output's max difference from the materialised one finite
+    local shapes
+    shapes=$(grep -c '^B=' "$1")
+    echo "$shapes shapes; max |flash - materialised| $(grep 'max |flash' "$1" | sed 's/.*= //' | tr '\n' ' ')"
+    [ "$shapes" -gt 0 ] && awk '/max \|flash out - materialised out\|/ { n++; if ($NF !~ /^[0-9.e+-]+$/) bad = 1 } END { exit bad || n == 0 }' "$1"
+}
+gc_check_reference() { grep -m 1 '^wrote' "$1" | cut -c 1-140; test -f "$2/reference.bin"; }
+
+# gc_train_figures LOG: median tokens/s and MFU of the steps after the profiled ones (13..40)
+gc_train_figures() {
+    grep -E '^step +[0-9]+/40 \|' "$1" | awk -F'|' '{ split($1, a, /[ \/]+/); if (a[2] > 12) { t = $6; m = $7; gsub(/[^0-9.]/, "", t);
+        sub(/.*\(/, "", m); sub(/%.*/, "", m); print t, m } }' | sort -n |
+        awk '{ t[NR] = $1; m[NR] = $2 } END { if (NR) printf "%.0f tok/s, MFU %s%% (median of %d steps)", t[int((NR + 1) / 2)], m[int((NR + 1) / 2)], NR; else printf "no step lines" }'
+}
+
+# gc_probe: which NCCL and MPI train_gpt links (scripts/dist_probe.sh, once); sets gc_dist_flags, gc_dist_libs
+gc_probe() {
+    local log=$gc_dir/dist_probe.log
+    gc_dist_flags=$(PYTHON="$PYTHON" bash scripts/dist_probe.sh "$NVCC" "$MPICXX" flags 2>"$log")
+    gc_dist_libs=$(PYTHON="$PYTHON" bash scripts/dist_probe.sh "$NVCC" "$MPICXX" libs 2>/dev/null)
+    printf 'flags: %s\nlibs: %s\n' "$gc_dist_flags" "$gc_dist_libs" >>"$log"
+    gc_nccl_note=$(grep -m 1 'NCCL' "$log" | sed 's/^note: //')
+    gc_record ok "NCCL/MPI probe" 0 "${gc_nccl_note:-no note}; MPI: $([[ "$gc_dist_flags" == *-DUSE_MPI* ]] && echo yes || echo no)"
+}
+
+# gc_start_references: the reference states that are missing or older than train_gpt.py, written in the
+# background (the build runs meanwhile); gc_tests and gc_test_d12 wait for them
+gc_start_references() {
+    gc_step "reference states (train_gpt.py, small)" 180 - make -s PYTHON="$PYTHON" build/references/.stamp &
+    gc_ref_small_pid=$!
+    gc_ref_d12_pid=""
+    if [ -f build/gpu/ref_d12/reference.bin ] && [ build/gpu/ref_d12/reference.bin -nt train_gpt.py ]; then return; fi
+    rm -rf build/gpu/ref_d12
+    gc_step "d12 reference state (train_gpt.py, float64 on the CPU)" 240 gc_check_d12_reference \
+        "$PYTHON" train_gpt.py --reference-out build/gpu/ref_d12 --steps 3 --n-layer 12 --n-head 12 --n-embd 768 \
+        --vocab-size 50257 --seq-len 64 --batch-size 4 --seed 12 --threads $(((gc_jobs + 1) / 2)) &
+    gc_ref_d12_pid=$!
+}
+gc_check_d12_reference() { gc_check_reference "$1" build/gpu/ref_d12; }
+
+# gc_build: one parallel make of every binary for sm_<arch> (warnings are not errors here: another host compiler)
+gc_build() {
+    gc_probe
+    gc_step "build for sm_${gc_arch:-90} (make -j$gc_jobs)" 420 gc_check_binaries make -k -B -s -j"$gc_jobs" NVCC="$NVCC" PYTHON="$PYTHON" \
+        GPU_ARCH="${gc_arch:-90}" BENCH_ARCH="sm_${gc_arch:-90}" NVCC_WERROR= DIST_NVCC_FLAGS="$gc_dist_flags" DIST_LDLIBS="$gc_dist_libs" \
+        "${gc_binaries[@]}"
+}
+gc_binaries=(train_gpt test_gpt build/gpu/test_gpt_fp32 sample_gpt build/gpu/bench_kernels build/bench_flash_attention)
+gc_check_binaries() {
+    local b missing=""
+    for b in "${gc_binaries[@]}"; do [ -x "$b" ] || missing="$missing $b"; done
+    if [ -n "$missing" ]; then echo "missing:$missing"; return 1; fi
+    echo "${#gc_binaries[@]} binaries"
+}
+
+# gc_tests: test_gpt on every small reference state (bf16 and fp32), recompute 2 on one; sample_gpt. gc_test_d12: d12
+gc_tests() {
+    local d found=0 expected
+    wait "$gc_ref_small_pid" 2>/dev/null
+    for expected in a_L2_H4_C64_T32_V512 b_L2_H3_C96_T37_V300 c_L1_H1_C32_T16_V129 d_L3_H2_C48_T64_V1000; do
+        [ -f "build/references/$expected/reference.bin" ] || gc_record FAIL "reference state $expected" 0 "missing (see the reference step's log)"
+    done
+    for d in build/references/*/; do
+        [ -f "$d/reference.bin" ] || continue
+        found=1
+        gc_step "test_gpt bf16 $(basename "$d")" 120 gc_check_tally ./test_gpt "$d"
+        gc_step "test_gpt fp32 $(basename "$d")" 120 gc_check_tally ./build/gpu/test_gpt_fp32 "$d"
+    done
+    if [ $found = 1 ]; then
+        gc_step "test_gpt bf16 a_L2_H4_C64_T32_V512 recompute 2" 120 gc_check_tally ./test_gpt build/references/a_L2_H4_C64_T32_V512 2
+        gc_step "sample_gpt: 200 tokens past max_seq_len 32" 60 gc_check_sample ./sample_gpt -e build/references/a_L2_H4_C64_T32_V512/model.bin --ids -g 200
+    fi
+}
+gc_test_d12() {
+    wait "$gc_ref_d12_pid" 2>/dev/null
+    if [ -f build/gpu/ref_d12/reference.bin ]; then gc_step "test_gpt bf16 on d12" 180 gc_check_tally ./test_gpt build/gpu/ref_d12
+    else gc_record FAIL "test_gpt bf16 on d12" 0 "no d12 reference state (see its step's log)"; fi
+}
+
+# gc_benchmarks: d12 training with the per-op profile, the flash-attention and the kernel benchmarks
+gc_benchmarks() {
+    gc_step "d12 training B=64 T=1024, 40 steps, --profile 10" 240 gc_check_train ./train_gpt -e d12 --mock-data 1 -b 64 -t 1024 \
+        -x 40 -v 0 -s 0 -r 1 --deterministic 0 --profile 10
+    gc_train_log=$gc_last_log
+    # its make rule (mk/flash_attention.mk) links without gpu_build.sh's run path: where the loader cannot find
+    # cuBLAS, take the directory the gpu_build.sh binaries resolve it in
+    local libdir=""
+    if ldd ./build/bench_flash_attention 2>/dev/null | grep -q 'not found'; then
+        libdir=$(ldd ./build/gpu/bench_kernels 2>/dev/null | awk '/libcublas\.so/ { print $3; exit }')
+        libdir=${libdir%/*}
+    fi
+    gc_step "flash-attention benchmark" 180 gc_check_flash env ${libdir:+LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"} \
+        ./build/bench_flash_attention
+    gc_flash_log=$gc_last_log
+    gc_step "kernel benchmark" 120 gc_check_kernels ./build/gpu/bench_kernels
+}
+
+# gc_summary: the steps, the measured figures, "N passed, M failed"; returns non-zero on a failure
+gc_summary() {
+    local pass fail
+    echo
+    echo "==== summary ($gc_dir)"
+    awk -F'\t' '{ printf "%-4s %4s s  %-52s %s\n", $1, $3, $2, $4 }' "$gc_dir/results.tsv"
+    echo "---- figures"
+    echo "GPU: ${gc_gpu:-none seen}"
+    if [ -n "${gc_train_log:-}" ] && [ -f "$gc_train_log" ]; then
+        echo "d12 training, B=64 T=1024: $(gc_train_figures "$gc_train_log")"
+        awk '/^profile of/ { on = 1; n = 0 } on && n < 12 { print; n++ } /^profile: / { print; on = 0 }' "$gc_train_log"
+    fi
+    if [ -n "${gc_flash_log:-}" ] && [ -f "$gc_flash_log" ]; then
+        echo "flash attention, TFLOP/s (causal): shape | forward | backward atomic dQ | forward + backward | materialised forward"
+        awk '/^B=/ { shape = $0 } /flash forward  / { f = $(NF - 1) } /backward \(atomic/ { b = $(NF - 1) }
+             /forward \+ backward/ { fb = $(NF - 1) }
+             /materialised forward/ { for (i = 1; i < NF; i++) if ($(i + 1) == "TFLOP/s") m = $i; printf "  %-26s | %7s | %7s | %7s | %7s\n", shape, f, b, fb, m }' "$gc_flash_log"
+    fi
+    if [ -n "${gc_overhead_log:-}" ] && [ -f "$gc_overhead_log" ]; then
+        echo "distributed path on 1 GPU: $(grep -m 1 '^plain ' "$gc_overhead_log" || echo 'no figure')"
+    fi
+    pass=$(grep -c '^ok' "$gc_dir/results.tsv")
+    fail=$(grep -c '^FAIL' "$gc_dir/results.tsv")
+    echo "$pass passed, $fail failed"
+    [ "$fail" -eq 0 ]
+}
+
+gpucheck_main() {
+    local build=1
+    if [ "${1:-}" = --no-build ]; then build=0
+    elif [ $# -gt 0 ]; then echo "usage: gpucheck.sh [--no-build]" >&2; exit 2; fi
+    gc_init
+    if [ -z "$gc_arch" ]; then echo "error: nvidia-smi found no GPU: gpucheck needs one"; echo "0 passed, 1 failed"; exit 1; fi
+    gc_start_references
+    if [ $build = 1 ]; then gc_build; fi
+    gc_tests
+    gc_test_d12
+    gc_benchmarks
+    gc_summary
+}
+
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+    set -u
+    gpucheck_main "$@"
 fi
-ref_model=$(ls build/references/*/model.bin | head -n 1)
-step "sample_gpt: 200 tokens from $ref_model (past its max_seq_len)" sh -c "./sample_gpt -e $ref_model --ids -g 200 | wc -w | grep -qx 200"
-step "kernel benchmark" ./build/gpu/bench_kernels
-step "flash-attention benchmark" make -s NVCC="$NVCC" bench-flash-attention
-step "d12 training benchmark, 30 steps at B=64 T=1024" sh -c \
-    "./train_gpt -e d12 --mock-data -b 64 -t 1024 -x 30 -v 0 -s 0 -r 1 --deterministic 0 | grep -E '^(device|attention|parameters|recompute|step +(1|10|20|30)/)'"
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]

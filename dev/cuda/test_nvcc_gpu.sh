@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # nvcc compiles the GPU trainer, its test and the kernel benchmark for sm_80 and sm_90, in bf16 and fp32,
-# with warnings as errors, and links train_gpt against cuBLASLt. One check per (file, precision, arch).
+# with warnings as errors, and builds train_gpt with the Makefile's own nvcc rule. One check per (file, precision, arch).
 # The compiles print ptxas's resource report (-Xptxas -v); every kernel of the trainer must be free of
 # register spills (local-memory traffic in the hot loops) on both architectures, except the head-dim-256
 # flash-attention instantiations (correct, not tuned) and, on sm_80 only, the head-dim-32 forward.
@@ -45,12 +45,11 @@ for src in train_gpt.cu test_gpt.cu dev/cuda/bench_kernels.cu; do
         done
     done
 done
-# the fat binary links (CUDA 12.x and 13 both: nothing version-specific is used)
-# shellcheck disable=SC2086
-if log=$("$nvcc" $flags -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 train_gpt.cu \
-    -o "$tmp/train_gpt" -lcublasLt -lcublas 2>&1); then
-    ok "train_gpt links as a fat binary for sm_80 + sm_90 against cuBLASLt"
+# the Makefile's own rule (the one gpucheck uses: quoted defines, the NCCL/MPI probe, the run path) builds
+# and links the default fat binary for sm_80 + sm_90 (CUDA 12.x and 13 both: nothing version-specific is used)
+if log=$(make -s -W train_gpt.cu train_gpt NVCC="$nvcc" 2>&1) && [ -x train_gpt ]; then
+    ok "make train_gpt: the fat binary for sm_80 + sm_90 builds and links (cuBLASLt$(grep -q USE_NCCL <<<"$log" && echo ", NCCL"))"
 else
-    echo "$log" | head -20; bad "train_gpt fat binary link"
+    echo "$log" | tail -20; bad "make train_gpt (the Makefile's nvcc rule)"
 fi
 test_end
