@@ -15,7 +15,7 @@ Two modes (run with --help for every flag):
   tokens, logits, loss, every gradient, the loss before each of K AdamW steps on that one batch, and
   the weights after them. The initial weights are drawn in fp32 from a seeded torch.Generator and
   written first; the reference is then computed from those exact values upcast to --ref-dtype
-  (float64 by default). The hyperparameters are rounded to float32 before use, because that is how
+  (float64 by default), on --device (the CPU by default; on a GPU a d12 state takes seconds). The hyperparameters are rounded to float32 before use, because that is how
   reference.bin stores them, so a C trainer reading the header uses bit-identical values.
   --perturb (on by default in this mode) sets LayerNorm weights to 1 + N(0, 0.1) and LayerNorm and
   Linear biases to N(0, 0.02), so that the bias and LayerNorm-parameter code paths see non-trivial values.
@@ -448,7 +448,9 @@ def write_reference(args, cfg):
     save_model_file(os.path.join(args.reference_out, "model.bin"), cfg, init)
 
     dtype = {"float64": torch.float64, "float32": torch.float32}[args.ref_dtype]
-    model = GPT(cfg, {n: t.to(dtype) for n, t in init.items()})
+    device = torch.device(args.device)
+    model = GPT(cfg, {n: t.to(dtype) for n, t in init.items()}).to(device)
+    x, y = x.to(device), y.to(device)
     logits, loss = model(x, y)
     loss.backward()
     grads = [p.grad.detach().clone() for p in model.parameters()]
@@ -467,8 +469,8 @@ def write_reference(args, cfg):
               16: f32_bits(args.lr), 17: f32_bits(args.final_lr_frac), 18: f32_bits(args.weight_decay),
               19: f32_bits(args.beta1), 20: f32_bits(args.beta2), 21: f32_bits(args.eps),
               22: f32_bits(args.grad_clip), 23: f32_bits(args.wsd_frac), 24: args.seed}
-    f32 = lambda t: t.detach().to(torch.float32).numpy()
-    chunks = [x.to(torch.int32).numpy(), y.to(torch.int32).numpy(), f32(logits), f32(loss.reshape(1))]
+    f32 = lambda t: t.detach().to(torch.float32).cpu().numpy()
+    chunks = [x.to(torch.int32).cpu().numpy(), y.to(torch.int32).cpu().numpy(), f32(logits), f32(loss.reshape(1))]
     chunks += [f32(gr) for gr in grads]
     chunks += [np.array(step_losses, dtype=np.float32)]
     chunks += [f32(p) for p in model.parameters()]
@@ -611,7 +613,7 @@ def build_parser():
     t.add_argument("--val-data", metavar="GLOB")
     t.add_argument("--val-every", type=int, default=0, help="evaluate every this many steps (0 = never)")
     t.add_argument("--val-batches", type=int, default=10)
-    t.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ...")
+    t.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ... (a reference state is computed there in --ref-dtype)")
     t.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32", help="bfloat16 = autocast")
     t.add_argument("--write-model", metavar="PATH", help="save the initial model (before training)")
     t.add_argument("--out-model", metavar="PATH", help="save the model after training")

@@ -3,7 +3,7 @@
 #   1. builds, in one parallel make for the GPU present (GPU_ARCH from nvidia-smi): train_gpt (with NCCL and MPI
 #      where scripts/dist_probe.sh finds them), test_gpt bf16 and fp32, sample_gpt, the kernel and the
 #      flash-attention benchmarks; meanwhile train_gpt.py writes the small reference states (build/references)
-#      and a d12 one (B=4, T=64, 3 steps; float64 on the CPU);
+#      and a d12 one (B=4, T=64, 3 steps; float64, on the GPU when PyTorch sees it, else on the CPU);
 #   2. test_gpt (both precisions) on every small reference state, bf16 with recompute 2 on one, bf16 on d12
 #      (the benchmarks wait for it: no CPU-heavy reference run beside them); a missing reference state is a
 #      failure, never a skip;
@@ -139,9 +139,11 @@ gc_start_references() {
     gc_ref_d12_pid=""
     if [ -f build/gpu/ref_d12/reference.bin ] && [ build/gpu/ref_d12/reference.bin -nt train_gpt.py ]; then return; fi
     rm -rf build/gpu/ref_d12
-    gc_step "d12 reference state (train_gpt.py, float64 on the CPU)" 240 gc_check_d12_reference \
+    local device
+    device=$("$PYTHON" -c 'import torch; print("cuda" if torch.cuda.is_available() else "cpu")' 2>/dev/null)
+    gc_step "d12 reference state (train_gpt.py, float64 on ${device:-cpu})" 240 gc_check_d12_reference \
         "$PYTHON" train_gpt.py --reference-out build/gpu/ref_d12 --steps 3 --n-layer 12 --n-head 12 --n-embd 768 \
-        --vocab-size 50257 --seq-len 64 --batch-size 4 --seed 12 --threads $(((gc_jobs + 1) / 2)) &
+        --vocab-size 50257 --seq-len 64 --batch-size 4 --seed 12 --device "${device:-cpu}" --threads $(((gc_jobs + 1) / 2)) &
     gc_ref_d12_pid=$!
 }
 gc_check_d12_reference() { gc_check_reference "$1" build/gpu/ref_d12; }
