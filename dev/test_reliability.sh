@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Reliability tests of a trainer (usage: dev/test_reliability.sh [TRAINER], default ./train_gpt_cpu):
+# Reliability tests of a trainer (usage: dev/test_reliability.sh [TRAINER [MICRO_STEPS]], default
+# ./train_gpt_cpu and 20 micro-steps per step in the signal runs; the simulated GPU trainer takes 4):
 #   - SIGTERM, SIGUSR1, SIGINT: the run stops at the next micro-step, writes a checkpoint of the
 #     completed steps and exits 75; resuming it ends bit-identical to an uninterrupted run;
 #   - corrupted checkpoints (flipped byte, truncated state, malformed marker) are skipped, named,
@@ -10,6 +11,11 @@
 # Ends with "N passed, M failed".
 set -u
 trainer=${1:-./train_gpt_cpu}
+micro_steps=${2:-20}
+if ! [[ $micro_steps =~ ^[0-9]+$ ]] || [ "$micro_steps" -lt 2 ]; then
+    echo "error: dev/test_reliability.sh: MICRO_STEPS must be an integer of at least 2, not '$micro_steps'" >&2
+    exit 2
+fi
 . "$(dirname "$0")/testlib.sh"
 test_begin 2
 # same_final DIR_A DIR_B STEP: model and state files of STEP identical
@@ -18,24 +24,33 @@ same_final() { same_files "$1" "$2" $(checkpoint_files "$3"); }
 
 write_shard "$tmp/train_000.bin" 256 20000 || bad "writing shards"
 write_shard "$tmp/train_001.bin" 256 15000 || bad "writing shards"
-base=("$trainer" --n-layer 2 --n-head 4 --n-embd 64 --vocab-size 256 -b 4 -t 32 -i "$tmp/train_*.bin" -s 0 -v 0 -l 1e-3 -u 2 --seed 3)
+B=4
+T=32
+base=("$trainer" --n-layer 2 --n-head 4 --n-embd 64 --vocab-size 256 -b "$B" -t "$T" -i "$tmp/train_*.bin" -s 0 -v 0 -l 1e-3 -u 2 --seed 3)
 
 # ---------------------------------------------------------------- stop signals
-# 20 micro-steps per step, so a signal lands inside a step
-long=("${base[@]}" -d 2560 -x 8)
+# MICRO_STEPS micro-steps per step (at least 2), so a signal can land inside a step. The run's output
+# reaches this script through a FIFO, read line by line: the signal goes out the moment the line of
+# step 3 arrives (no polling, no fixed delay), so it lands early in step 4, and steps 4-8 are the
+# margin before the run would end, on a loaded machine too (a step's line and the next step's first
+# micro-step are microseconds apart, so the signal practically always lands inside step 4)
+long=("${base[@]}" -d $((micro_steps * B * T)) -x 8)
 "${long[@]}" -o "$tmp/sig_ref" -n 8 >"$tmp/sig_ref.log" 2>&1 || bad "uninterrupted signal-test run failed"
+mkfifo "$tmp/sig.fifo" || bad "mkfifo $tmp/sig.fifo failed"
 for sig in TERM USR1 INT; do
     dir="$tmp/sig_$sig"
     log="$tmp/sig_$sig.log"
-    "${long[@]}" -o "$dir" >"$log" 2>&1 &
+    "${long[@]}" -o "$dir" >"$tmp/sig.fifo" 2>&1 &
     pid=$!
-    while kill -0 $pid 2>/dev/null && ! grep -q '^step  *3/8 | loss' "$log"; do sleep 0.01; done
-    sleep 0.05
-    start=$(date +%s.%N)
+    exec 3<"$tmp/sig.fifo"
+    while IFS= read -r line <&3 && printf '%s\n' "$line" >>"$log" && ! [[ $line =~ ^step\ +3/8\ \|\ loss ]]; do :; done
+    start=$EPOCHREALTIME
     kill -$sig $pid
+    cat <&3 >>"$log" # the rest of the output, until the run exits
+    exec 3<&-
     wait $pid
     rc=$?
-    took=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+    took=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }')
     printed=$(last_step "$log")
     saved=$(checkpoint_steps "$dir" | tail -n 1)
     if [ $rc -eq 75 ] && [ -n "$saved" ] && [ $((10#$saved)) -eq "$printed" ] && grep -q "SIG$sig received" "$log"; then
