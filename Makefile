@@ -14,6 +14,8 @@ LDLIBS ?= -lm -lpthread
 
 ALL_TARGETS :=
 TEST_TARGETS :=
+# every header a GPU build (nvcc or simulated) may include: defined before the fragments, whose rules use it
+GPU_HEADERS := $(wildcard llmc/*.cuh) $(wildcard llmc/*.h) $(wildcard dev/cudasim/*.h)
 
 .DEFAULT_GOAL := all
 

@@ -5,8 +5,11 @@
  *   losses[i] = logsumexp(logits[i,:V]) - logits[i,target_i]
  *   with dloss != 0 (training), in place: logits[i,j] = dloss·(exp(logits[i,j] - lse) - [j == target_i])
  *   for j < V, 0 for V <= j < Vp.
- * One block per row: each thread keeps an online (max, Σexp) over its strided columns, the pairs are
- * merged in a fixed order (warp butterfly, then warp 0 over the warps): deterministic.
+ * One block per row: thread i reads the 16-byte packs i, i + blockDim, ... of the row (PACKX columns per
+ * load, a warp's loads 512 contiguous bytes) and keeps an online (max, Σexp) over their columns below V,
+ * in column order; the pairs are merged in a fixed order (warp butterfly, then warp 0 over the warps):
+ * deterministic. The gradient pass writes the same packs. Needs Vp % PACKX == 0 (the trainer pads V to
+ * a multiple of 128) and 16-byte aligned logits, checked by fused_classifier.
  * Targets are checked on the host before the launch (train_gpt.cu), not here.
  */
 #ifndef LLMC_CLASSIFIER_CUH
@@ -37,13 +40,16 @@ __global__ void fused_classifier_kernel(floatX* logits, float* losses, const int
     int lane = threadIdx.x % 32, warp = threadIdx.x / 32, num_warps = blockDim.x / 32;
     floatX* x = logits + (size_t)blockIdx.x * Vp;
     float maxv = -INFINITY, sum = 0.0f;
-    for (int j = threadIdx.x; j < V; j += blockDim.x) {
-        float xj = (float)x[j];
-        if (xj > maxv) {
-            sum = sum * expf(maxv - xj) + 1.0f;
-            maxv = xj;
-        } else {
-            sum += expf(xj - maxv);
+    for (int j0 = threadIdx.x * PACKX; j0 < V; j0 += blockDim.x * PACKX) {
+        float xs[PACKX];
+        load_floats(PACKX, xs, x + j0);
+        for (int k = 0; k < PACKX && j0 + k < V; k++) {
+            if (xs[k] > maxv) {
+                sum = sum * expf(maxv - xs[k]) + 1.0f;
+                maxv = xs[k];
+            } else {
+                sum += expf(xs[k] - maxv);
+            }
         }
     }
     warp_softmax_merge(&maxv, &sum);
@@ -64,13 +70,22 @@ __global__ void fused_classifier_kernel(floatX* logits, float* losses, const int
     if (threadIdx.x == 0) losses[blockIdx.x] = lse - (float)x[target];
     __syncthreads(); /* x[target] is read before the gradient overwrites it */
     if (dloss == 0.0f) return;
-    for (int j = threadIdx.x; j < Vp; j += blockDim.x)
-        x[j] = (floatX)(j < V ? dloss * (expf((float)x[j] - lse) - (j == target ? 1.0f : 0.0f)) : 0.0f);
+    for (int j0 = threadIdx.x * PACKX; j0 < Vp; j0 += blockDim.x * PACKX) {
+        float xs[PACKX];
+        load_floats(PACKX, xs, x + j0);
+        for (int k = 0; k < PACKX; k++) {
+            int j = j0 + k;
+            xs[k] = j < V ? dloss * (expf(xs[k] - lse) - (j == target ? 1.0f : 0.0f)) : 0.0f;
+        }
+        store_floats(PACKX, x + j0, xs);
+    }
 }
 
 /* losses (BT floats); with dloss != 0 the logits are overwritten by their gradient (see the top comment) */
 static inline void fused_classifier(floatX* logits, float* losses, const int* targets, float dloss, int BT, int V, int Vp,
                                     cudaStream_t stream) {
+    require_multiple(Vp, PACKX);
+    require_pack_aligned(logits);
     launch_kernel(fused_classifier_kernel, dim3(BT), dim3(CLASSIFIER_BLOCK), 0, stream, logits, losses, targets, dloss, V, Vp);
 }
 

@@ -5,9 +5,11 @@
  *   plain:      out0[c] += Σ_r dout[r,c]
  *   layernorm:  out0[c] += Σ_r dout[r,c]·(x[r,c] - mean[r])·rstd[r],  out1[c] += Σ_r dout[r,c]
  * Two stages. Stage 1: the rows are cut into chunks of COLSUM_CHUNK; block (i, j) has one thread per
- * column of columns [128i, 128i+128) and sums chunk j's rows in order (a warp reads 32 consecutive
- * columns of a row: coalesced) into scratch[j, c] (and scratch[j, C + c]). Stage 2: one thread per
- * column adds the chunks' partial sums in chunk order to the outputs.
+ * 16-byte pack of PACKX columns of columns [128·PACKX·i, 128·PACKX·(i+1)) and sums chunk j's rows in order
+ * (a warp reads 32 consecutive packs of a row: 512 contiguous bytes) into scratch[j, c] (and
+ * scratch[j, C + c]). Stage 2: one thread per pack of columns adds the chunks' partial sums in chunk order
+ * to the outputs. Each column's sums run in the same order as one thread per column would.
+ * Needs C % PACKX == 0 and 16-byte aligned arrays (checked by column_sums).
  * scratch needs colsum_scratch_floats(rows, C) floats.
  */
 #ifndef LLMC_COLUMN_SUMS_CUH
@@ -23,42 +25,62 @@ static inline size_t colsum_scratch_floats(long rows, long C) { return (size_t)c
 /* x, mean, rstd are NULL for the plain sum */
 __global__ void column_sums_partial_kernel(float* scratch, const floatX* dout, const floatX* x, const float* mean,
                                            const float* rstd, int rows, int C) {
-    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    int c = (blockIdx.x * blockDim.x + threadIdx.x) * PACKX;
     if (c >= C) return;
     int r0 = blockIdx.y * COLSUM_CHUNK, r1 = min(r0 + COLSUM_CHUNK, rows);
-    float s0 = 0.0f, s1 = 0.0f;
+    float s0[PACKX] = {}, s1[PACKX] = {}, d[PACKX], xr[PACKX];
     for (int r = r0; r < r1; r++) {
-        float d = (float)dout[(size_t)r * C + c];
+        load_floats(PACKX, d, dout + (size_t)r * C + c);
         if (x) {
-            s0 += d * ((float)x[(size_t)r * C + c] - mean[r]) * rstd[r];
-            s1 += d;
+            load_floats(PACKX, xr, x + (size_t)r * C + c);
+            float m = mean[r], s = rstd[r];
+            for (int k = 0; k < PACKX; k++) {
+                s0[k] += d[k] * (xr[k] - m) * s;
+                s1[k] += d[k];
+            }
         } else {
-            s0 += d;
+            for (int k = 0; k < PACKX; k++) s0[k] += d[k];
         }
     }
-    scratch[(size_t)blockIdx.y * 2 * C + c] = s0;
-    scratch[(size_t)blockIdx.y * 2 * C + C + c] = s1;
+    store_floats(PACKX, scratch + (size_t)blockIdx.y * 2 * C + c, s0);
+    store_floats(PACKX, scratch + (size_t)blockIdx.y * 2 * C + C + c, s1);
 }
 
 __global__ void column_sums_finish_kernel(floatX* out0, floatX* out1, const float* scratch, int chunks, int C) {
-    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    int c = (blockIdx.x * blockDim.x + threadIdx.x) * PACKX;
     if (c >= C) return;
-    float s0 = 0.0f, s1 = 0.0f;
+    float s0[PACKX] = {}, s1[PACKX] = {}, part[PACKX];
     for (int j = 0; j < chunks; j++) {
-        s0 += scratch[(size_t)j * 2 * C + c];
-        s1 += scratch[(size_t)j * 2 * C + C + c];
+        load_floats(PACKX, part, scratch + (size_t)j * 2 * C + c);
+        for (int k = 0; k < PACKX; k++) s0[k] += part[k];
+        if (out1) {
+            load_floats(PACKX, part, scratch + (size_t)j * 2 * C + C + c);
+            for (int k = 0; k < PACKX; k++) s1[k] += part[k];
+        }
     }
-    out0[c] = (floatX)((float)out0[c] + s0);
-    if (out1) out1[c] = (floatX)((float)out1[c] + s1);
+    load_floats(PACKX, part, out0 + c);
+    for (int k = 0; k < PACKX; k++) part[k] += s0[k];
+    store_floats(PACKX, out0 + c, part);
+    if (out1) {
+        load_floats(PACKX, part, out1 + c);
+        for (int k = 0; k < PACKX; k++) part[k] += s1[k];
+        store_floats(PACKX, out1 + c, part);
+    }
 }
 
 /* the plain sum (x == NULL; out1 unused) or the layernorm pair; see the top comment */
 static inline void column_sums(floatX* out0, floatX* out1, float* scratch, const floatX* dout, const floatX* x, const float* mean,
                                const float* rstd, int rows, int C, cudaStream_t stream) {
-    int chunks = ceil_div(rows, COLSUM_CHUNK);
-    launch_kernel(column_sums_partial_kernel, dim3(ceil_div(C, COLSUM_BLOCK), chunks), dim3(COLSUM_BLOCK), 0, stream, scratch,
+    require_multiple(C, PACKX);
+    require_pack_aligned(out0);
+    require_pack_aligned(out1);
+    require_pack_aligned(scratch);
+    require_pack_aligned(dout);
+    require_pack_aligned(x);
+    int chunks = ceil_div(rows, COLSUM_CHUNK), blocks = ceil_div(C / PACKX, COLSUM_BLOCK);
+    launch_kernel(column_sums_partial_kernel, dim3(blocks, chunks), dim3(COLSUM_BLOCK), 0, stream, scratch,
                   dout, x, mean, rstd, rows, C);
-    launch_kernel(column_sums_finish_kernel, dim3(ceil_div(C, COLSUM_BLOCK)), dim3(COLSUM_BLOCK), 0, stream, out0,
+    launch_kernel(column_sums_finish_kernel, dim3(blocks), dim3(COLSUM_BLOCK), 0, stream, out0,
                   x ? out1 : (floatX*)NULL, (const float*)scratch, chunks, C);
 }
 

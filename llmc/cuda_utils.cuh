@@ -24,6 +24,14 @@ typedef __nv_bfloat16 floatX;
 
 static inline int ceil_div(long a, long b) { return (int)((a + b - 1) / b); }
 
+/* full unrolling of a loop over a register array, so the array stays in registers (the simulator has no
+ * unroll pragma) */
+#if defined(CUDASIM)
+#define UNROLL
+#else
+#define UNROLL _Pragma("unroll")
+#endif
+
 /* the full-warp mask: every warp op of the project's kernels runs on whole warps */
 #define FULL_MASK 0xffffffffu
 
@@ -85,6 +93,116 @@ __device__ inline void store_stochastic(__nv_bfloat16* out, float x, uint32_t ra
     *out = __float2bfloat16_rz(__uint_as_float(bits));
 }
 #endif
+
+/* ---- 16-byte vector access ----
+ * Pack16<T>: 16 bytes of T (8 bf16, or 4 fp32) that one thread loads or stores with one 128-bit
+ * instruction; a warp's 32 consecutive packs are 512 contiguous bytes (coalesced). PackX = Pack16<floatX>,
+ * PACKX its element count. load_pack(p) / store_pack(p, pack) need p 16-byte aligned: a real GPU faults
+ * on a misaligned vector access, and in the simulator (-DCUDASIM, where the CPU would not) the helpers
+ * stop with "error: cudasim: kernel K ...: misaligned 16-byte load of <pointer expression> ...". */
+template <typename T>
+struct alignas(16) Pack16 {
+    static constexpr int size = 16 / (int)sizeof(T);
+    T v[16 / sizeof(T)];
+};
+typedef Pack16<floatX> PackX;
+#define PACKX (PackX::size)
+
+template <typename T>
+__device__ inline void check_pack_address_(const T* p, const char* op, const char* what, const char* file, int line) {
+#if defined(CUDASIM)
+    if ((uintptr_t)p % 16 != 0)
+        cudasim::fail("misaligned 16-byte %s of %s = %p (%s:%d): a GPU faults with a misaligned address", op, what, (const void*)p,
+                      file, line);
+#endif
+}
+template <typename T>
+__device__ inline Pack16<T> load_pack_(const T* p, const char* what, const char* file, int line) {
+    check_pack_address_(p, "load", what, file, line);
+    return *reinterpret_cast<const Pack16<T>*>(p);
+}
+template <typename T>
+__device__ inline void store_pack_(T* p, const Pack16<T>& pack, const char* what, const char* file, int line) {
+    check_pack_address_(p, "store", what, file, line);
+    *reinterpret_cast<Pack16<T>*>(p) = pack;
+}
+#define load_pack(p) load_pack_((p), #p, __FILE__, __LINE__)
+#define store_pack(p, pack) store_pack_((p), (pack), #p, __FILE__, __LINE__)
+
+/* N consecutive T (floatX or float) at p as fp32, and back (rounding to nearest): N / Pack16<T>::size
+ * packs; N·sizeof(T) a multiple of 16 */
+template <int N, typename T>
+__device__ inline void load_floats_(float* out, const T* p, const char* what, const char* file, int line) {
+    static_assert(N % Pack16<T>::size == 0, "load_floats: N must fill whole packs");
+    for (int k = 0; k < N; k += Pack16<T>::size) {
+        Pack16<T> q = load_pack_(p + k, what, file, line);
+        for (int j = 0; j < Pack16<T>::size; j++) out[k + j] = (float)q.v[j];
+    }
+}
+template <int N, typename T>
+__device__ inline void store_floats_(T* p, const float* in, const char* what, const char* file, int line) {
+    static_assert(N % Pack16<T>::size == 0, "store_floats: N must fill whole packs");
+    for (int k = 0; k < N; k += Pack16<T>::size) {
+        Pack16<T> q;
+        for (int j = 0; j < Pack16<T>::size; j++) q.v[j] = (T)in[k + j];
+        store_pack_(p + k, q, what, file, line);
+    }
+}
+#define load_floats(N, out, p) load_floats_<N>((out), (p), #p, __FILE__, __LINE__)
+#define store_floats(N, p, in) store_floats_<N>((p), (in), #p, __FILE__, __LINE__)
+
+/* host: stops with "error: <what> = <value> ..." unless the kernels' vector layout holds */
+static inline void require_pack_aligned_(const void* p, const char* what, const char* file, int line) {
+    if ((uintptr_t)p % 16 == 0) return;
+    fprintf(stderr, "error: %s = %p is not 16-byte aligned, as the vectorised kernels need (%s:%d)\n", what, p, file, line);
+    exit(1);
+}
+static inline void require_multiple_(long n, long multiple, const char* what, const char* file, int line) {
+    if (n % multiple == 0) return;
+    fprintf(stderr, "error: %s = %ld is not a multiple of %ld, as the vectorised kernels need (%s:%d)\n", what, n, multiple, file,
+            line);
+    exit(1);
+}
+#define require_pack_aligned(p) require_pack_aligned_((const void*)(p), #p, __FILE__, __LINE__)
+#define require_multiple(n, multiple) require_multiple_((long)(n), (long)(multiple), #n, __FILE__, __LINE__)
+
+/* An elementwise pass over n elements of several arrays (element sizes 2 or 4 bytes) cut into work
+ * items: `packs` vector items of `unit` elements starting at element head, where every array is
+ * 16-byte aligned, then the scalar items: the head elements [0, head) and the tail after the packs.
+ * When the arrays disagree on alignment everything is scalar (head = n, packs = 0): still correct. */
+typedef struct {
+    size_t head, packs, unit, items; /* items = packs + the scalar elements */
+} VectorSplit;
+
+/* count arrays ptrs[k] of element size sizes[k] bytes (NULL entries are skipped); unit·sizes[k] must be a
+ * multiple of 16 */
+static inline VectorSplit vector_split(size_t n, int unit, int count, const void* const* ptrs, const int* sizes) {
+    VectorSplit split = {n, 0, (size_t)unit, n};
+    size_t head = n + 1;
+    for (int k = 0; k < count; k++) {
+        if (!ptrs[k]) continue;
+        uintptr_t misalign = (uintptr_t)ptrs[k] % 16;
+        if (misalign % sizes[k] != 0) return split;
+        if (head == n + 1) head = (16 - misalign) % 16 / sizes[k];
+        if (((uintptr_t)ptrs[k] + head * sizes[k]) % 16 != 0) return split;
+    }
+    if (head > n) return split;
+    split.head = head;
+    split.packs = (n - head) / unit;
+    split.items = n - split.packs * (unit - 1);
+    return split;
+}
+
+/* work item t of the split: returns 1 and the first element of a pack, or 0 and a scalar element */
+__device__ inline int split_item(const VectorSplit& split, size_t t, size_t* element) {
+    if (t < split.packs) {
+        *element = split.head + t * split.unit;
+        return 1;
+    }
+    size_t s = t - split.packs;
+    *element = s < split.head ? s : s + split.packs * split.unit;
+    return 0;
+}
 
 /* host-side conversions for copies between fp32 host arrays and floatX device arrays */
 static inline void floats_to_floatX(floatX* out, const float* in, size_t n) {

@@ -14,7 +14,6 @@
 #   NVCC_WERROR= drops -Werror (CI keeps warnings as errors; a GPU machine's other host compiler need not)
 GPU_ARCH ?= 80 90
 PRECISION ?= BF16
-GPU_HEADERS := $(wildcard llmc/*.cuh) $(wildcard llmc/*.h) $(wildcard dev/cudasim/*.h)
 NVCC_WERROR ?= -Werror all-warnings
 NVCC_FLAGS ?= -O3 -std=c++17 $(NVCC_WERROR) -Xcompiler -Wall,-Wno-unused-function -I.
 NVCC_GENCODE = $(foreach a,$(GPU_ARCH),-gencode arch=compute_$(a),code=sm_$(a))

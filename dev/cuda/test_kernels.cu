@@ -5,6 +5,10 @@
  * where the GELU epilogues cannot fuse). Each check prints what it compared and the relative L2 error
  * ||gpu - cpu|| / ||cpu||, bound 1e-5 (fp32 against fp32, different summation orders); the CPU ops'
  * backward functions accumulate, so they start from the same nonzero gradients as the GPU ones.
+ * The vectorised kernels (16-byte packs, llmc/cuda_utils.cuh) are also run on a layernorm row wider than
+ * the lanes' register cache, and AdamW, the global norm and GELU on arrays that start at unaligned offsets
+ * (a scalar head) or at offsets that disagree (all scalar). Child processes check that a misaligned pack
+ * access stops the simulator the way a GPU faults, and that the host wrappers reject a bad layout.
  * Ends with "N passed, M failed".
  */
 #include "llmc/cuda_utils.cuh"
@@ -22,8 +26,78 @@
 #error "dev/cuda/test_kernels.cu compares fp32 kernels: build with -DPRECISION_FP32"
 #endif
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #define BOUND 1e-5
 static int passed = 0, failed = 0;
+
+static void count(int ok) {
+    if (ok) passed++;
+    else failed++;
+}
+
+/* runs f in a child process and checks that it exits with status 1 after printing `expect` to stderr.
+ * Called before this process runs any kernel, so the child forks no OpenMP threads. */
+static void check_fails(const char* what, void (*f)(void), const char* expect) {
+    int fds[2];
+    if (pipe(fds) != 0) {
+        perror("error: pipe");
+        exit(1);
+    }
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        perror("error: fork");
+        exit(1);
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        dup2(fds[1], 2);
+        f();
+        _exit(0);
+    }
+    close(fds[1]);
+    char text[4096];
+    size_t len = 0;
+    ssize_t got;
+    while ((got = read(fds[0], text + len, sizeof(text) - 1 - len)) > 0) len += (size_t)got;
+    text[len] = 0;
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    int ok = WIFEXITED(status) && WEXITSTATUS(status) == 1 && strstr(text, expect) != NULL;
+    char* newline = strchr(text, '\n');
+    if (newline) *newline = 0;
+    printf("%s  %s\n      -> %s\n", ok ? "ok  " : "FAIL", what, text);
+    count(ok);
+}
+
+/* a GELU launch whose split claims 16-byte packs from an array 4 bytes past an aligned one */
+static void launch_misaligned_gelu(void) {
+    float* x;
+    cudaCheck(cudaMalloc(&x, 64 * sizeof(float)));
+    VectorSplit split = {0, 8, PACKX, 8};
+    launch_kernel(gelu_forward_kernel, dim3(1), dim3(32), 0, (cudaStream_t)0, x, x + 1, split);
+    cudaCheck(cudaDeviceSynchronize());
+}
+
+/* a layernorm of C = 42 channels, which is no multiple of PACKX */
+static void layernorm_bad_width(void) {
+    float* x;
+    cudaCheck(cudaMalloc(&x, 4 * 42 * sizeof(float)));
+    residual_layernorm_forward(NULL, x, x, x + 1, x, NULL, x, x, 1, 42, (cudaStream_t)0);
+}
+
+/* a classifier on logits that start 4 bytes past an aligned address */
+static void classifier_misaligned(void) {
+    float* x;
+    int* targets;
+    cudaCheck(cudaMalloc(&x, 256 * sizeof(float)));
+    cudaCheck(cudaMalloc(&targets, sizeof(int)));
+    fused_classifier(x + 1, x + 200, targets, 0.0f, 1, 77, 128, (cudaStream_t)0);
+}
 
 static double rel_l2(const float* a, const float* b, size_t n) {
     double diff = 0.0, ref = 0.0;
@@ -43,8 +117,7 @@ static void check(const char* what, const float* dev, const float* ref, size_t n
     double err = rel_l2(host, ref, n);
     int ok = err <= BOUND;
     printf("%s  %-62s rel L2 %.2e\n", ok ? "ok  " : "FAIL", what, err);
-    if (ok) passed++;
-    else failed++;
+    count(ok);
     free(host);
 }
 
@@ -77,6 +150,9 @@ static void buf_free(Buf* b) {
 int main(void) {
     const int B = 3, T = 13, C = 40, NH = 5, V = 77, Vp = 128, BT = B * T;
     cudaStream_t s = 0;
+    check_fails("a misaligned 16-byte load faults (simulator check)", launch_misaligned_gelu, "misaligned 16-byte load of inp + i");
+    check_fails("layernorm rejects C = 42 (no multiple of PACKX)", layernorm_bad_width, "error: C = 42 is not a multiple of");
+    check_fails("fused_classifier rejects unaligned logits", classifier_misaligned, "error: logits = ");
     BlasContext blas;
     blas_create(&blas, s);
     float* scratch;
@@ -133,6 +209,31 @@ int main(void) {
         residual_layernorm_forward(NULL, out.d, mean.d, rstd.d, a.d, NULL, w.d, bias.d, BT, C, s);
         layernorm_forward(out.h, mean.h, rstd.h, a.h, w.h, bias.h, BT, C);
         check("residual_layernorm_forward without residual", out.d, out.h, out.n);
+        Buf* all[] = {&a, &b, &w, &bias, &res, &out, &mean, &rstd, &dout, &dinp, &dw, &db};
+        for (Buf* x : all) buf_free(x);
+    }
+
+    /* layernorm rows of 3 to 4 packs per lane (a cache of 4, partly used), and wider than the largest
+     * register cache (32·LN_MAX_CACHED_PACKS packs: the rest re-read) */
+    for (int wide = 0; wide < 2; wide++) {
+        const int rows = 5, Cw = wide ? (32 * LN_MAX_CACHED_PACKS + 17) * PACKX : (32 * 3 + 5) * PACKX;
+        Buf a = buf_random((size_t)rows * Cw, 1.0f), b = buf_random((size_t)rows * Cw, 1.0f), w = buf_random(Cw, 1.0f),
+            bias = buf_random(Cw, 1.0f), res = buf_random((size_t)rows * Cw, 1.0f), out = buf_random((size_t)rows * Cw, 1.0f),
+            mean = buf_random(rows, 1.0f), rstd = buf_random(rows, 1.0f), dout = buf_random((size_t)rows * Cw, 1.0f),
+            dinp = buf_random((size_t)rows * Cw, 1.0f), dw = buf_random(Cw, 1.0f), db = buf_random(Cw, 1.0f);
+        char what[128];
+        residual_layernorm_forward(res.d, out.d, mean.d, rstd.d, a.d, b.d, w.d, bias.d, rows, Cw, s);
+        residual_forward(res.h, a.h, b.h, res.n);
+        layernorm_forward(out.h, mean.h, rstd.h, res.h, w.h, bias.h, rows, Cw);
+        snprintf(what, sizeof(what), "residual_layernorm_forward out (5 rows, C=%d: %s)", Cw,
+                 wide ? "beyond the register cache" : "cache of 4 packs");
+        check(what, out.d, out.h, out.n);
+        check("  residual", res.d, res.h, res.n);
+        check("  rstd", rstd.d, rstd.h, rstd.n);
+        layernorm_backward(dinp.d, dw.d, db.d, scratch, dout.d, res.d, w.d, mean.d, rstd.d, rows, Cw, s);
+        layernorm_backward(dinp.h, dw.h, db.h, dout.h, res.h, w.h, mean.h, rstd.h, rows, Cw);
+        check("  layernorm_backward dinp", dinp.d, dinp.h, dinp.n);
+        check("  layernorm_backward dweight", dw.d, dw.h, dw.n);
         Buf* all[] = {&a, &b, &w, &bias, &res, &out, &mean, &rstd, &dout, &dinp, &dw, &db};
         for (Buf* x : all) buf_free(x);
     }
@@ -263,14 +364,42 @@ int main(void) {
         float ref = (float)global_norm_squared(g.h, n);
         double err = fabs((double)ours - ref) / ref;
         printf("%s  %-62s rel    %.2e\n", err <= BOUND ? "ok  " : "FAIL", "global_norm_squared n=300007", err);
-        if (err <= BOUND) passed++;
-        else failed++;
+        count(err <= BOUND);
         adamw_update(p.d, NULL, g.d, m.d, v.d, n, 0, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.7f, 3, 42, s);
         adamw_update(p.h, g.h, m.h, v.h, n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.7f, 3);
         check("adamw params (t=3, wd 0.1, grad scale 0.7)", p.d, p.h, n);
         check("adamw m", m.d, m.h, n);
         check("adamw v", v.d, v.h, n);
         Buf* all[] = {&g, &p, &m, &v};
+        for (Buf* b : all) buf_free(b);
+    }
+
+    /* the same kernels on ranges at unaligned offsets, as a ZeRO-1 shard: every array 3 elements past
+     * alignment (a scalar head, then packs), and arrays that disagree (everything scalar) */
+    for (int agree = 1; agree >= 0; agree--) {
+        size_t n = 1003, off = 3, off_m = agree ? 3 : 2;
+        char what[128];
+        Buf g = buf_random(n + 8, 1.0f), p = buf_random(n + 8, 1.0f), m = buf_random(n + 8, 0.1f), v = buf_random(n + 8, 0.1f),
+            y = buf_random(n + 8, 1.0f);
+        for (size_t i = 0; i < v.n; i++) v.h[i] = fabsf(v.h[i]);
+        cudaCheck(cudaMemcpy(v.d, v.h, v.n * sizeof(float), cudaMemcpyHostToDevice));
+        float ours = global_norm_squared(g.d + off_m, n, scratch, s);
+        float ref = (float)global_norm_squared(g.h + off_m, n);
+        double err = fabs((double)ours - ref) / ref;
+        snprintf(what, sizeof(what), "global_norm_squared n=%zu at offset %zu", n, off_m);
+        printf("%s  %-62s rel    %.2e\n", err <= BOUND ? "ok  " : "FAIL", what, err);
+        count(err <= BOUND);
+        adamw_update(p.d + off, NULL, g.d + off, m.d + off_m, v.d + off, n, 5, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.7f, 3, 42, s);
+        adamw_update(p.h + off, g.h + off, m.h + off_m, v.h + off, n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.7f, 3);
+        snprintf(what, sizeof(what), "adamw params, m, v at offsets %zu/%zu (%s)", off, off_m, agree ? "scalar head, packs" : "all scalar");
+        check(what, p.d, p.h, p.n);
+        check("  m", m.d, m.h, m.n);
+        check("  v", v.d, v.h, v.n);
+        gelu_forward(y.d + off, g.d + off_m, n, s);
+        gelu_forward(y.h + off, g.h + off_m, n);
+        snprintf(what, sizeof(what), "gelu_forward n=%zu at offsets %zu/%zu", n, off, off_m);
+        check(what, y.d, y.h, y.n);
+        Buf* all[] = {&g, &p, &m, &v, &y};
         for (Buf* b : all) buf_free(b);
     }
 
