@@ -9,6 +9,8 @@
 #define LLMC_REFERENCE_STATE_H
 
 #include <math.h>
+#include <stdio.h>
+#include <string.h>
 #include "fileio.h"
 
 #define REFERENCE_MAGIC 0x46455247u /* "GREF" */
@@ -122,6 +124,65 @@ static inline void tally_check(CheckTally* t, const char* what, const char* name
         t->worst = err;
         snprintf(t->worst_name, sizeof(t->worst_name), "%s %s", what, name);
     }
+}
+
+/* sums of squared differences and of squared reference values over ranges of a parameter vector */
+typedef struct {
+    double diff, ref;
+} SquareSums;
+static inline void square_sums_add(SquareSums* s, const float* ours, const float* ref, size_t begin, size_t n) {
+    for (size_t k = begin; k < begin + n; k++) {
+        double d = (double)ours[k] - (double)ref[k];
+        s->diff += d * d;
+        s->ref += (double)ref[k] * ref[k];
+    }
+}
+/* as rel_l2: relative L2 error, absolute if the reference is 0, infinity for NaN */
+static inline double square_sums_rel(SquareSums s) {
+    if (!(s.diff == s.diff)) return INFINITY;
+    return s.ref > 0.0 ? sqrt(s.diff / s.ref) : sqrt(s.diff);
+}
+
+/* The weights after the K steps (params, model-file order: num_tensors tensors named names[i] of sizes[i]
+ * floats, L layers of C channels) against ref, each tensor to tensor_bound and all together to all_bound,
+ * relative L2. qkvw and qkvb are stacked per layer as q, k, v thirds of C rows. Not compared (a line says
+ * so, and the all-weights error leaves them out): the weights whose gradient is exactly zero, because
+ * AdamW divides each gradient by its own running RMS, so a zero gradient's rounding noise (in fp32, of
+ * the order of 1e-10) becomes an update of up to lr per step, in the reference and here: there is nothing
+ * to compare. They are the key third of qkvb (it adds q.bk to every score of a query row, which the
+ * softmax cancels), and with T = 1 the query and key thirds of qkvw and qkvb (each query sees only its
+ * own key: the softmax has one entry). Their gradients are compared, in their tensors', with the rest. */
+static inline void check_final_weights(CheckTally* t, const float* params, const float* ref, const char* const* names,
+                                       const size_t* sizes, int num_tensors, int L, int C, int T, double tensor_bound,
+                                       double all_bound) {
+    SquareSums all = {0.0, 0.0}, skipped = {0.0, 0.0};
+    size_t off = 0;
+    for (int i = 0; i < num_tensors; i++) {
+        square_sums_add(&all, params, ref, off, sizes[i]);
+        int is_qkvb = strcmp(names[i], "qkvb") == 0, is_qkvw = strcmp(names[i], "qkvw") == 0;
+        if (is_qkvb || (is_qkvw && T == 1)) {
+            size_t block = (size_t)C * (is_qkvw ? C : 1); /* one third of one layer */
+            for (int part = 0; part < 3; part++) {
+                char name[32];
+                snprintf(name, sizeof(name), "%s.%c", names[i], "qkv"[part]);
+                SquareSums sums = {0.0, 0.0};
+                for (int l = 0; l < L; l++) square_sums_add(&sums, params, ref, off + (3 * (size_t)l + part) * block, block);
+                if ((is_qkvb && part == 1) || (T == 1 && part < 2)) {
+                    printf("%-8s %-10s rel L2 %.3e  not compared (zero gradient: both sides are rounding noise)\n", "weights", name,
+                           square_sums_rel(sums));
+                    skipped.diff += sums.diff;
+                    skipped.ref += sums.ref;
+                } else {
+                    tally_check(t, "weights", name, "rel L2", square_sums_rel(sums), tensor_bound);
+                }
+            }
+        } else {
+            tally_check(t, "weights", names[i], "rel L2", rel_l2(params + off, ref + off, sizes[i]), tensor_bound);
+        }
+        off += sizes[i];
+    }
+    SquareSums compared = {all.diff - skipped.diff, all.ref - skipped.ref};
+    tally_check(t, "weights", "all", "rel L2", square_sums_rel(compared), all_bound);
 }
 
 /* the closing lines: the worst error, then "N passed, M failed"; returns the exit status */
