@@ -17,7 +17,8 @@
  * 8-15) yields the A fragment, and ldmatrix_x2_trans on a row-major 16x8 K x N tile yields B.
  * cp.async: cp_async_16 copies 16 bytes global -> shared (both 16-byte aligned); a GPU completes it
  * asynchronously, so the data may be read only after cp_async_commit() and cp_async_wait<N>() (at most N
- * groups still pending) and a barrier if other threads read it. The simulator copies at issue.
+ * groups still pending) and a barrier if other threads read it. The simulator copies at issue, or, deferred,
+ * at the wait (see dev/cudasim/cudasim.h).
  */
 #ifndef LLMC_MMA_CUH
 #define LLMC_MMA_CUH
@@ -157,14 +158,18 @@ inline void ldmatrix_x1_trans(uint32_t r[1], const void* row, CUDASIM_SITE) { cu
 inline void ldmatrix_x2_trans(uint32_t r[2], const void* row, CUDASIM_SITE) { cudasim::ldmatrix<2, true>("ldmatrix_x2_trans", r, row, cudasim_file, cudasim_line); }
 inline void ldmatrix_x4_trans(uint32_t r[4], const void* row, CUDASIM_SITE) { cudasim::ldmatrix<4, true>("ldmatrix_x4_trans", r, row, cudasim_file, cudasim_line); }
 
-/* the copy happens at issue; commit and wait are the ordering points a GPU needs */
-inline void cp_async_16(void* smem, const void* gmem) {
+/* the copy happens at issue, or with CUDASIM_CP_ASYNC=deferred (default under CUDASIM_SCHEDULE=reverse|shuffle)
+ * at the cp_async_wait that completes its group, the destination holding NaN bytes until then (dev/cudasim) */
+inline void cp_async_16(void* smem, const void* gmem, CUDASIM_SITE) {
     if ((uintptr_t)smem % 16 || (uintptr_t)gmem % 16) cudasim::fail("cp_async_16: addresses %p <- %p are not 16-byte aligned", smem, gmem);
-    memcpy(smem, gmem, 16);
+    cudasim::cp_async_issue(smem, gmem, cudasim_file, cudasim_line);
 }
-inline void cp_async_commit() {}
+inline void cp_async_commit() { cudasim::cp_async_commit_group(); }
 template <int N>
-inline void cp_async_wait() {}
+inline void cp_async_wait() {
+    static_assert(N >= 0, "cp_async_wait<N>: N groups may stay pending");
+    cudasim::cp_async_wait_groups((unsigned)N);
+}
 
 #endif /* CUDASIM */
 

@@ -13,6 +13,18 @@
  *     rsp; elsewhere, or with -DCUDASIM_UCONTEXT, glibc swapcontext). Fiber stacks come from one mmap per
  *     executor, CUDASIM_STACK_KB (default 256) each plus a guard page. Scheduling is deterministic, so a
  *     kernel without atomics gives bit-identical results for any number of OS threads.
+ *   - Schedule modes, so that ordering bugs FIFO order hides show (a missing __syncthreads/__syncwarp where a
+ *     lower-numbered thread writes shared memory a higher-numbered one reads, a read of cp.async data before
+ *     the wait): CUDASIM_SCHEDULE, read once per launch, sets the order in which fibers become ready at block
+ *     start and when a __syncthreads or warp operation releases them:
+ *       fifo (default)   thread order; at a release the releasing thread goes on, the others follow in order;
+ *       reverse          descending thread (lane) index, the releasing thread queued with the others;
+ *       shuffle[:seed]   a pseudo-random permutation (splitmix64, seeded per block from seed, default 1 —
+ *                        deterministic for a seed and independent of the OS thread count).
+ *     CUDASIM_CP_ASYNC=issue|deferred (default: issue under fifo, deferred otherwise): deferred cp_async_16
+ *     records (dst, src) in the thread's open group and fills dst with 0xFF bytes (NaN as bf16 or fp32);
+ *     cp_async_commit closes the group; cp_async_wait<N> copies the groups older than the newest N (a GPU
+ *     reads the source by completion too). At most 256 copies pending per thread.
  *   - __syncthreads: an arrival counter and a waiter list, O(1) per arrival; the last arrival puts all
  *     waiters back on the ready queue. Warp operations (__shfl*_sync, __ballot/__all/__any_sync,
  *     __syncwarp, and the mma/ldmatrix wrappers of llmc/mma.cuh) are 32-lane rendezvous: each lane
@@ -30,6 +42,9 @@
  *   - a warp operation whose mask lacks the calling lane, names lanes that do not exist, names a lane that
  *     has exited, or whose lanes disagree on the operation, mask or width; a deadlock (every remaining
  *     thread blocked) is reported with what each group waits for.
+ *   - deferred cp.async: a thread exiting with copies not waited for (a GPU would complete them, but the
+ *     project's kernels always wait), or more than 256 pending in one thread; a bad CUDASIM_SCHEDULE or
+ *     CUDASIM_CP_ASYNC value.
  *   - Launch checks (returned through cudaGetLastError, as on a GPU): block dims > (1024,1024,64) or
  *     more than 1024 threads, grid dims > (2^31-1,65535,65535), zero dims, dynamic shared memory above
  *     48 KiB, or above the cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize) value
@@ -39,12 +54,15 @@
  * Limits (documented, not hidden): one pending rendezvous per warp, so two disjoint lane groups of one
  * warp doing warp operations with different masks at the same time are reported as a mask mismatch;
  * a shuffle reading a lane outside the mask gets 0xFFFF... (NaN for floats) instead of undefined data;
- * cp.async copies at issue (commit/wait are ordering points only); static shared memory is not counted
+ * the schedule modes reorder fibers only at block start, barriers and warp operations (a fiber runs each
+ * stretch between them whole), so a race shows when some order of whole stretches exposes it, and a
+ * non-fifo mode tries one order per seed, not all; static shared memory is not counted
  * against the shared-memory limit; all streams are synchronous.
  *
  * Global mutable state (all documented here): the allocation table (cudasim_runtime.h, mutex-guarded), the
  * per-function dynamic-smem limits set by cudaFuncSetAttribute (mutex-guarded), and thread_local: the last
- * error, the current executor and fiber.
+ * error, the current executor and fiber. Each executor holds the current launch's schedule mode, its shuffle
+ * generator and deferred cp.async slots (allocated per launch, freed at its end).
  */
 #ifndef CUDASIM_H
 #define CUDASIM_H

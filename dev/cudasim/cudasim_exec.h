@@ -78,7 +78,27 @@ struct Fiber {
     char* stack_lo;
     uint3 thread_idx;
     unsigned linear; /* x + y*bx + z*bx*by; lane = linear % 32, warp = linear / 32 */
+    /* deferred cp.async: copies pending in the executor's cp_pending slots of this thread, groups committed */
+    unsigned cp_count, cp_commits;
 };
+
+/* The launch's scheduling mode (CUDASIM_SCHEDULE, CUDASIM_CP_ASYNC; read once per launch by launch_mode). */
+enum Schedule { SCHEDULE_FIFO, SCHEDULE_REVERSE, SCHEDULE_SHUFFLE };
+struct LaunchMode {
+    Schedule schedule;
+    uint64_t seed;          /* shuffle: the permutations' seed */
+    bool cp_async_deferred; /* cp_async_16 records its copy; cp_async_wait performs it */
+};
+
+/* one deferred cp.async: 16 bytes src -> dst, in commit group `group` of its thread, issued at file:line */
+struct CpAsyncCopy {
+    void* dst;
+    const void* src;
+    unsigned group;
+    int line;
+    const char* file;
+};
+constexpr unsigned kMaxCpAsyncPending = 256; /* per thread; more is reported as an error */
 
 struct Warp;
 /* A warp operation's semantics: called once, by the last lane of the mask to arrive, with every lane's
@@ -121,6 +141,9 @@ struct Executor {
     uint3 block_idx;
     dim3 block_dim, grid_dim;
     void* dyn_smem = nullptr;
+    LaunchMode mode{SCHEDULE_FIFO, 0, false};
+    uint64_t rng = 0;                    /* shuffle: splitmix64 state, seeded per block from mode.seed */
+    CpAsyncCopy* cp_pending = nullptr;   /* deferred cp.async: kMaxCpAsyncPending slots per thread */
     /* the OS thread's own context, resumed when the block's last thread exits */
     void* sched_sp = nullptr;
 #ifndef CUDASIM_ASM_SWITCH
@@ -230,6 +253,33 @@ inline void switch_fiber(Executor* ex, Fiber* from, Fiber* to, bool dying) {
 #endif
 }
 
+/* splitmix64: the shuffle schedule's generator */
+inline uint64_t next_random(uint64_t* state) {
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* makes fibers ids[0..n) (ascending) ready in the launch's order: ascending (fifo), descending (reverse), or a
+ * Fisher-Yates permutation drawn from the block's generator (shuffle); ids is permuted in place */
+inline void push_released(Executor* ex, unsigned* ids, unsigned n) {
+    if (ex->mode.schedule == SCHEDULE_SHUFFLE) {
+        for (unsigned i = n; i > 1; i--) std::swap(ids[i - 1], ids[next_random(&ex->rng) % i]);
+    }
+    if (ex->mode.schedule == SCHEDULE_REVERSE) {
+        for (unsigned i = n; i-- > 0;) push_ready(ex, ids[i]);
+    } else {
+        for (unsigned i = 0; i < n; i++) push_ready(ex, ids[i]);
+    }
+}
+
+/* the current fiber, already back on the ready queue, lets the queue's head run (which may be itself) */
+inline void yield_current(Executor* ex, Fiber* f) {
+    Fiber* next = pop_ready(ex);
+    if (next != f) switch_fiber(ex, f, next, false);
+}
+
 /* the current fiber waits: run the next ready fiber */
 inline void block_current(Executor* ex, Fiber* f) {
     if (ex->ready_count == 0) deadlock(ex);
@@ -248,6 +298,12 @@ inline void block_current(Executor* ex, Fiber* f) {
     if (wp.arrived && (wp.mask >> lane & 1u))
         fail("lane %u exited while lanes 0x%08x wait for it at %s (%s:%d) with mask 0x%08x: divergent warp operation",
              lane, wp.arrived, wp.op, wp.file, wp.line, wp.mask);
+    if (f->cp_count) {
+        const CpAsyncCopy& c = ex->cp_pending[(size_t)f->linear * kMaxCpAsyncPending];
+        fail("thread exited with %u cp.async copies not waited for (the oldest issued at %s:%d): a GPU would complete "
+             "them, but the project's kernels must cp_async_wait<0>() before exiting",
+             f->cp_count, c.file, c.line);
+    }
     wp.exited |= 1u << lane;
     if (ex->exited++ == 0) ex->first_exited = f->linear;
     ex->live--;
@@ -335,6 +391,10 @@ inline void run_block(Executor* ex, unsigned long long b) {
     ex->bar_arrived = 0;
     ex->ready_head = 0;
     ex->ready_count = 0;
+    if (ex->mode.schedule == SCHEDULE_SHUFFLE) {
+        ex->rng = ex->mode.seed ^ (b + 1) * 0xD1B54A32D192ED03ull;
+        next_random(&ex->rng);
+    }
     for (unsigned w = 0; w * 32 < n; w++) {
         ex->warps[w].arrived = 0;
         ex->warps[w].exited = 0;
@@ -344,6 +404,8 @@ inline void run_block(Executor* ex, unsigned long long b) {
         f->linear = i;
         f->thread_idx = uint3{i % bd.x, i / bd.x % bd.y, i / (bd.x * bd.y)};
         f->asan_fake_stack = nullptr;
+        f->cp_count = 0;
+        f->cp_commits = 0;
 #ifdef CUDASIM_ASM_SWITCH
         /* a saved context: r15 r14 r13=fiber_main r12 rbx rbp=0, then the return address; after the
          * ret, rsp is 16-byte aligned so the trampoline's call enters fiber_main with the ABI alignment */
@@ -359,12 +421,15 @@ inline void run_block(Executor* ex, unsigned long long b) {
 #else
         init_ucontext(ex, f);
 #endif
-        push_ready(ex, i);
+        ex->bar_waiters[i] = i;
     }
+    push_released(ex, ex->bar_waiters, n);
     switch_fiber(ex, nullptr, pop_ready(ex), false);
 }
 
-/* ---- __syncthreads: O(1) per arrival; the last arrival releases the waiters in arrival order ---- */
+/* ---- __syncthreads: O(1) per arrival. fifo: the last arrival goes on and then the waiters run in arrival
+ * order; reverse/shuffle: every thread of the block, the last arrival included, is made ready in the mode's
+ * order of thread indices (O(block) per barrier) and the queue's head runs ---- */
 inline void syncthreads_at(const char* file, int line) {
     Executor* ex = t_exec;
     Fiber* f = t_cur;
@@ -387,8 +452,15 @@ inline void syncthreads_at(const char* file, int line) {
         block_current(ex, f);
         return;
     }
-    for (unsigned i = 0; i < ex->bar_arrived; i++) push_ready(ex, ex->bar_waiters[i]);
+    if (ex->mode.schedule == SCHEDULE_FIFO) {
+        for (unsigned i = 0; i < ex->bar_arrived; i++) push_ready(ex, ex->bar_waiters[i]);
+        ex->bar_arrived = 0;
+        return;
+    }
     ex->bar_arrived = 0;
+    for (unsigned i = 0; i < ex->nthreads; i++) ex->bar_waiters[i] = i;
+    push_released(ex, ex->bar_waiters, ex->nthreads);
+    yield_current(ex, f);
 }
 
 /* ---- warp rendezvous ---- */
@@ -399,7 +471,9 @@ inline unsigned lanes_in_warp(const Executor* ex, unsigned w) {
 }
 
 /* The calling lane joins warp operation `op` over the lanes of `mask`, leaving its input and output
- * pointers; the last lane to arrive runs fn for all lanes and wakes the others. */
+ * pointers; the last lane to arrive runs fn for all lanes and wakes the others (fifo: it goes on, the others
+ * queue in lane order; reverse/shuffle: all lanes of the mask, itself included, queue in the mode's order
+ * of lanes, behind the threads already ready). */
 inline void warp_collective(const char* op, unsigned mask, WarpFn fn, const void* in, void* out, const char* file, int line) {
     Executor* ex = t_exec;
     Fiber* f = t_cur;
@@ -432,8 +506,46 @@ inline void warp_collective(const char* op, unsigned mask, WarpFn fn, const void
     }
     fn(wp);
     wp.arrived = 0;
-    for (unsigned others = mask & ~(1u << lane); others; others &= others - 1)
-        push_ready(ex, 32 * w + (unsigned)__builtin_ctz(others));
+    if (ex->mode.schedule == SCHEDULE_FIFO) {
+        for (unsigned others = mask & ~(1u << lane); others; others &= others - 1)
+            push_ready(ex, 32 * w + (unsigned)__builtin_ctz(others));
+        return;
+    }
+    unsigned ids[32], n = 0;
+    for (unsigned m = mask; m; m &= m - 1) ids[n++] = 32 * w + (unsigned)__builtin_ctz(m);
+    push_released(ex, ids, n);
+    yield_current(ex, f);
+}
+
+/* ---- cp.async (llmc/mma.cuh's simulated cp_async_*). Copy at issue by default; deferred: cp_async_16 records
+ * (dst, src) in the thread's open group and fills dst with 0xFF bytes (bf16/fp32 NaN) at once, commit closes
+ * the group, cp_async_wait<N> performs the copies of all but the newest N committed groups (a GPU reads the
+ * source by completion too). A read before the wait sees the poison. ---- */
+inline void cp_async_issue(void* dst, const void* src, const char* file, int line) {
+    Executor* ex = t_exec;
+    Fiber* f = t_cur;
+    if (!ex->mode.cp_async_deferred) {
+        memcpy(dst, src, 16);
+        return;
+    }
+    if (f->cp_count == kMaxCpAsyncPending)
+        fail("cp_async_16 (%s:%d): %u copies already pending in this thread (the simulator's bound): wait for older groups",
+             file, line, kMaxCpAsyncPending);
+    ex->cp_pending[(size_t)f->linear * kMaxCpAsyncPending + f->cp_count++] = CpAsyncCopy{dst, src, f->cp_commits, line, file};
+    memset(dst, 0xff, 16);
+}
+inline void cp_async_commit_group() {
+    if (t_exec->mode.cp_async_deferred) t_cur->cp_commits++;
+}
+/* completes the thread's copies of every group with at least `newest` committed groups after it */
+inline void cp_async_wait_groups(unsigned newest) {
+    if (!t_exec->mode.cp_async_deferred) return;
+    Fiber* f = t_cur;
+    CpAsyncCopy* q = t_exec->cp_pending + (size_t)f->linear * kMaxCpAsyncPending;
+    unsigned done = 0;
+    for (; done < f->cp_count && f->cp_commits - q[done].group > newest; done++) memcpy(q[done].dst, q[done].src, 16);
+    memmove(q, q + done, (f->cp_count - done) * sizeof *q);
+    f->cp_count -= done;
 }
 
 /* ---- shuffles: the PTX shfl.sync definition. With segment mask s = 32 - width:
@@ -539,11 +651,47 @@ inline int os_threads_for(unsigned long long nblocks) {
     return (unsigned long long)n > nblocks ? (int)nblocks : (int)n;
 }
 
+/* a whole string of decimal digits that fits 64 bits */
+inline bool parse_decimal(const char* s, uint64_t* value) {
+    if (*s < '0' || *s > '9') return false;
+    char* end = nullptr;
+    errno = 0;
+    *value = strtoull(s, &end, 10);
+    return errno == 0 && *end == 0;
+}
+
+/* CUDASIM_SCHEDULE = fifo (default) | reverse | shuffle[:seed] (seed: decimal, default 1); CUDASIM_CP_ASYNC =
+ * issue | deferred (default: issue under fifo, deferred otherwise). A bad value is an error. */
+inline LaunchMode launch_mode() {
+    LaunchMode m{SCHEDULE_FIFO, 1, false};
+    const char* s = getenv("CUDASIM_SCHEDULE");
+    if (s && *s && strcmp(s, "fifo") != 0) {
+        if (strcmp(s, "reverse") == 0) m.schedule = SCHEDULE_REVERSE;
+        else if (strcmp(s, "shuffle") == 0) m.schedule = SCHEDULE_SHUFFLE;
+        else if (strncmp(s, "shuffle:", 8) == 0 && parse_decimal(s + 8, &m.seed)) m.schedule = SCHEDULE_SHUFFLE;
+        else fail("CUDASIM_SCHEDULE=%s: expected fifo, reverse, shuffle or shuffle:<decimal seed>", s);
+    }
+    m.cp_async_deferred = m.schedule != SCHEDULE_FIFO;
+    const char* c = getenv("CUDASIM_CP_ASYNC");
+    if (c && *c) {
+        if (strcmp(c, "deferred") == 0) m.cp_async_deferred = true;
+        else if (strcmp(c, "issue") == 0) m.cp_async_deferred = false;
+        else fail("CUDASIM_CP_ASYNC=%s: expected issue or deferred", c);
+    }
+    return m;
+}
+
 /* runs `blocks` blocks on the calling OS thread's executor; the launch fields are per executor */
-inline void run_blocks_here(const char* text, void (*entry)(void*), void* ctx, dim3 grid, dim3 block, size_t smem,
-                            unsigned long long begin, unsigned long long step, unsigned long long end) {
+inline void run_blocks_here(const char* text, void (*entry)(void*), void* ctx, LaunchMode mode, dim3 grid, dim3 block,
+                            size_t smem, unsigned long long begin, unsigned long long step, unsigned long long end) {
     Executor* ex = this_thread_executor();
-    reserve_fibers(ex, block.x * block.y * block.z);
+    unsigned nthreads = block.x * block.y * block.z;
+    reserve_fibers(ex, nthreads);
+    ex->mode = mode;
+    if (mode.cp_async_deferred) {
+        ex->cp_pending = (CpAsyncCopy*)malloc((size_t)nthreads * kMaxCpAsyncPending * sizeof(CpAsyncCopy));
+        if (!ex->cp_pending) fail("out of memory for the deferred cp.async copies of %u threads", nthreads);
+    }
     ex->kernel_text = text;
     ex->entry = entry;
     ex->entry_ctx = ctx;
@@ -555,6 +703,8 @@ inline void run_blocks_here(const char* text, void (*entry)(void*), void* ctx, d
     t_exec = nullptr;
     free(ex->dyn_smem);
     ex->dyn_smem = nullptr;
+    free(ex->cp_pending);
+    ex->cp_pending = nullptr;
 }
 
 /* Runs kernel(args...) over grid x block; configuration errors are recorded for cudaGetLastError and
@@ -573,14 +723,15 @@ inline void launch(const char* text, void (*kernel)(P...), dim3 grid, dim3 block
         std::tuple<std::decay_t<P>...> params;
     } call{kernel, std::tuple<std::decay_t<P>...>(std::forward<A>(args)...)};
     void (*entry)(void*) = [](void* c) { std::apply(((Call*)c)->kernel, ((Call*)c)->params); };
+    LaunchMode mode = launch_mode();
     unsigned long long nblocks = (unsigned long long)grid.x * grid.y * grid.z;
     int nt = os_threads_for(nblocks);
     if (nt <= 1) {
-        run_blocks_here(text, entry, &call, grid, block, smem, 0, 1, nblocks);
+        run_blocks_here(text, entry, &call, mode, grid, block, smem, 0, 1, nblocks);
         return;
     }
 #pragma omp parallel num_threads(nt)
-    run_blocks_here(text, entry, &call, grid, block, smem, (unsigned long long)omp_get_thread_num(),
+    run_blocks_here(text, entry, &call, mode, grid, block, smem, (unsigned long long)omp_get_thread_num(),
                     (unsigned long long)omp_get_num_threads(), nblocks);
 }
 
