@@ -29,6 +29,7 @@
 #include "llmc/schedule.h"
 
 #include "dev/testlib.h"
+#include "dev/run_child.h"
 
 static char tmp_dir[256];
 
@@ -40,29 +41,9 @@ static void tmp_path(char* out, size_t cap, const char* name) { snprintf(out, ca
 typedef void (*ChildFn)(void* ctx);
 
 static void expect_failure(const char* what, ChildFn fn, void* ctx, int status, const char* needle) {
-    int fds[2];
-    if (pipe(fds) != 0) fatalf("pipe: %s", strerror(errno));
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid < 0) fatalf("fork: %s", strerror(errno));
-    if (pid == 0) {
-        close(fds[0]);
-        dup2(fds[1], 2);
-        if (!freopen("/dev/null", "w", stdout)) _exit(99);
-        fn(ctx);
-        _exit(0);
-    }
-    close(fds[1]);
     char err[4096];
-    size_t len = 0;
-    ssize_t got;
-    while ((got = read(fds[0], err + len, sizeof(err) - 1 - len)) > 0) len += (size_t)got;
-    err[len] = '\0';
-    close(fds[0]);
-    int ws;
-    waitpid(pid, &ws, 0);
-    int code = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+    int code = run_child(fn, ctx, err, sizeof(err));
+    size_t len = strlen(err);
     char* nl = strchr(err, '\n');
     int one_line = needle[0] ? nl != NULL && nl[1] == '\0' : len == 0; /* no needle: expect silence */
     if (nl) *nl = '\0';

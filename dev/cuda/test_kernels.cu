@@ -26,8 +26,7 @@
 #error "dev/cuda/test_kernels.cu compares fp32 kernels: build with -DPRECISION_FP32"
 #endif
 
-#include <sys/wait.h>
-#include <unistd.h>
+#include "dev/run_child.h"
 
 #define BOUND 1e-5
 static int passed = 0, failed = 0;
@@ -37,37 +36,11 @@ static void count(int ok) {
     else failed++;
 }
 
-/* runs f in a child process and checks that it exits with status 1 after printing `expect` to stderr.
- * Called before this process runs any kernel, so the child forks no OpenMP threads. */
-static void check_fails(const char* what, void (*f)(void), const char* expect) {
-    int fds[2];
-    if (pipe(fds) != 0) {
-        perror("error: pipe");
-        exit(1);
-    }
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid < 0) {
-        perror("error: fork");
-        exit(1);
-    }
-    if (pid == 0) {
-        close(fds[0]);
-        dup2(fds[1], 2);
-        f();
-        _exit(0);
-    }
-    close(fds[1]);
+/* runs f in a child process (dev/run_child.h) and checks that it exits with status 1 after printing
+ * `expect` to stderr. Called before this process runs any kernel, so the child forks no OpenMP threads. */
+static void check_fails(const char* what, void (*f)(void*), const char* expect) {
     char text[4096];
-    size_t len = 0;
-    ssize_t got;
-    while ((got = read(fds[0], text + len, sizeof(text) - 1 - len)) > 0) len += (size_t)got;
-    text[len] = 0;
-    close(fds[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    int ok = WIFEXITED(status) && WEXITSTATUS(status) == 1 && strstr(text, expect) != NULL;
+    int ok = run_child(f, NULL, text, sizeof(text)) == 1 && strstr(text, expect) != NULL;
     char* newline = strchr(text, '\n');
     if (newline) *newline = 0;
     printf("%s  %s\n      -> %s\n", ok ? "ok  " : "FAIL", what, text);
@@ -75,7 +48,7 @@ static void check_fails(const char* what, void (*f)(void), const char* expect) {
 }
 
 /* a GELU launch whose split claims 16-byte packs from an array 4 bytes past an aligned one */
-static void launch_misaligned_gelu(void) {
+static void launch_misaligned_gelu(void*) {
     float* x;
     cudaCheck(cudaMalloc(&x, 64 * sizeof(float)));
     VectorSplit split = {0, 8, PACKX, 8};
@@ -84,14 +57,14 @@ static void launch_misaligned_gelu(void) {
 }
 
 /* a layernorm of C = 42 channels, which is no multiple of PACKX */
-static void layernorm_bad_width(void) {
+static void layernorm_bad_width(void*) {
     float* x;
     cudaCheck(cudaMalloc(&x, 4 * 42 * sizeof(float)));
     residual_layernorm_forward(NULL, x, x, x + 1, x, NULL, x, x, 1, 42, (cudaStream_t)0);
 }
 
 /* a classifier on logits that start 4 bytes past an aligned address */
-static void classifier_misaligned(void) {
+static void classifier_misaligned(void*) {
     float* x;
     int* targets;
     cudaCheck(cudaMalloc(&x, 256 * sizeof(float)));
@@ -147,6 +120,34 @@ static void buf_free(Buf* b) {
     cudaCheck(cudaFree(b->d));
 }
 
+/* residual_layernorm_forward (with and without the residual) and layernorm_backward on rows x C against
+ * llmc/cpu_ops.h; scratch: colsum_scratch_floats(rows, C) floats at least */
+static void check_layernorm(int rows, int C, const char* note, float* scratch, cudaStream_t s) {
+    size_t n = (size_t)rows * C;
+    Buf a = buf_random(n, 1.0f), b = buf_random(n, 1.0f), w = buf_random(C, 1.0f), bias = buf_random(C, 1.0f),
+        res = buf_random(n, 1.0f), out = buf_random(n, 1.0f), mean = buf_random(rows, 1.0f), rstd = buf_random(rows, 1.0f),
+        dout = buf_random(n, 1.0f), dinp = buf_random(n, 1.0f), dw = buf_random(C, 1.0f), db = buf_random(C, 1.0f);
+    char what[128];
+    residual_layernorm_forward(res.d, out.d, mean.d, rstd.d, a.d, b.d, w.d, bias.d, rows, C, s);
+    residual_forward(res.h, a.h, b.h, res.n);
+    layernorm_forward(out.h, mean.h, rstd.h, res.h, w.h, bias.h, rows, C);
+    snprintf(what, sizeof(what), "residual_layernorm_forward out (%d rows, C=%d%s)", rows, C, note);
+    check(what, out.d, out.h, out.n);
+    check("  residual", res.d, res.h, res.n);
+    check("  mean", mean.d, mean.h, mean.n);
+    check("  rstd", rstd.d, rstd.h, rstd.n);
+    layernorm_backward(dinp.d, dw.d, db.d, scratch, dout.d, res.d, w.d, mean.d, rstd.d, rows, C, s);
+    layernorm_backward(dinp.h, dw.h, db.h, dout.h, res.h, w.h, mean.h, rstd.h, rows, C);
+    check("  layernorm_backward dinp (accumulating)", dinp.d, dinp.h, dinp.n);
+    check("  layernorm_backward dweight", dw.d, dw.h, dw.n);
+    check("  layernorm_backward dbias", db.d, db.h, db.n);
+    residual_layernorm_forward(NULL, out.d, mean.d, rstd.d, a.d, NULL, w.d, bias.d, rows, C, s);
+    layernorm_forward(out.h, mean.h, rstd.h, a.h, w.h, bias.h, rows, C);
+    check("  residual_layernorm_forward without residual", out.d, out.h, out.n);
+    Buf* all[] = {&a, &b, &w, &bias, &res, &out, &mean, &rstd, &dout, &dinp, &dw, &db};
+    for (Buf* x : all) buf_free(x);
+}
+
 int main(void) {
     const int B = 3, T = 13, C = 40, NH = 5, V = 77, Vp = 128, BT = B * T;
     cudaStream_t s = 0;
@@ -188,55 +189,12 @@ int main(void) {
         buf_free(&out);
     }
 
-    /* residual + layernorm forward, layernorm backward */
-    {
-        Buf a = buf_random((size_t)BT * C, 1.0f), b = buf_random((size_t)BT * C, 1.0f), w = buf_random(C, 1.0f),
-            bias = buf_random(C, 1.0f), res = buf_random((size_t)BT * C, 1.0f), out = buf_random((size_t)BT * C, 1.0f),
-            mean = buf_random(BT, 1.0f), rstd = buf_random(BT, 1.0f), dout = buf_random((size_t)BT * C, 1.0f),
-            dinp = buf_random((size_t)BT * C, 1.0f), dw = buf_random(C, 1.0f), db = buf_random(C, 1.0f);
-        residual_layernorm_forward(res.d, out.d, mean.d, rstd.d, a.d, b.d, w.d, bias.d, BT, C, s);
-        residual_forward(res.h, a.h, b.h, res.n);
-        layernorm_forward(out.h, mean.h, rstd.h, res.h, w.h, bias.h, BT, C);
-        check("residual_layernorm_forward residual (39 rows, C=40)", res.d, res.h, res.n);
-        check("residual_layernorm_forward out", out.d, out.h, out.n);
-        check("residual_layernorm_forward mean", mean.d, mean.h, mean.n);
-        check("residual_layernorm_forward rstd", rstd.d, rstd.h, rstd.n);
-        layernorm_backward(dinp.d, dw.d, db.d, scratch, dout.d, res.d, w.d, mean.d, rstd.d, BT, C, s);
-        layernorm_backward(dinp.h, dw.h, db.h, dout.h, res.h, w.h, mean.h, rstd.h, BT, C);
-        check("layernorm_backward dinp (accumulating)", dinp.d, dinp.h, dinp.n);
-        check("layernorm_backward dweight", dw.d, dw.h, dw.n);
-        check("layernorm_backward dbias", db.d, db.h, db.n);
-        residual_layernorm_forward(NULL, out.d, mean.d, rstd.d, a.d, NULL, w.d, bias.d, BT, C, s);
-        layernorm_forward(out.h, mean.h, rstd.h, a.h, w.h, bias.h, BT, C);
-        check("residual_layernorm_forward without residual", out.d, out.h, out.n);
-        Buf* all[] = {&a, &b, &w, &bias, &res, &out, &mean, &rstd, &dout, &dinp, &dw, &db};
-        for (Buf* x : all) buf_free(x);
-    }
-
-    /* layernorm rows of 3 to 4 packs per lane (a cache of 4, partly used), and wider than the largest
-     * register cache (32·LN_MAX_CACHED_PACKS packs: the rest re-read) */
-    for (int wide = 0; wide < 2; wide++) {
-        const int rows = 5, Cw = wide ? (32 * LN_MAX_CACHED_PACKS + 17) * PACKX : (32 * 3 + 5) * PACKX;
-        Buf a = buf_random((size_t)rows * Cw, 1.0f), b = buf_random((size_t)rows * Cw, 1.0f), w = buf_random(Cw, 1.0f),
-            bias = buf_random(Cw, 1.0f), res = buf_random((size_t)rows * Cw, 1.0f), out = buf_random((size_t)rows * Cw, 1.0f),
-            mean = buf_random(rows, 1.0f), rstd = buf_random(rows, 1.0f), dout = buf_random((size_t)rows * Cw, 1.0f),
-            dinp = buf_random((size_t)rows * Cw, 1.0f), dw = buf_random(Cw, 1.0f), db = buf_random(Cw, 1.0f);
-        char what[128];
-        residual_layernorm_forward(res.d, out.d, mean.d, rstd.d, a.d, b.d, w.d, bias.d, rows, Cw, s);
-        residual_forward(res.h, a.h, b.h, res.n);
-        layernorm_forward(out.h, mean.h, rstd.h, res.h, w.h, bias.h, rows, Cw);
-        snprintf(what, sizeof(what), "residual_layernorm_forward out (5 rows, C=%d: %s)", Cw,
-                 wide ? "beyond the register cache" : "cache of 4 packs");
-        check(what, out.d, out.h, out.n);
-        check("  residual", res.d, res.h, res.n);
-        check("  rstd", rstd.d, rstd.h, rstd.n);
-        layernorm_backward(dinp.d, dw.d, db.d, scratch, dout.d, res.d, w.d, mean.d, rstd.d, rows, Cw, s);
-        layernorm_backward(dinp.h, dw.h, db.h, dout.h, res.h, w.h, mean.h, rstd.h, rows, Cw);
-        check("  layernorm_backward dinp", dinp.d, dinp.h, dinp.n);
-        check("  layernorm_backward dweight", dw.d, dw.h, dw.n);
-        Buf* all[] = {&a, &b, &w, &bias, &res, &out, &mean, &rstd, &dout, &dinp, &dw, &db};
-        for (Buf* x : all) buf_free(x);
-    }
+    /* residual + layernorm forward, layernorm backward: the model's shape, rows of 3 to 4 packs per lane (a
+     * cache of 4, partly used), and rows wider than the largest register cache (32·LN_MAX_CACHED_PACKS
+     * packs: the rest re-read) */
+    check_layernorm(BT, C, "", scratch, s);
+    check_layernorm(5, (32 * 3 + 5) * PACKX, ": cache of 4 packs", scratch, s);
+    check_layernorm(5, (32 * LN_MAX_CACHED_PACKS + 17) * PACKX, ": beyond the register cache", scratch, s);
 
     /* matmuls: plain + bias, GELU fused (OC % 8 == 0) and not (OC = 100), and their backwards */
     for (int variant = 0; variant < 3; variant++) {
