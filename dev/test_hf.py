@@ -135,11 +135,8 @@ def main():
         print(f"{passed} passed, {failed} failed")
         return 1
     print(f"independent readers: safetensors {safetensors.__version__}, transformers {transformers.__version__}")
-    tmp = tempfile.mkdtemp()
-    try:
+    with tempfile.TemporaryDirectory() as tmp:
         return run_tests(tmp)
-    finally:
-        shutil.rmtree(tmp)
 
 
 def run_tests(tmp):

@@ -30,7 +30,6 @@ Ends with "N passed, M failed" (non-zero exit on any failure).
 import json
 import os
 import re
-import shutil
 import struct
 import subprocess
 import sys
@@ -217,11 +216,8 @@ def check_metrics(stdout, metrics_path):
 
 
 def main():
-    tmp = tempfile.mkdtemp()
-    try:
+    with tempfile.TemporaryDirectory() as tmp:
         return run_tests(tmp)
-    finally:
-        shutil.rmtree(tmp)
 
 
 def run_tests(tmp):

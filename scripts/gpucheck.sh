@@ -192,15 +192,7 @@ gc_benchmarks() {
     gc_step "d12 training B=64 T=1024, 40 steps, --profile 10" 240 gc_check_train ./train_gpt -e d12 --mock-data 1 -b 64 -t 1024 \
         -x 40 -v 0 -s 0 -r 1 --deterministic 0 --profile 10
     gc_train_log=$gc_last_log
-    # its make rule (mk/flash_attention.mk) links without gpu_build.sh's run path: where the loader cannot find
-    # cuBLAS, take the directory the gpu_build.sh binaries resolve it in
-    local libdir=""
-    if ldd ./build/bench_flash_attention 2>/dev/null | grep -q 'not found'; then
-        libdir=$(ldd ./build/gpu/bench_kernels 2>/dev/null | awk '/libcublas\.so/ { print $3; exit }')
-        libdir=${libdir%/*}
-    fi
-    gc_step "flash-attention benchmark" 180 gc_check_flash env ${libdir:+LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"} \
-        ./build/bench_flash_attention
+    gc_step "flash-attention benchmark" 180 gc_check_flash ./build/bench_flash_attention
     gc_flash_log=$gc_last_log
     gc_step "kernel benchmark" 120 gc_check_kernels ./build/gpu/bench_kernels
 }

@@ -23,7 +23,6 @@ Ends with "N passed, M failed" (non-zero exit on any failure).
 import json
 import os
 import re
-import shutil
 import sys
 import tempfile
 
@@ -89,11 +88,8 @@ def profile_table(stdout):
 
 
 def main():
-    tmp = tempfile.mkdtemp()
-    try:
+    with tempfile.TemporaryDirectory() as tmp:
         return run_tests(tmp)
-    finally:
-        shutil.rmtree(tmp)
 
 
 def run_tests(tmp):
