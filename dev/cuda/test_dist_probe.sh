@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # scripts/dist_probe.sh finds NCCL where the GPU machine may have it, and says where or why not:
-#   - a CUDA toolkit without NCCL (a shadow of this machine's: links to every file but nccl* and libnccl*,
-#     so nvcc's own default paths no longer find the library; its host linker searches no built-in
-#     directories; a stray nccl.h in the host compiler's default paths, /usr/local/include here, may
-#     stay) and NCCL only in a pip wheel's layout,
-#     <site>/nvidia/nccl/{include/nccl.h, lib/libnccl.so.2} (no libnccl.so), reached through PYTHONPATH:
-#     the probe names that header, links -l:libnccl.so.2 with a run path, and a program built with its
-#     flags links, ldd resolves libnccl.so.2 in that directory, and it runs (ncclGetVersion needs no GPU)
+#   - a CUDA toolkit without NCCL (played by this machine's nvcc behind a wrapper whose linker finds NCCL
+#     only in the -L directories it is given: plain -lnccl with none of them holding libnccl.so fails, as
+#     it does where no NCCL is installed, wherever this machine keeps its own) and NCCL only in a pip
+#     wheel's layout, <site>/nvidia/nccl/{include/nccl.h, lib/libnccl.so.2} (no libnccl.so), reached
+#     through PYTHONPATH: the probe names that header, links -l:libnccl.so.2 with a run path, and a program
+#     built with its flags links, ldd resolves libnccl.so.2 in that directory, and it runs (ncclGetVersion
+#     needs no GPU)
 #   - NCCL_HOME with include/ and lib/libnccl.so: taken first
 #   - no NCCL anywhere: the probe says so, exits 0, and gives no NCCL flags (a one-GPU build compiles)
 #   - this machine's toolkit: plain -lnccl, the toolkit's nccl.h named
@@ -26,41 +26,34 @@ if [ -z "$real_header" ] || [ -z "$real_lib" ]; then
     test_end; exit 1
 fi
 
-# link_tree SRC DST REL: DST mirrors SRC (the toolkit's directory REL) by symbolic links to every file but
-# NCCL's; bin/ (nvcc finds the toolkit from its own path) and the target directories' include/ and lib/
-# become directories of links, everything else is linked whole
-shadow=$tmp/cuda
-link_tree() {
-    local src=$1 dst=$2 rel=$3 entry name real
-    mkdir -p "$dst"
-    for entry in "$src"/*; do
-        name=$(basename "$entry")
-        real=$(readlink -f "$entry")
-        case $name in nccl* | libnccl*) continue ;; esac
-        case $rel$name in # (* matches / too: the deepest pattern first)
-        targets/*/*/*) ln -s "$real" "$dst/$name" ;;
-        targets/*/include | targets/*/lib | targets/*/lib64 | targets/* | targets | bin) link_tree "$real" "$dst/$name" "$rel$name/" ;;
-        *) ln -s "$real" "$dst/$name" ;;
-        esac
-    done
-}
-link_tree "$top" "$shadow" ""
-# the shadow's nvcc, its host linker searching only the directories given to it (gcc's and nvcc's -L):
-# this machine also has NCCL in ld's built-in /usr/local/lib64
+# the wrapper: nvcc whose linker searches no system directory for plain -lnccl
 fake_nvcc=$tmp/nvcc
-printf '#!/bin/sh\nexec "%s" -Xlinker -nostdlib "$@"\n' "$shadow/bin/nvcc" >"$fake_nvcc"
+cat >"$fake_nvcc" <<EOF
+#!/bin/sh
+wants=0; given=0
+for arg; do
+    case \$arg in
+    -lnccl) wants=1 ;;
+    -L*) if [ -e "\${arg#-L}/libnccl.so" ]; then given=1; fi ;;
+    esac
+done
+if [ \$wants = 1 ] && [ \$given = 0 ]; then
+    echo "ld: cannot find -lnccl: No such file or directory (a toolkit without NCCL)" >&2; exit 1
+fi
+exec "$real_nvcc" "\$@"
+EOF
 chmod +x "$fake_nvcc"
-# nothing but the shadow's own paths: no LIBRARY_PATH/CPATH, no NCCL_HOME
+# nothing but the given paths: no LIBRARY_PATH/CPATH, no NCCL_HOME
 clean_env=(env -u LIBRARY_PATH -u CPATH -u C_INCLUDE_PATH -u CPLUS_INCLUDE_PATH -u NCCL_HOME -u PYTHONPATH -u LD_LIBRARY_PATH)
 printf 'int main(void) { return 0; }\n' >"$tmp/plain.cu"
 if "${clean_env[@]}" "$fake_nvcc" "$tmp/plain.cu" -o "$tmp/plain" -lcublas >"$tmp/log" 2>&1 &&
     ! "${clean_env[@]}" "$fake_nvcc" "$tmp/plain.cu" -o "$tmp/plain" -lnccl >>"$tmp/log" 2>&1; then
-    ok "a shadow of $top without NCCL: its nvcc builds and links cuBLAS, and -lnccl is not found"
+    ok "the wrapped nvcc builds and links cuBLAS, and plain -lnccl is not found"
 else
-    bad "shadow toolkit: $(head -c 300 "$tmp/log")"; test_end; exit 1
+    bad "the wrapped nvcc (cuBLAS links, plain -lnccl does not): $(head -c 300 "$tmp/log")"; test_end; exit 1
 fi
 
-# probe NAME ENV...: runs the probe for flags and libs with the shadow nvcc; sets flags, libs, note
+# probe ENV...: runs the probe for flags and libs with the wrapped nvcc; sets flags, libs, note
 probe() {
     "${clean_env[@]}" "$@" bash scripts/dist_probe.sh "$fake_nvcc" "$mpicxx" flags >"$tmp/flags" 2>"$tmp/note"
     local rc=$?
