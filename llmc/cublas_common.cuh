@@ -4,7 +4,8 @@
  * nvcc: the real <cublasLt.h> (link -lcublasLt -lcublas); with -DCUDASIM: dev/cudasim/fake_cublaslt.h,
  * which has the same API and honours every descriptor attribute we set.
  *   cublasCheck(call)   on error prints "error: cuBLAS: <call> failed: <status name> (file:line)", exit 1
- *   BlasContext         the handle, its workspace and the stream; created once, passed to every matmul
+ *   BlasContext         the handle, its workspace, the stream and the algorithms chosen so far (BlasPlan);
+ *                       created once, passed to every matmul
  * Compute type: fp32 accumulation (CUBLAS_COMPUTE_32F) in both builds, so TF32 is never used: the fp32
  * build is exact fp32 (the 1e-5 bounds of test_gpt apply), the bf16 build has bf16 inputs.
  * No global state.
@@ -35,16 +36,31 @@ static inline void cublas_check_(cublasStatus_t status, const char* call, const 
 
 #define BLAS_WORKSPACE_BYTES ((size_t)32 << 20) /* cuBLASLt's workspace: 32 MiB, as Hopper kernels want */
 
+/* A matmul problem as cuBLASLt's heuristic sees it (llmc/matmul.cuh): shape, transposes, epilogue and the
+ * alignment in bytes (a power of two, at most 256) of A, B and D (= C); and the algorithm it chose. */
+typedef struct {
+    int m, n, k, transa, transb, epilogue;
+    uint32_t align_a, align_b, align_d;
+} BlasProblem;
+typedef struct {
+    BlasProblem problem;
+    cublasLtMatmulAlgo_t algo;
+} BlasPlan;
+#define BLAS_PLANS 64 /* problems remembered; a full table replaces its oldest entry */
+
 typedef struct {
     cublasLtHandle_t handle;
     void* workspace;
     cudaStream_t stream;
+    BlasPlan plans[BLAS_PLANS];
+    int num_plans, next_plan; /* plans in use; the one the next new problem replaces when full */
 } BlasContext;
 
 static inline void blas_create(BlasContext* ctx, cudaStream_t stream) {
     cublasCheck(cublasLtCreate(&ctx->handle));
     cudaCheck(cudaMalloc(&ctx->workspace, BLAS_WORKSPACE_BYTES));
     ctx->stream = stream;
+    ctx->num_plans = ctx->next_plan = 0;
 }
 
 static inline void blas_destroy(BlasContext* ctx) {

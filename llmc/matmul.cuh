@@ -9,6 +9,10 @@
  *   dweight   dweightᵀ (C x OC) += inpᵀ (C x BT)   · (doutᵀ (OC x BT))ᵀ   (beta = 1: accumulates)
  * The bias gradient is a deterministic column sum (llmc/column_sums.cuh), which accumulates across
  * micro-steps (cuBLASLt's BGRAD epilogues overwrite).
+ * Algorithms: cuBLASLt's heuristic is asked once per problem (BlasProblem: shape, transposes, epilogue and
+ * the pointers' alignments) and its answer kept in the context. It is told each matrix's real alignment
+ * (up to 256 bytes): by default it assumes 256, and may pick a kernel that refuses a layer's slice
+ * aligned to less (CUBLAS_STATUS_NOT_SUPPORTED).
  * GELU: the forward fuses gelu into the epilogue (GELU_AUX_BIAS: out = gelu(v), pre = v), the backward
  * fuses the GELU derivative (DGELU: dinp = (dout·weight)·gelu'(pre)). cuBLASLt needs the aux leading
  * dimension to be a multiple of 8; when it is not, the separate kernels of llmc/gelu.cuh run instead.
@@ -20,12 +24,48 @@
 #include "llmc/column_sums.cuh"
 #include "llmc/gelu.cuh"
 
+/* the largest power of two, up to 256, that divides the address */
+static inline uint32_t blas_alignment(const void* p) {
+    uint32_t align = 256;
+    while (align > 1 && (uintptr_t)p % align != 0) align /= 2;
+    return align;
+}
+
+/* The algorithm for problem p: the context's, or the heuristic's (then remembered). */
+static inline const cublasLtMatmulAlgo_t* blas_algorithm(BlasContext* ctx, const BlasProblem* p, cublasLtMatmulDesc_t desc,
+                                                         cublasLtMatrixLayout_t la, cublasLtMatrixLayout_t lb,
+                                                         cublasLtMatrixLayout_t ld) {
+    for (int i = 0; i < ctx->num_plans; i++)
+        if (memcmp(&ctx->plans[i].problem, p, sizeof(*p)) == 0) return &ctx->plans[i].algo;
+    cublasLtMatmulPreference_t pref;
+    cublasCheck(cublasLtMatmulPreferenceCreate(&pref));
+    uint64_t ws = BLAS_WORKSPACE_BYTES;
+    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
+    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &p->align_a, sizeof(uint32_t)));
+    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &p->align_b, sizeof(uint32_t)));
+    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &p->align_d, sizeof(uint32_t)));
+    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &p->align_d, sizeof(uint32_t)));
+    cublasLtMatmulHeuristicResult_t heuristic;
+    int found = 0;
+    cublasCheck(cublasLtMatmulAlgoGetHeuristic(ctx->handle, desc, la, lb, ld, ld, pref, 1, &heuristic, &found));
+    cublasCheck(cublasLtMatmulPreferenceDestroy(pref));
+    if (found == 0) {
+        fprintf(stderr, "error: cuBLASLt has no algorithm for m=%d n=%d k=%d transa=%d transb=%d epilogue=%d (%s:%d)\n", p->m, p->n,
+                p->k, p->transa, p->transb, p->epilogue, __FILE__, __LINE__);
+        exit(1);
+    }
+    int slot = ctx->num_plans < BLAS_PLANS ? ctx->num_plans++ : ctx->next_plan;
+    if (ctx->num_plans == BLAS_PLANS) ctx->next_plan = (slot + 1) % BLAS_PLANS;
+    ctx->plans[slot].problem = *p;
+    ctx->plans[slot].algo = heuristic.algo;
+    return &ctx->plans[slot].algo;
+}
+
 /* D (m x n, col-major, ld m) = epilogue(op(A)·op(B) + beta·D): A is m x k (transa: stored k x m), B is
  * k x n (transb: stored n x k), both with the leading dimensions of their stored shapes. bias (m) and
  * aux (m x n, ld m) as the epilogue needs them, else NULL. */
-static inline void matmul_cublaslt(const BlasContext* ctx, floatX* d, const floatX* a, const floatX* b, const floatX* bias,
-                                   floatX* aux, int m, int n, int k, int transa, int transb, float beta,
-                                   cublasLtEpilogue_t epilogue) {
+static inline void matmul_cublaslt(BlasContext* ctx, floatX* d, const floatX* a, const floatX* b, const floatX* bias, floatX* aux,
+                                   int m, int n, int k, int transa, int transb, float beta, cublasLtEpilogue_t epilogue) {
     cublasLtMatmulDesc_t desc;
     cublasCheck(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     cublasOperation_t opa = transa ? CUBLAS_OP_T : CUBLAS_OP_N, opb = transb ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -42,22 +82,11 @@ static inline void matmul_cublaslt(const BlasContext* ctx, floatX* d, const floa
     cublasCheck(cublasLtMatrixLayoutCreate(&la, CUBLAS_FLOATX, transa ? k : m, transa ? m : k, transa ? k : m));
     cublasCheck(cublasLtMatrixLayoutCreate(&lb, CUBLAS_FLOATX, transb ? n : k, transb ? k : n, transb ? n : k));
     cublasCheck(cublasLtMatrixLayoutCreate(&ld, CUBLAS_FLOATX, m, n, m));
-    cublasLtMatmulPreference_t pref;
-    cublasCheck(cublasLtMatmulPreferenceCreate(&pref));
-    uint64_t ws = BLAS_WORKSPACE_BYTES;
-    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
-    cublasLtMatmulHeuristicResult_t heuristic;
-    int found = 0;
-    cublasCheck(cublasLtMatmulAlgoGetHeuristic(ctx->handle, desc, la, lb, ld, ld, pref, 1, &heuristic, &found));
-    if (found == 0) {
-        fprintf(stderr, "error: cuBLASLt has no algorithm for m=%d n=%d k=%d transa=%d transb=%d epilogue=%d (%s:%d)\n", m, n, k,
-                transa, transb, (int)epilogue, __FILE__, __LINE__);
-        exit(1);
-    }
+    BlasProblem problem = {m, n, k, transa, transb, (int)epilogue, blas_alignment(a), blas_alignment(b), blas_alignment(d)};
+    const cublasLtMatmulAlgo_t* algo = blas_algorithm(ctx, &problem, desc, la, lb, ld);
     float alpha = 1.0f;
-    cublasCheck(cublasLtMatmul(ctx->handle, desc, &alpha, a, la, b, lb, &beta, d, ld, d, ld, &heuristic.algo, ctx->workspace,
+    cublasCheck(cublasLtMatmul(ctx->handle, desc, &alpha, a, la, b, lb, &beta, d, ld, d, ld, algo, ctx->workspace,
                                BLAS_WORKSPACE_BYTES, ctx->stream));
-    cublasCheck(cublasLtMatmulPreferenceDestroy(pref));
     cublasCheck(cublasLtMatrixLayoutDestroy(la));
     cublasCheck(cublasLtMatrixLayoutDestroy(lb));
     cublasCheck(cublasLtMatrixLayoutDestroy(ld));
@@ -69,7 +98,7 @@ static inline int matmul_gelu_fusable(int width) { return width % 8 == 0; }
 
 /* out[BT,OC] = inp·weightᵀ + bias (bias may be NULL). With pre != NULL: pre = inp·weightᵀ + bias and
  * out = gelu(pre) (pre must not alias out). */
-static inline void matmul_forward(const BlasContext* ctx, floatX* out, floatX* pre, const floatX* inp, const floatX* weight,
+static inline void matmul_forward(BlasContext* ctx, floatX* out, floatX* pre, const floatX* inp, const floatX* weight,
                                   const floatX* bias, int BT, int C, int OC) {
     if (pre && matmul_gelu_fusable(OC)) {
         matmul_cublaslt(ctx, out, weight, inp, bias, pre, OC, BT, C, 1, 0, 0.0f,
@@ -84,7 +113,7 @@ static inline void matmul_forward(const BlasContext* ctx, floatX* out, floatX* p
 /* dinp[BT,C] = dout·weight (OVERWRITTEN; skipped when NULL), times gelu'(pre) when pre != NULL (pre is the
  * forward input of the gelu whose output was inp); dweight[OC,C] += doutᵀ·inp; dbias[OC] += Σ_rows dout
  * (skipped when NULL; scratch: colsum_scratch_floats(BT, OC) floats). */
-static inline void matmul_backward(const BlasContext* ctx, floatX* dinp, floatX* dweight, floatX* dbias, float* scratch,
+static inline void matmul_backward(BlasContext* ctx, floatX* dinp, floatX* dweight, floatX* dbias, float* scratch,
                                    const floatX* dout, const floatX* inp, const floatX* weight, const floatX* pre, int BT, int C,
                                    int OC) {
     if (dbias) column_sums(dbias, NULL, scratch, dout, NULL, NULL, NULL, BT, OC, ctx->stream);

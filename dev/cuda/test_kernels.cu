@@ -255,6 +255,30 @@ int main(void) {
         for (Buf* x : all) buf_free(x);
     }
 
+    /* the algorithms kept per problem (llmc/matmul.cuh): one shape on 256-byte aligned matrices, then on slices
+     * 16 bytes past them (the heuristic must be asked again: the fake cuBLASLt refuses a 256-byte algorithm on
+     * them); then as many other problems as the table holds, which replace every entry, and the second again */
+    {
+        int OC = 24, fillers = BLAS_PLANS;
+        Buf inp = buf_random((size_t)fillers * C + 4, 1.0f), w = buf_random((size_t)OC * C + 4, 0.5f),
+            out = buf_random((size_t)fillers * OC + 4, 1.0f), ref = buf_random((size_t)fillers * OC + 4, 1.0f);
+        const char* names[2] = {"matmul plans: 256-byte aligned matrices", "matmul plans: the same shape 16 bytes past them"};
+        for (int shift = 0; shift <= 4; shift += 4) {
+            matmul_forward(&blas, out.d + shift, NULL, inp.d + shift, w.d + shift, NULL, BT, C, OC);
+            matmul_forward(ref.h + shift, inp.h + shift, w.h + shift, NULL, BT, C, OC);
+            check(names[shift / 4], out.d + shift, ref.h + shift, (size_t)BT * OC);
+        }
+        for (int rows = 1; rows <= fillers; rows++) matmul_forward(&blas, out.d, NULL, inp.d, w.d, NULL, rows, C, 8);
+        int full = blas.num_plans == BLAS_PLANS;
+        printf("%s  matmul plans: %d more problems, the table holds %d of %d\n", full ? "ok  " : "FAIL", fillers, blas.num_plans,
+               BLAS_PLANS);
+        count(full);
+        matmul_forward(&blas, out.d + 4, NULL, inp.d + 4, w.d + 4, NULL, BT, C, OC);
+        check("matmul plans: the shifted problem again, after its entry was replaced", out.d + 4, ref.h + 4, (size_t)BT * OC);
+        Buf* all[] = {&inp, &w, &out, &ref};
+        for (Buf* x : all) buf_free(x);
+    }
+
     /* flash attention forward and backward, its fp32 path (the CPU keeps the probabilities; the GPU recomputes them) */
     {
         Buf qkv = buf_random((size_t)BT * 3 * C, 1.5f), out = buf_random((size_t)BT * C, 1.0f), lse = buf_random((size_t)BT * NH, 1.0f),

@@ -37,6 +37,11 @@
  * kernels may round differently. _32F_FAST_16BF rounds fp32 inputs to bf16 (nearest even).
  * The summation order over k differs from the GPU's, so results agree to fp32 rounding, not bits.
  *
+ * Alignment: cublasLtMatmulAlgoGetHeuristic picks algorithms for matrices aligned as the preference's
+ * CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_{A,B,C,D}_BYTES say (256 unless set, cuBLASLt's default), and
+ * cublasLtMatmul with such an algorithm refuses (NOT_SUPPORTED) a matrix pointer less aligned than that:
+ * the real library may pick a kernel that needs the alignment it was told to assume.
+ *
  * Argument errors return CUBLAS_STATUS_INVALID_VALUE, unsupported combinations
  * CUBLAS_STATUS_NOT_SUPPORTED, each after printing one line "<function>: <why>" to stderr.
  * Matrix layouts must be column-major (CUBLASLT_ORDER_COL); other orders are NOT_SUPPORTED.
@@ -262,12 +267,14 @@ typedef cublasLtMatmulDescOpaque_t* cublasLtMatmulDesc_t;
 
 typedef struct cublasLtMatmulPreferenceOpaque_t {
     uint64_t max_workspace_bytes;
+    uint32_t min_alignment[4]; /* A, B, C, D in bytes */
 } cublasLtMatmulPreferenceOpaque_t;
 typedef cublasLtMatmulPreferenceOpaque_t* cublasLtMatmulPreference_t;
 
 typedef struct {
-    uint64_t data[8];
+    uint64_t data[8]; /* the fake's: [0, 4) the alignments of A, B, C, D it assumes, [4] FAKEBLAS_ALGO_TAG */
 } cublasLtMatmulAlgo_t;
+#define FAKEBLAS_ALGO_TAG 0x66616b65616c676full
 
 typedef struct {
     cublasLtMatmulAlgo_t algo;
@@ -785,6 +792,7 @@ inline cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t*
     if (!pref) return fakeblas_fail(CUBLAS_STATUS_INVALID_VALUE, "cublasLtMatmulPreferenceCreate", "preference pointer is NULL");
     *pref = (cublasLtMatmulPreference_t)calloc(1, sizeof(cublasLtMatmulPreferenceOpaque_t));
     if (!*pref) return fakeblas_fail(CUBLAS_STATUS_ALLOC_FAILED, "cublasLtMatmulPreferenceCreate", "out of memory");
+    for (int i = 0; i < 4; i++) (*pref)->min_alignment[i] = 256;
     return CUBLAS_STATUS_SUCCESS;
 }
 inline cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t pref) {
@@ -802,12 +810,14 @@ inline cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPrefere
     switch (attr) {
     case CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES:
         return fakeblas_set(&pref->max_workspace_bytes, sizeof(uint64_t), buf, sizeInBytes, fn, attr);
-    case CUBLASLT_MATMUL_PREF_SEARCH_MODE:
-    case CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK:
     case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES:
     case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES:
     case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES:
     case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES:
+        return fakeblas_set(&pref->min_alignment[attr - CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES], sizeof(uint32_t), buf,
+                            sizeInBytes, fn, attr);
+    case CUBLASLT_MATMUL_PREF_SEARCH_MODE:
+    case CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK:
     case CUBLASLT_MATMUL_PREF_MAX_WAVES_COUNT:
         return fakeblas_set(&ignored, sizeof(uint32_t), buf, sizeInBytes, fn, attr);
     case CUBLASLT_MATMUL_PREF_IMPL_MASK:
@@ -912,7 +922,8 @@ static inline cublasStatus_t fakeblas_lt_setup(fakeblas_gemm* g, cublasLtMatmulD
     return CUBLAS_STATUS_SUCCESS;
 }
 
-/* Returns one algorithm (the fake has one) if the problem is valid and supported. */
+/* Returns one algorithm (the fake has one) if the problem is valid and supported; it assumes the
+ * preference's alignments (cuBLASLt's default of 256 bytes without a preference). */
 inline cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
                                                      cublasLtMatrixLayout_t Adesc, cublasLtMatrixLayout_t Bdesc,
                                                      cublasLtMatrixLayout_t Cdesc, cublasLtMatrixLayout_t Ddesc,
@@ -928,6 +939,8 @@ inline cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cu
     cublasStatus_t status = fakeblas_lt_setup(&g, desc, Adesc, Bdesc, Cdesc, Ddesc, fn);
     if (status != CUBLAS_STATUS_SUCCESS) return status;
     memset(&heuristicResultsArray[0], 0, sizeof(heuristicResultsArray[0]));
+    for (int i = 0; i < 4; i++) heuristicResultsArray[0].algo.data[i] = preference ? preference->min_alignment[i] : 256;
+    heuristicResultsArray[0].algo.data[4] = FAKEBLAS_ALGO_TAG;
     heuristicResultsArray[0].state = CUBLAS_STATUS_SUCCESS;
     heuristicResultsArray[0].wavesCount = 1.0f;
     *returnAlgoCount = 1;
@@ -952,6 +965,15 @@ inline cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc
     g.A = A; g.B = B; g.C = C; g.D = D;
     if (C == D && C != NULL && (Cdesc->ld != Ddesc->ld || Cdesc->type != Ddesc->type || Cdesc->batch_stride != Ddesc->batch_stride))
         return fakeblas_fail(CUBLAS_STATUS_INVALID_VALUE, fn, "C aliases D (in place) but their layouts differ");
+    if (algo && algo->data[4] == FAKEBLAS_ALGO_TAG) {
+        const void* matrices[4] = {A, B, C, D};
+        for (int i = 0; i < 4; i++)
+            if (matrices[i] && algo->data[i] > 1 && (uintptr_t)matrices[i] % algo->data[i] != 0)
+                return fakeblas_fail(CUBLAS_STATUS_NOT_SUPPORTED, fn,
+                                     "%c at %p is not %llu-byte aligned, as its algorithm assumes (the heuristic's "
+                                     "CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_%c_BYTES, 256 unless set)",
+                                     "ABCD"[i], matrices[i], (unsigned long long)algo->data[i], "ABCD"[i]);
+    }
     if (g.m > 0 && g.n > 0 && g.batch > 0) {
         if (!D) return fakeblas_fail(CUBLAS_STATUS_INVALID_VALUE, fn, "D is NULL");
         if (g.k > 0 && (!A || !B)) return fakeblas_fail(CUBLAS_STATUS_INVALID_VALUE, fn, "A or B is NULL");

@@ -45,14 +45,22 @@ static float rand_unit(void) {
     return (float)((rng_state >> 40) / 8388608.0 - 1.0);
 }
 
-/* a device-like buffer of n elements of fp32 or bf16 */
+/* a device-like buffer of n elements of fp32 or bf16, 256-byte aligned as cudaMalloc's */
 typedef struct {
     int bf16;
     size_t n;
     void* p;
 } buffer;
+static void* device_like_alloc(size_t n, int bf16) {
+    void* p = NULL;
+    if (posix_memalign(&p, 256, (n ? n : 1) * (bf16 ? 2 : 4)) != 0) {
+        fprintf(stderr, "error: out of memory (%s:%d)\n", __FILE__, __LINE__);
+        exit(1);
+    }
+    return p;
+}
 static buffer buffer_random(int bf16, size_t n) {
-    buffer b = {bf16, n, malloc((n ? n : 1) * (bf16 ? 2 : 4))};
+    buffer b = {bf16, n, device_like_alloc(n, bf16)};
     for (size_t i = 0; i < n; i++) {
         float v = rand_unit();
         if (bf16) ((__nv_bfloat16*)b.p)[i] = __float2bfloat16(v);
@@ -65,7 +73,7 @@ static double buffer_get(const buffer* b, size_t i) {
 }
 static buffer buffer_copy(const buffer* b) {
     buffer c = *b;
-    c.p = malloc((b->n ? b->n : 1) * (b->bf16 ? 2 : 4));
+    c.p = device_like_alloc(b->n, b->bf16);
     memcpy(c.p, b->p, b->n * (b->bf16 ? 2 : 4));
     return c;
 }
@@ -460,6 +468,22 @@ static void test_lt_errors(cublasLtHandle_t lt) {
     cublasLtMatrixLayoutDestroy(lbad);
     check_status(cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, 0, &heur, &count), CUBLAS_STATUS_INVALID_VALUE,
                  "cublasLtMatmulAlgoGetHeuristic requestedAlgoCount=0");
+    /* the heuristic's algorithm assumes the preference's alignments: 256 bytes unless set */
+    float* aligned;
+    cudaMalloc((void**)&aligned, 1024 * sizeof(float));
+#define MATMUL_ALGO(A_ptr)                                                                                                          \
+    cublasLtMatmul(lt, desc, &one, A_ptr, la, aligned + 64, lb, &zero, aligned + 128, lc, aligned + 128, lc, &heur.algo, NULL, 0, \
+                   (cudaStream_t)0)
+    cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, 1, &heur, &count);
+    check_status(MATMUL_ALGO(aligned), CUBLAS_STATUS_SUCCESS, "cublasLtMatmul, the heuristic's algorithm, 256-byte aligned matrices");
+    check_status(MATMUL_ALGO(aligned + 4), CUBLAS_STATUS_NOT_SUPPORTED, "  A 16 bytes past, the preference's default alignment");
+    uint32_t sixteen = 16;
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &sixteen, sizeof(sixteen));
+    cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, 1, &heur, &count);
+    check_status(MATMUL_ALGO(aligned + 4), CUBLAS_STATUS_SUCCESS, "  A 16 bytes past, MIN_ALIGNMENT_A_BYTES = 16");
+    check_status(MATMUL_ALGO(aligned + 2), CUBLAS_STATUS_NOT_SUPPORTED, "  A 8 bytes past, MIN_ALIGNMENT_A_BYTES = 16");
+#undef MATMUL_ALGO
+    cudaFree(aligned);
     int32_t batch = 2;
     cublasLtMatrixLayoutCreate(&lbad, CUDA_R_32F, 4, 5, 4);
     cublasLtMatrixLayoutSetAttribute(lbad, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof(batch));
