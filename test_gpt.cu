@@ -27,6 +27,7 @@
 static float gpt_update(GPT* m, const OptimizerConfig* oc, float lr, int t) {
     float norm = gpt_grad_norm(m);
     gpt_update_with_norm(m, oc, lr, t, norm);
+    gpt_gather_params(m);
     return norm;
 }
 

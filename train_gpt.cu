@@ -622,11 +622,13 @@ static void gpt_backward(GPT* m, const int* inputs, int B, int T, int reduce) {
 
 /* ----------------------------------------------------------------------------
  * AdamW update with global-norm clipping, on the parameters the optimizer state covers (m->opt: all,
- * or this rank's ZeRO-1 shard, whose new values every rank then gathers). With several GPUs the norm
- * first waits for the gradient reduction, and is the sum over ranks of each rank's shard's Σ g²
- * (llmc/distributed.cuh). gpt_grad_norm, then gpt_update_with_norm (the trainer's health guard sits
- * between them); gpt_update does both. t is the 1-based step count (bias correction and the
- * stochastic-rounding seed). G: the gradient type (fp32 after an fp32 reduction). */
+ * or this rank's ZeRO-1 shard, whose new values gpt_gather_params then sends to every rank). With several
+ * GPUs the norm first waits for the gradient reduction, and is the sum over ranks of each rank's shard's
+ * Σ g² (llmc/distributed.cuh). gpt_grad_norm, then gpt_update_with_norm (the trainer's health guard sits
+ * between them), then gpt_gather_params (the trainer's check of the new parameters comes first: its sum
+ * over ranks, on the communication stream, then does not wait for the gather); gpt_update does all three.
+ * t is the 1-based step count (bias correction and the stochastic-rounding seed). G: the gradient type
+ * (fp32 after an fp32 reduction). */
 template <typename G>
 static float gpt_grad_norm_from(GPT* m, const G* grads) {
     float* norm_scratch = m->scratch + m->colsum_floats;
@@ -656,7 +658,6 @@ static void gpt_update_from(GPT* m, const G* grads, const OptimizerConfig* oc, f
                          oc->beta1, oc->beta2, oc->eps, wd, scale, t, m->seed, m->stream);
         offset += m->param_sizes[i];
     }
-    if (m->dist) dist_gather_params(m->dist, m->params, m->stream);
 }
 
 /* the gradients' global L2 norm (every rank gets the same value) */
@@ -675,11 +676,17 @@ static float gpt_grad_norm(GPT* m) {
 
 static void gpt_update_with_norm(GPT* m, const OptimizerConfig* oc, float lr, int t, float norm) {
     nvtxRangePushA("optimizer update");
-    gpu_profile_begin(m, PROF_ADAMW); /* with ZeRO-1 the shards' gather too */
+    gpu_profile_begin(m, PROF_ADAMW);
     if (m->dist && m->dist->staged) gpt_update_from(m, (const float*)m->dist->grads32, oc, lr, t, norm);
     else gpt_update_from(m, (const floatX*)m->grads, oc, lr, t, norm);
     gpu_profile_end(m);
     nvtxRangePop();
+}
+
+/* ZeRO-1: every rank's updated shard to all ranks, on the communication stream; the next forward pass
+ * waits for each bucket's parameters when it reaches them (dist_wait_params), so the gather overlaps it */
+static void gpt_gather_params(GPT* m) {
+    if (m->dist) GPU_PROFILE(m, PROF_COMM, dist_gather_params(m->dist, m->params, m->stream));
 }
 
 
@@ -765,13 +772,15 @@ static int save_checkpoint(GPT* m, const char* dir, const TrainState* st, int ke
 
 /* The index of the first non-finite parameter, or num_params if all are finite: Σ p² over this rank's
  * shard (ZeRO 1: the part it updated), summed over ranks; only when that is not finite (a non-finite
- * value, or an overflow of the sum) is a host copy searched for the element. Every rank must call it. */
+ * value, or an overflow of the sum) are the shards gathered and a host copy searched for the element.
+ * Every rank must call it, after gpt_update_with_norm and before gpt_gather_params. */
 static size_t gpt_first_nonfinite_param(GPT* m) {
     Shard range = m->dist->shard;
     float* scratch = m->scratch + m->colsum_floats;
     global_norm_squared_launch(m->params + range.offset, range.count, scratch, m->stream);
     if (isfinite(dist_sum_device_float(m->dist, scratch + GNORM_BLOCKS, m->stream))) return m->num_params;
     float* host = (float*)malloc_check(m->num_params * sizeof(float));
+    dist_gather_params(m->dist, m->params, m->stream); /* (inside the caller's profile bracket) */
     for (int b = 0; b < m->dist->num_buckets; b++) dist_wait_params(m->dist, b, m->stream);
     copy_to_host(host, m->params, m->num_params);
     size_t bad = health_first_nonfinite(host, m->num_params);
@@ -958,8 +967,10 @@ int main(int argc, char** argv) {
     dist_print_plan(&dist, &pg, model.master != NULL);
 
     /* Reliability (doc/reliability.md), as in train_gpt.c, with the ranks in agreement: a stop signal
-     * (llmc/signals.h) may reach the ranks at different moments, so before each step and each later
-     * micro-step they all-reduce the flag (dist_any) and act on it together: an unfinished step is
+     * (llmc/signals.h) may reach the ranks at different moments, so before the first step, at the end of
+     * each step and before each later micro-step they all-reduce the flag (dist_any) and act on it
+     * together (a step's check comes before its ZeRO-1 gather: queued after it on the communication
+     * stream it would wait for the gather, which would then not overlap the next step): an unfinished step is
      * dropped (loader and Rng back to its start), the completed steps are checkpointed, exit 75. The
      * health guard (llmc/health.h) sees the loss and norm every rank shares, so all skip alike. The
      * bookkeeping around each step (checkpoints, messages, exit statuses) is llmc/train_loop.h's. */
@@ -971,7 +982,8 @@ int main(int argc, char** argv) {
     memset(&profiler, 0, sizeof(profiler));
     TrainProfile profiling;
     train_profile_init(&profiling, args.profile, start_step, max_steps);
-    for (int step = start_step; step < max_steps && !(stop = dist_any(&model, preempt_requested())); step++) {
+    stop = dist_any(&model, preempt_requested());
+    for (int step = start_step; step < max_steps && !stop; step++) {
         StepStart start = train_step_start(&rng, &train);
         int evaluated = train_eval_due(&args, have_val, step, max_steps);
         float val_loss = 0.0f;
@@ -1021,6 +1033,8 @@ int main(int argc, char** argv) {
                 break;
             }
         }
+        stop = dist_any(&model, preempt_requested());
+        if (verdict.verdict == HEALTH_OK) gpt_gather_params(&model);
         cudaCheck(cudaStreamSynchronize(model.stream));
         completed = step + 1;
         double ms = (profile_clock() - t0) * 1000.0;
