@@ -445,7 +445,12 @@ static void gpt_forward_body(GPT* m, const int* inputs, int B, int T) {
     cudaStream_t s = m->stream;
     cudaCheck(cudaMemcpyAsync(m->inputs_dev, inputs, (size_t)BT * sizeof(int), cudaMemcpyHostToDevice, s));
 
-    if (m->dist) dist_wait_params(m->dist, L, s); /* ZeRO-1: a bucket's parameters are used once gathered */
+    /* ZeRO-1: a bucket's parameters are used once gathered: the embeddings' and lnf's (bucket L) and layer
+     * 0's here, layer l + 1's before the layernorm fused into the end of layer l reads its ln1 */
+    if (m->dist) {
+        dist_wait_params(m->dist, L, s);
+        dist_wait_params(m->dist, 0, s);
+    }
     GPU_PROFILE(m, PROF_ENCODER_FWD, encoder_forward(a->encoded, m->inputs_dev, w->wte, w->wpe, B, T, C, s));
     GPU_PROFILE(m, PROF_LAYERNORM_FWD,
                 residual_layernorm_forward(NULL, a->ln1, a->ln1_mean, a->ln1_rstd, a->encoded, NULL, w->ln1w, w->ln1b, BT, C, s));
@@ -458,7 +463,6 @@ static void gpt_forward_body(GPT* m, const int* inputs, int B, int T) {
         floatX* ln2 = layer_slice(a->ln2, l, lc, ln_stacked);
         floatX* fch_gelu = layer_slice(a->fch_gelu, l, 4 * lc, gelu_stacked);
         floatX *qkv = a->qkv + 3 * l * lc, *atty = a->atty + l * lc, *residual2 = a->residual2 + l * lc, *fch = a->fch + 4 * l * lc;
-        if (m->dist) dist_wait_params(m->dist, l, s);
         GPU_PROFILE(m, PROF_MATMUL_QKV_FWD,
                     matmul_forward(&m->blas, qkv, NULL, ln1, w->qkvw + (size_t)l * 3 * C * C, w->qkvb + l * 3 * C, BT, C, 3 * C));
         GPU_PROFILE(m, PROF_ATTENTION_FWD, flash_attention_forward(atty, a->att_lse + (size_t)l * NH * BT, qkv, B, T, C, NH, s));
@@ -474,6 +478,7 @@ static void gpt_forward_body(GPT* m, const int* inputs, int B, int T) {
                     matmul_forward(&m->blas, a->proj, NULL, fch_gelu, w->fcprojw + (size_t)l * 4 * C * C, w->fcprojb + l * C, BT,
                                    4 * C, C));
         /* residual3 = residual2 + fcproj, fused with the next layernorm: the next layer's ln1, or lnf */
+        if (m->dist && l + 1 < L) dist_wait_params(m->dist, l + 1, s);
         gpu_profile_begin(m, PROF_LAYERNORM_FWD);
         if (l + 1 < L)
             residual_layernorm_forward(a->residual3 + l * lc, layer_slice(a->ln1, l + 1, lc, ln_stacked), a->ln1_mean + (l + 1) * BT,
@@ -686,7 +691,8 @@ static void gpt_update_with_norm(GPT* m, const OptimizerConfig* oc, float lr, in
 /* ZeRO-1: every rank's updated shard to all ranks, on the communication stream; the next forward pass
  * waits for each bucket's parameters when it reaches them (dist_wait_params), so the gather overlaps it */
 static void gpt_gather_params(GPT* m) {
-    if (m->dist) GPU_PROFILE(m, PROF_COMM, dist_gather_params(m->dist, m->params, m->stream));
+    if (m->dist && m->dist->communicate && m->dist->zero)
+        GPU_PROFILE(m, PROF_COMM, dist_gather_params(m->dist, m->params, m->stream));
 }
 
 

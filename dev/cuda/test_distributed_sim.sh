@@ -5,6 +5,8 @@
 #   - N = 1, 2, 3, 4 ranks (micro-batch 12/N), ZeRO 0 and 1, fp32 and bf16: each step's loss vs the plain
 #     single-process trainer (train_gpt_sim[_fp32], no NCCL) — fp32 within 1e-5 relative, bf16 within 2e-2;
 #     ZeRO-1 prints the same step lines as ZeRO-0; N = 1 through NCCL prints the same lines as the plain run;
+#   - N = 2, ZeRO 0 and 1, fp32, under the simulator's deferred stream orders (deferred, deferred:others-first,
+#     deferred:shuffle:1): the same step lines as with synchronous streams, bit for bit;
 #   - gradient accumulation (2 ranks x 3 micro-steps) and --grad-comm fp32 against the same reference;
 #   - optimizer bytes per rank = ceil(parameters / N) x 4 bytes x arrays (ZeRO-1), all parameters (ZeRO-0);
 #   - a ZeRO-1 checkpoint written by 4 ranks resumes on 2 ranks, whose checkpoint resumes on 1 (the plain
@@ -36,6 +38,16 @@ for prec in fp32 bf16; do
         same_steplines "$prec N=$n: ZeRO-1 vs ZeRO-0" "$tmp/${prec}_n${n}_z0.log" "$tmp/${prec}_n${n}_z1.log"
     done
     same_steplines "$prec N=1 through NCCL vs the plain trainer" "$tmp/ref_$prec.log" "$tmp/${prec}_n1_z0.log"
+done
+# the overlapped communication under the simulator's deferred stream orders (CUDASIM_STREAMS): every kernel and
+# collective is deterministic, so any order CUDA allows gives the synchronous run's step lines bit for bit; a
+# missing event wait between the compute and communication streams reads unreduced gradients or stale
+# parameters (seen: layer l+1's ln1 weights read before their ZeRO-1 gather, 5e-6 off in the loss)
+for streams in deferred deferred:others-first deferred:shuffle:1; do
+    for z in 0 1; do
+        CUDASIM_STREAMS=$streams mpi 2 "$tmp/streams_z$z.log" ./train_gpt_sim_dist_fp32 $model -b 6 -x 10 -z $z --dist-init mpi
+        same_steplines "fp32 N=2 ZeRO-$z, CUDASIM_STREAMS=$streams vs synchronous streams" "$tmp/fp32_n2_z$z.log" "$tmp/streams_z$z.log"
+    done
 done
 mpi 2 "$tmp/accum.log" ./train_gpt_sim_dist_fp32 $model -b 2 -x 10 -z 1
 if grep -q '3 micro-steps per step' "$tmp/accum.log"; then

@@ -57,7 +57,8 @@
  * the schedule modes reorder fibers only at block start, barriers and warp operations (a fiber runs each
  * stretch between them whole), so a race shows when some order of whole stretches exposes it, and a
  * non-fifo mode tries one order per seed, not all; static shared memory is not counted
- * against the shared-memory limit; all streams are synchronous.
+ * against the shared-memory limit; streams are synchronous unless CUDASIM_STREAMS says otherwise
+ * (cudasim_runtime.h: deferred orders that expose a missing event wait or host synchronisation).
  *
  * Global mutable state (all documented here): the allocation table (cudasim_runtime.h, mutex-guarded), the
  * per-function dynamic-smem limits set by cudaFuncSetAttribute (mutex-guarded), and thread_local: the last
@@ -75,6 +76,17 @@
 #include <stdint.h>
 #include <stddef.h>
 #include <algorithm>
+/* the standard headers the simulator uses, before __noinline__ is defined (libstdc++ spells
+ * __attribute__((__noinline__))) */
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 /* ---- function and variable qualifiers ---- */
 #define __global__

@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <tuple>
 #include <type_traits>
@@ -710,9 +711,25 @@ inline void run_blocks_here(const char* text, void (*entry)(void*), void* ctx, L
 /* Runs kernel(args...) over grid x block; configuration errors are recorded for cudaGetLastError and
  * nothing runs. Blocks are dealt round-robin over the OS threads (block b on thread b % n), so which
  * thread runs a block is fixed; each block's result does not depend on it. */
+/* runs a launch's blocks: over OS threads when there are enough blocks */
+inline void run_grid(const char* text, void (*entry)(void*), void* call, LaunchMode mode, dim3 grid, dim3 block, size_t smem) {
+    unsigned long long nblocks = (unsigned long long)grid.x * grid.y * grid.z;
+    int nt = os_threads_for(nblocks);
+    if (nt <= 1) {
+        run_blocks_here(text, entry, call, mode, grid, block, smem, 0, 1, nblocks);
+        return;
+    }
+#pragma omp parallel num_threads(nt)
+    run_blocks_here(text, entry, call, mode, grid, block, smem, (unsigned long long)omp_get_thread_num(),
+                    (unsigned long long)omp_get_num_threads(), nblocks);
+}
+
+/* Runs kernel(args...) over grid x block on `stream` (now, or queued: CUDASIM_STREAMS, cudasim_runtime.h);
+ * configuration errors are recorded for cudaGetLastError at the call and nothing runs. Blocks are dealt
+ * round-robin over the OS threads (block b on thread b % n), so which thread runs a block is fixed; each
+ * block's result does not depend on it. The arguments are copied at the call, as a GPU launch does. */
 template <typename... P, typename... A>
 inline void launch(const char* text, void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, A&&... args) {
-    (void)stream;
     cudaError_t err = check_launch((const void*)kernel, grid, block, smem);
     if (err != cudaSuccess) {
         set_error(err);
@@ -721,18 +738,11 @@ inline void launch(const char* text, void (*kernel)(P...), dim3 grid, dim3 block
     struct Call {
         void (*kernel)(P...);
         std::tuple<std::decay_t<P>...> params;
-    } call{kernel, std::tuple<std::decay_t<P>...>(std::forward<A>(args)...)};
+    };
+    auto call = std::make_shared<Call>(Call{kernel, std::tuple<std::decay_t<P>...>(std::forward<A>(args)...)});
     void (*entry)(void*) = [](void* c) { std::apply(((Call*)c)->kernel, ((Call*)c)->params); };
     LaunchMode mode = launch_mode();
-    unsigned long long nblocks = (unsigned long long)grid.x * grid.y * grid.z;
-    int nt = os_threads_for(nblocks);
-    if (nt <= 1) {
-        run_blocks_here(text, entry, &call, mode, grid, block, smem, 0, 1, nblocks);
-        return;
-    }
-#pragma omp parallel num_threads(nt)
-    run_blocks_here(text, entry, &call, mode, grid, block, smem, (unsigned long long)omp_get_thread_num(),
-                    (unsigned long long)omp_get_num_threads(), nblocks);
+    enqueue(stream, [=] { run_grid(text, entry, call.get(), mode, grid, block, smem); });
 }
 
 inline void* dynamic_smem() { return t_exec->dyn_smem; }

@@ -3,8 +3,28 @@
  *
  * Memory: cudaMalloc is posix_memalign(256, exact size), so AddressSanitizer puts its redzone right after
  * the last byte and reports any out-of-bounds global access. Allocations are tracked (a mutex-guarded map)
- * for cudaFree validation and cudaMemGetInfo. Streams and events exist as handles; all work runs
- * synchronously at the call, so every stream is trivially ordered. The device is one H100-class device.
+ * for cudaFree validation and cudaMemGetInfo. The device is one H100-class device.
+ * Streams (CUDASIM_STREAMS, read once per process):
+ *   sync (default)  all work runs at the call, so every stream is trivially ordered;
+ *   deferred        work (kernels, async copies and memsets, the fake cuBLAS/cuBLASLt/NCCL calls) is queued
+ *                   on its stream and runs as late as CUDA allows: when the host synchronises with it
+ *                   (cudaStreamSynchronize, cudaEventSynchronize/Query, cudaDeviceSynchronize, cudaFree,
+ *                   a synchronous cudaMemcpy, a copy to pageable host memory), or when other work that must
+ *                   follow it runs (cudaStreamWaitEvent; the legacy default stream and the blocking streams
+ *                   wait for each other's earlier work; non-blocking streams wait for nothing implicit).
+ *                   Other streams' work stays queued, so a consumer on stream A of what stream B makes
+ *                   runs before B's producer unless A waits for it;
+ *   deferred:others-first   the same, but a host synchronisation first runs every other stream's queued
+ *                   work, then the stream waited for: the opposite order of unordered streams;
+ *   deferred:shuffle:SEED   at each host synchronisation one of the two, drawn (splitmix64 from SEED, the
+ *                   same sequence in every process of an MPI job, whose calls are the same).
+ *                   A missing event wait or host synchronisation then reads stale data or lets an overwrite
+ *                   come first, as it may on a GPU, in some of these orders.
+ *                   Copies from pageable host memory read it at the call (CUDA stages them); from pinned
+ *                   memory (cudaMallocHost) when they run. Events time their execution.
+ * Errors: each call returns its cudaError_t and also records it as the calling host thread's last error
+ * (cudaGetLastError reads and clears it, cudaPeekAtLastError only reads). In deferred mode a queued fake
+ * library call that fails prints its error and exits with status 1.
  * Errors: each call returns its cudaError_t and also records it as the calling host thread's last error
  * (cudaGetLastError reads and clears it, cudaPeekAtLastError only reads).
  * Included by cudasim.h; not meant to be included on its own.
@@ -18,8 +38,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <deque>
+#include <functional>
+#include <map>
 #include <mutex>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 typedef enum cudaError {
     cudaSuccess = 0,
@@ -72,8 +97,20 @@ typedef enum cudaDeviceAttr {
 
 typedef struct CUstream_st* cudaStream_t;
 typedef struct CUevent_st* cudaEvent_t;
-struct CUstream_st { unsigned flags; };
-struct CUevent_st { unsigned flags; double recorded_ms; int recorded; };
+/* queue: deferred work not yet run; enqueued/executed: tickets (counts) of work queued and run so far */
+struct CUstream_st {
+    unsigned flags;
+    std::deque<std::function<void()>> queue;
+    unsigned long long enqueued, executed;
+};
+/* the last record: its stream and ticket (recorded = 1 once that work ran, recorded_ms its time) */
+struct CUevent_st {
+    unsigned flags;
+    double recorded_ms;
+    int recorded;
+    CUstream_st* stream;
+    unsigned long long ticket;
+};
 
 /* The device properties the project reads; values of an H100 SXM (sm_90, 132 SMs, 80 GB). */
 struct cudaDeviceProp {
@@ -122,6 +159,114 @@ inline double now_ms() {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+/* pinned host allocations (cudaMallocHost): start -> size */
+struct PinnedTable {
+    std::mutex lock;
+    std::map<const char*, size_t> sizes;
+};
+inline PinnedTable& pinned_table() { static PinnedTable t; return t; }
+inline bool is_pinned(const void* p) {
+    PinnedTable& t = pinned_table();
+    std::lock_guard<std::mutex> guard(t.lock);
+    auto it = t.sizes.upper_bound((const char*)p);
+    if (it == t.sizes.begin()) return false;
+    --it;
+    return (const char*)p < it->first + it->second;
+}
+
+/* ---- deferred streams (CUDASIM_STREAMS=deferred; see the top comment) ----
+ * Global state: the mode (and deferred:shuffle's generator), the legacy default stream, the list of created streams and the lock over all
+ * queues (recursive: running one stream's work may run another's first). Streams are not freed in
+ * deferred mode (cudaStreamDestroy runs their work and marks them done), so tickets never dangle. */
+enum StreamMode { STREAMS_SYNC, STREAMS_DEFERRED, STREAMS_OTHERS_FIRST, STREAMS_SHUFFLE };
+struct StreamSetting {
+    StreamMode mode;
+    unsigned long long state; /* deferred:shuffle's generator */
+};
+inline StreamSetting& stream_setting() {
+    static StreamSetting setting = [] {
+        const char* v = getenv("CUDASIM_STREAMS");
+        char* end = nullptr;
+        if (!v || !*v || strcmp(v, "sync") == 0) return StreamSetting{STREAMS_SYNC, 0};
+        if (strcmp(v, "deferred") == 0) return StreamSetting{STREAMS_DEFERRED, 0};
+        if (strcmp(v, "deferred:others-first") == 0) return StreamSetting{STREAMS_OTHERS_FIRST, 0};
+        if (strncmp(v, "deferred:shuffle:", 17) == 0 && v[17] >= '0' && v[17] <= '9') {
+            unsigned long long seed = strtoull(v + 17, &end, 10);
+            if (*end == 0) return StreamSetting{STREAMS_SHUFFLE, seed};
+        }
+        fprintf(stderr, "cudasim: error: CUDASIM_STREAMS=%s: expected sync, deferred, deferred:others-first or "
+                        "deferred:shuffle:<decimal seed>\n", v);
+        exit(1);
+    }();
+    return setting;
+}
+inline bool deferred_streams() { return stream_setting().mode != STREAMS_SYNC; }
+/* whether this host synchronisation runs the other streams first */
+inline bool others_first() {
+    StreamSetting& s = stream_setting();
+    if (s.mode != STREAMS_SHUFFLE) return s.mode == STREAMS_OTHERS_FIRST;
+    unsigned long long z = (s.state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return ((z ^ (z >> 31)) >> 63) != 0;
+}
+inline std::recursive_mutex& stream_lock() { static std::recursive_mutex m; return m; }
+inline CUstream_st* legacy_stream() { static CUstream_st s{0, {}, 0, 0}; return &s; }
+inline std::vector<CUstream_st*>& created_streams() { static std::vector<CUstream_st*> v; return v; }
+inline CUstream_st* stream_of(cudaStream_t s) { return s ? s : legacy_stream(); }
+
+/* runs st's queued work up to and including ticket */
+inline void run_until(CUstream_st* st, unsigned long long ticket) {
+    std::lock_guard<std::recursive_mutex> guard(stream_lock());
+    while (st->executed < ticket && !st->queue.empty()) {
+        std::function<void()> work = std::move(st->queue.front());
+        st->queue.pop_front();
+        st->executed++;
+        work();
+    }
+}
+inline void run_all(CUstream_st* st) { run_until(st, st->enqueued); }
+inline void run_everything() {
+    std::lock_guard<std::recursive_mutex> guard(stream_lock());
+    run_all(legacy_stream());
+    for (CUstream_st* st : created_streams()) run_all(st);
+}
+/* the host waits for st's work up to ticket: deferred:others-first runs the other streams' work first */
+inline void host_wait(CUstream_st* st, unsigned long long ticket) {
+    std::lock_guard<std::recursive_mutex> guard(stream_lock());
+    if (others_first()) {
+        if (st != legacy_stream()) run_all(legacy_stream());
+        for (CUstream_st* other : created_streams())
+            if (other != st) run_all(other);
+    }
+    run_until(st, ticket);
+}
+
+/* Queues work on stream s (runs it now in sync mode) and returns its ticket. Work on the legacy stream
+ * first runs the blocking streams' earlier work; work on a blocking stream first runs the legacy stream's. */
+inline unsigned long long enqueue(cudaStream_t s, std::function<void()> work) {
+    if (!deferred_streams()) {
+        work();
+        return 0;
+    }
+    std::lock_guard<std::recursive_mutex> guard(stream_lock());
+    CUstream_st* st = stream_of(s);
+    std::vector<std::pair<CUstream_st*, unsigned long long>> before;
+    if (st == legacy_stream()) {
+        for (CUstream_st* other : created_streams())
+            if (!(other->flags & cudaStreamNonBlocking)) before.push_back({other, other->enqueued});
+    } else if (!(st->flags & cudaStreamNonBlocking)) {
+        before.push_back({legacy_stream(), legacy_stream()->enqueued});
+    }
+    if (before.empty()) st->queue.push_back(std::move(work));
+    else
+        st->queue.push_back([before, work = std::move(work)] {
+            for (const auto& b : before) run_until(b.first, b.second);
+            work();
+        });
+    return ++st->enqueued;
 }
 
 } /* namespace cudasim */
@@ -177,7 +322,6 @@ inline cudaError_t cudaPeekAtLastError(void) { return cudasim::t_last_error; }
 inline cudaError_t cudaGetDeviceCount(int* count) { *count = 1; return cudaSuccess; }
 inline cudaError_t cudaSetDevice(int dev) { return cudasim::set_error(dev == 0 ? cudaSuccess : cudaErrorInvalidDevice); }
 inline cudaError_t cudaGetDevice(int* dev) { *dev = 0; return cudaSuccess; }
-inline cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
 inline cudaError_t cudaDeviceReset(void) { return cudaSuccess; }
 inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int dev) {
     if (dev != 0) return cudasim::set_error(cudaErrorInvalidDevice);
@@ -234,6 +378,7 @@ template <typename T>
 inline cudaError_t cudaMalloc(T** ptr, size_t bytes) { return cudaMalloc((void**)ptr, bytes); }
 inline cudaError_t cudaFree(void* ptr) {
     if (ptr == NULL) return cudaSuccess;
+    if (cudasim::deferred_streams()) cudasim::run_everything(); /* cudaFree synchronises the device */
     cudasim::AllocTable& t = cudasim::alloc_table();
     std::lock_guard<std::mutex> guard(t.lock);
     auto it = t.sizes.find(ptr);
@@ -246,11 +391,24 @@ inline cudaError_t cudaFree(void* ptr) {
 /* pinned host memory is ordinary host memory here (not counted as device memory) */
 inline cudaError_t cudaMallocHost(void** ptr, size_t bytes) {
     *ptr = malloc(bytes ? bytes : 1);
-    return *ptr ? cudaSuccess : cudasim::set_error(cudaErrorMemoryAllocation);
+    if (!*ptr) return cudasim::set_error(cudaErrorMemoryAllocation);
+    cudasim::PinnedTable& t = cudasim::pinned_table();
+    std::lock_guard<std::mutex> guard(t.lock);
+    t.sizes[(const char*)*ptr] = bytes ? bytes : 1;
+    return cudaSuccess;
 }
 template <typename T>
 inline cudaError_t cudaMallocHost(T** ptr, size_t bytes) { return cudaMallocHost((void**)ptr, bytes); }
-inline cudaError_t cudaFreeHost(void* ptr) { free(ptr); return cudaSuccess; }
+inline cudaError_t cudaFreeHost(void* ptr) {
+    if (cudasim::deferred_streams()) cudasim::run_everything();
+    {
+        cudasim::PinnedTable& t = cudasim::pinned_table();
+        std::lock_guard<std::mutex> guard(t.lock);
+        t.sizes.erase((const char*)ptr);
+    }
+    free(ptr);
+    return cudaSuccess;
+}
 inline cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
     cudasim::AllocTable& t = cudasim::alloc_table();
     std::lock_guard<std::mutex> guard(t.lock);
@@ -258,41 +416,85 @@ inline cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
     *total_bytes = cudasim::kGlobalMemBytes;
     return cudaSuccess;
 }
-inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+/* A copy on `stream`: the source read at the call when it is pageable host memory (staged), else when the
+ * copy runs; a copy into pageable host memory returns when it is done. (Which side is host memory follows
+ * kind; cudaMemcpyDefault counts as device to device.) */
+inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream = 0) {
     if ((unsigned)kind > (unsigned)cudaMemcpyDefault) return cudasim::set_error(cudaErrorInvalidMemcpyDirection);
     if (bytes && (!dst || !src)) return cudasim::set_error(cudaErrorInvalidValue);
-    if (bytes) memmove(dst, src, bytes);
+    if (!bytes) return cudaSuccess;
+    bool host_src = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyHostToHost;
+    bool host_dst = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyHostToHost;
+    CUstream_st* st = cudasim::stream_of(stream);
+    if (!cudasim::deferred_streams() || (host_src && host_dst)) {
+        if (cudasim::deferred_streams()) cudasim::host_wait(st, st->enqueued);
+        memmove(dst, src, bytes);
+        return cudaSuccess;
+    }
+    unsigned long long ticket;
+    if (host_src && !cudasim::is_pinned(src)) {
+        std::vector<char> staged((const char*)src, (const char*)src + bytes);
+        ticket = cudasim::enqueue(stream, [dst, staged = std::move(staged)] { memcpy(dst, staged.data(), staged.size()); });
+    } else {
+        ticket = cudasim::enqueue(stream, [dst, src, bytes] { memmove(dst, src, bytes); });
+    }
+    if (host_dst && !cudasim::is_pinned(dst)) cudasim::host_wait(st, ticket);
     return cudaSuccess;
 }
-inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream = 0) {
-    return cudaMemcpy(dst, src, bytes, kind);
-}
-inline cudaError_t cudaMemset(void* dst, int value, size_t bytes) {
-    if (bytes && !dst) return cudasim::set_error(cudaErrorInvalidValue);
-    if (bytes) memset(dst, value, bytes);
-    return cudaSuccess;
+/* on the legacy default stream, returning when done */
+inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+    cudaError_t err = cudaMemcpyAsync(dst, src, bytes, kind, 0);
+    CUstream_st* legacy = cudasim::legacy_stream();
+    if (err == cudaSuccess && cudasim::deferred_streams()) cudasim::host_wait(legacy, legacy->enqueued);
+    return err;
 }
 inline cudaError_t cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t stream = 0) {
-    return cudaMemset(dst, value, bytes);
+    if (bytes && !dst) return cudasim::set_error(cudaErrorInvalidValue);
+    if (bytes) cudasim::enqueue(stream, [dst, value, bytes] { memset(dst, value, bytes); });
+    return cudaSuccess;
 }
+/* on the legacy default stream; like CUDA's, it may return before the memset is done */
+inline cudaError_t cudaMemset(void* dst, int value, size_t bytes) { return cudaMemsetAsync(dst, value, bytes, 0); }
 
-/* ---- streams and events (synchronous: work is done when the call returns) ---- */
+/* ---- streams and events (see the top comment: sync or deferred) ---- */
 inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned flags) {
-    *s = new CUstream_st{flags};
+    *s = new CUstream_st{flags, {}, 0, 0};
+    if (cudasim::deferred_streams()) {
+        std::lock_guard<std::recursive_mutex> guard(cudasim::stream_lock());
+        cudasim::created_streams().push_back(*s);
+    }
     return cudaSuccess;
 }
 inline cudaError_t cudaStreamCreate(cudaStream_t* s) { return cudaStreamCreateWithFlags(s, cudaStreamDefault); }
 inline cudaError_t cudaStreamDestroy(cudaStream_t s) {
     if (!s) return cudasim::set_error(cudaErrorInvalidResourceHandle);
-    delete s;
+    if (cudasim::deferred_streams()) cudasim::run_all(s); /* kept: later work may hold its tickets */
+    else delete s;
     return cudaSuccess;
 }
-inline cudaError_t cudaStreamSynchronize(cudaStream_t s) { return cudaSuccess; }
+/* the legacy stream's synchronisation also waits for the blocking streams (their earlier work) */
+inline cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+    if (!cudasim::deferred_streams()) return cudaSuccess;
+    if (s) cudasim::host_wait(s, s->enqueued);
+    else cudasim::host_wait(cudasim::legacy_stream(), cudasim::enqueue(0, [] {}));
+    return cudaSuccess;
+}
+inline cudaError_t cudaDeviceSynchronize(void) {
+    if (cudasim::deferred_streams()) cudasim::run_everything();
+    return cudaSuccess;
+}
+/* s's later work first runs the work of e's last record */
 inline cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags = 0) {
-    return e ? cudaSuccess : cudasim::set_error(cudaErrorInvalidResourceHandle);
+    if (!e) return cudasim::set_error(cudaErrorInvalidResourceHandle);
+    if (cudasim::deferred_streams() && e->stream) {
+        CUstream_st* st = e->stream;
+        unsigned long long ticket = e->ticket;
+        cudasim::enqueue(s, [st, ticket] { cudasim::run_until(st, ticket); });
+    }
+    return cudaSuccess;
 }
 inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned flags) {
-    *e = new CUevent_st{flags, 0.0, 0};
+    *e = new CUevent_st{flags, 0.0, 0, NULL, 0};
     return cudaSuccess;
 }
 inline cudaError_t cudaEventCreate(cudaEvent_t* e) { return cudaEventCreateWithFlags(e, cudaEventDefault); }
@@ -303,16 +505,21 @@ inline cudaError_t cudaEventDestroy(cudaEvent_t e) {
 }
 inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s = 0) {
     if (!e) return cudasim::set_error(cudaErrorInvalidResourceHandle);
-    e->recorded_ms = cudasim::now_ms();
-    e->recorded = 1;
+    e->recorded = 0;
+    e->stream = cudasim::stream_of(s);
+    e->ticket = cudasim::enqueue(s, [e] {
+        e->recorded_ms = cudasim::now_ms();
+        e->recorded = 1;
+    });
     return cudaSuccess;
 }
 inline cudaError_t cudaEventSynchronize(cudaEvent_t e) {
-    return e ? cudaSuccess : cudasim::set_error(cudaErrorInvalidResourceHandle);
+    if (!e) return cudasim::set_error(cudaErrorInvalidResourceHandle);
+    if (cudasim::deferred_streams() && e->stream) cudasim::host_wait(e->stream, e->ticket);
+    return cudaSuccess;
 }
-inline cudaError_t cudaEventQuery(cudaEvent_t e) {
-    return e ? cudaSuccess : cudasim::set_error(cudaErrorInvalidResourceHandle);
-}
+/* deferred: the recorded work runs now (a host polling the event would otherwise wait forever) */
+inline cudaError_t cudaEventQuery(cudaEvent_t e) { return cudaEventSynchronize(e); }
 /* milliseconds of host wall time between the two records */
 inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
     if (!start || !end) return cudasim::set_error(cudaErrorInvalidResourceHandle);

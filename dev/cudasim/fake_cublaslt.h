@@ -7,7 +7,7 @@
  * cublas_api.h / cublasLt.h / library_types.h, and it honours every descriptor attribute our code
  * sets, so that the transposes, leading dimensions and epilogues our code passes are what is tested.
  * In simulation "device memory" is host memory, so the fake computes directly on the pointers, at
- * the call (the stream argument is accepted and ignored: work is complete when the call returns).
+ * the call, or when the stream's queued work runs under CUDASIM_STREAMS=deferred (cudasim_runtime.h).
  *
  * What is computed (column-major throughout, as in cuBLAS; batch entry b offsets every matrix by
  * b * its batch stride):
@@ -498,6 +498,17 @@ static inline cublasStatus_t fakeblas_run(const fakeblas_gemm* g, const char* fu
     return CUBLAS_STATUS_SUCCESS;
 }
 
+/* Runs a validated problem on `stream`: now, or queued (CUDASIM_STREAMS=deferred, cudasim_runtime.h), where a
+ * failure (its line already printed) exits with status 1. */
+static inline cublasStatus_t fakeblas_submit(const fakeblas_gemm* g, const char* function, cudaStream_t stream) {
+    if (!cudasim::deferred_streams()) return fakeblas_run(g, function);
+    fakeblas_gemm copy = *g;
+    cudasim::enqueue(stream, [copy, function] {
+        if (fakeblas_run(&copy, function) != CUBLAS_STATUS_SUCCESS) exit(1);
+    });
+    return CUBLAS_STATUS_SUCCESS;
+}
+
 /* Checks the parts every entry point shares: types, compute type, dimensions against leading
  * dimensions, batch strides, and C aliasing D. Reports under `function`. */
 static inline cublasStatus_t fakeblas_check(const fakeblas_gemm* g, cublasComputeType_t compute, const char* function) {
@@ -647,7 +658,7 @@ static inline cublasStatus_t fakeblas_cublas_gemm(cublasHandle_t handle, const c
     if (status != CUBLAS_STATUS_SUCCESS) return status;
     if (m > 0 && n > 0 && batchCount > 0 && (!C || (k > 0 && (!A || !B))))
         return fakeblas_fail(CUBLAS_STATUS_INVALID_VALUE, function, "a matrix pointer is NULL");
-    return fakeblas_run(&g, function);
+    return fakeblas_submit(&g, function, handle->stream);
 }
 
 inline cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m,
@@ -979,7 +990,7 @@ inline cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc
         if (g.k > 0 && (!A || !B)) return fakeblas_fail(CUBLAS_STATUS_INVALID_VALUE, fn, "A or B is NULL");
         if (g.beta != 0.0f && !C) return fakeblas_fail(CUBLAS_STATUS_INVALID_VALUE, fn, "C is NULL with beta != 0");
     }
-    return fakeblas_run(&g, fn);
+    return fakeblas_submit(&g, fn, stream);
 }
 
 #endif /* CUDASIM_FAKE_CUBLASLT_H */

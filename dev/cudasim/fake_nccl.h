@@ -7,8 +7,9 @@
  * Finalize / Abort, ncclCommCount, ncclCommUserRank, ncclCommCuDevice, ncclGetVersion,
  * ncclGetErrorString, ncclCommGetAsyncError, ncclAllReduce, ncclReduce, ncclReduceScatter,
  * ncclAllGather, ncclBroadcast, ncclBcast, ncclGroupStart / ncclGroupEnd. Simulated device memory
- * is host memory and simulated streams are synchronous, so an operation is complete when the call
- * (or the ncclGroupEnd closing its group) returns; the stream argument is accepted and ignored.
+ * is host memory. With synchronous streams (the simulator's default) an operation is complete when the
+ * call (or the ncclGroupEnd closing its group) returns; under CUDASIM_STREAMS=deferred it is queued on
+ * its stream and runs with that stream's work (a failure then prints its line and exits with status 1).
  *
  * Communicators: ncclGetUniqueId makes a 128-byte id holding a magic and a random 64-bit key; the
  * caller shares it (MPI_Bcast, as real code does). ncclCommInitRank(comm, nranks, id, rank) is
@@ -233,6 +234,7 @@ typedef struct {
     ncclRedOp_t op;
     int root;
     ncclComm_t comm;
+    cudaStream_t stream;
 } fakenccl_op;
 
 /* the group state (see the top comment) */
@@ -337,8 +339,18 @@ static inline ncclResult_t fakenccl_execute(const fakenccl_op* o) {
 }
 
 /* Checks a collective's arguments; runs it, or queues it inside a group. */
+/* runs o now, or queues it on its stream (CUDASIM_STREAMS=deferred) */
+static inline ncclResult_t fakenccl_run(const fakenccl_op* o) {
+    if (!cudasim::deferred_streams()) return fakenccl_execute(o);
+    fakenccl_op copy = *o;
+    cudasim::enqueue(o->stream, [copy] {
+        if (fakenccl_execute(&copy) != ncclSuccess) exit(1);
+    });
+    return ncclSuccess;
+}
+
 static inline ncclResult_t fakenccl_submit(fakenccl_kind kind, const void* send, void* recv, size_t count, ncclDataType_t type,
-                                           ncclRedOp_t op, int root, ncclComm_t comm) {
+                                           ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
     const char* fn = fakenccl_kind_names[kind];
     if (!comm) return fakenccl_fail(ncclInvalidArgument, fn, "comm is NULL");
     size_t es = fakenccl_type_size(type);
@@ -357,8 +369,8 @@ static inline ncclResult_t fakenccl_submit(fakenccl_kind kind, const void* send,
         if (!send && (kind != FAKENCCL_BROADCAST || is_root)) return fakenccl_fail(ncclInvalidArgument, fn, "sendbuff is NULL");
         if (!recv && (!root_only || is_root || kind == FAKENCCL_BROADCAST)) return fakenccl_fail(ncclInvalidArgument, fn, "recvbuff is NULL");
     }
-    fakenccl_op o = {kind, send, recv, count, type, op, root, comm};
-    if (fakenccl_group.depth == 0) return count == 0 ? ncclSuccess : fakenccl_execute(&o);
+    fakenccl_op o = {kind, send, recv, count, type, op, root, comm, stream};
+    if (fakenccl_group.depth == 0) return count == 0 ? ncclSuccess : fakenccl_run(&o);
     if (fakenccl_group.n == fakenccl_group.cap) {
         size_t cap = fakenccl_group.cap ? 2 * fakenccl_group.cap : 16;
         fakenccl_op* ops = (fakenccl_op*)realloc(fakenccl_group.ops, cap * sizeof(fakenccl_op));
@@ -465,6 +477,7 @@ inline ncclResult_t ncclCommFinalize(ncclComm_t comm) {
 }
 inline ncclResult_t ncclCommDestroy(ncclComm_t comm) {
     if (!comm) return ncclSuccess; /* as NCCL: destroying NULL is a no-op */
+    if (cudasim::deferred_streams()) cudasim::run_everything(); /* its queued operations first */
     if (comm->mpi != MPI_COMM_NULL) FAKENCCL_MPI(MPI_Comm_free(&comm->mpi));
     free(comm);
     return ncclSuccess;
@@ -494,26 +507,26 @@ inline ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
 
 inline ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
                                   ncclComm_t comm, cudaStream_t stream) {
-    return fakenccl_submit(FAKENCCL_ALLREDUCE, sendbuff, recvbuff, count, datatype, op, 0, comm);
+    return fakenccl_submit(FAKENCCL_ALLREDUCE, sendbuff, recvbuff, count, datatype, op, 0, comm, stream);
 }
 inline ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op, int root,
                                ncclComm_t comm, cudaStream_t stream) {
-    return fakenccl_submit(FAKENCCL_REDUCE, sendbuff, recvbuff, count, datatype, op, root, comm);
+    return fakenccl_submit(FAKENCCL_REDUCE, sendbuff, recvbuff, count, datatype, op, root, comm, stream);
 }
 inline ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
                                       ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-    return fakenccl_submit(FAKENCCL_REDUCESCATTER, sendbuff, recvbuff, recvcount, datatype, op, 0, comm);
+    return fakenccl_submit(FAKENCCL_REDUCESCATTER, sendbuff, recvbuff, recvcount, datatype, op, 0, comm, stream);
 }
 inline ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype, ncclComm_t comm,
                                   cudaStream_t stream) {
-    return fakenccl_submit(FAKENCCL_ALLGATHER, sendbuff, recvbuff, sendcount, datatype, ncclSum, 0, comm);
+    return fakenccl_submit(FAKENCCL_ALLGATHER, sendbuff, recvbuff, sendcount, datatype, ncclSum, 0, comm, stream);
 }
 inline ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
                                   ncclComm_t comm, cudaStream_t stream) {
-    return fakenccl_submit(FAKENCCL_BROADCAST, sendbuff, recvbuff, count, datatype, ncclSum, root, comm);
+    return fakenccl_submit(FAKENCCL_BROADCAST, sendbuff, recvbuff, count, datatype, ncclSum, root, comm, stream);
 }
 inline ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
-    return fakenccl_submit(FAKENCCL_BROADCAST, buff, buff, count, datatype, ncclSum, root, comm);
+    return fakenccl_submit(FAKENCCL_BROADCAST, buff, buff, count, datatype, ncclSum, root, comm, stream);
 }
 
 inline ncclResult_t ncclGroupStart() {
@@ -526,7 +539,7 @@ inline ncclResult_t ncclGroupEnd() {
     if (--fakenccl_group.depth > 0) return ncclSuccess;
     ncclResult_t result = ncclSuccess;
     for (size_t i = 0; i < fakenccl_group.n && result == ncclSuccess; i++)
-        if (fakenccl_group.ops[i].count > 0) result = fakenccl_execute(&fakenccl_group.ops[i]);
+        if (fakenccl_group.ops[i].count > 0) result = fakenccl_run(&fakenccl_group.ops[i]);
     free(fakenccl_group.ops);
     fakenccl_group.ops = NULL;
     fakenccl_group.n = fakenccl_group.cap = 0;

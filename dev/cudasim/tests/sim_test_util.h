@@ -5,6 +5,7 @@
 #ifndef SIM_TEST_UTIL_H
 #define SIM_TEST_UTIL_H
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,32 @@ inline void check_child_fails(TestCounts& tc, const char* what, const char* expe
     if (nl) *nl = 0;
     printf("      child said: %.200s\n", line);
     check(tc, failed_nonzero && has_message, what, 0.0);
+}
+
+/* Runs `program` (a shell command: a test whose last result line is "N passed, M failed") with the
+ * variable assignments `env` before it: one check, passed when it exits 0 with "0 failed"; its last lines
+ * are shown otherwise. */
+inline void check_program_under(TestCounts& tc, const char* program, const char* env) {
+    char cmd[1024], what[1024], line[1024], tail[8][1024], result[256] = "no result line";
+    snprintf(cmd, sizeof cmd, "%s %s 2>&1", env, program);
+    fflush(stdout);
+    FILE* p = popen(cmd, "r");
+    if (!p) {
+        fprintf(stderr, "error: cannot run %s: %s\n", program, strerror(errno));
+        exit(1);
+    }
+    int n = 0;
+    while (fgets(line, sizeof line, p)) {
+        snprintf(tail[n++ % 8], sizeof tail[0], "%s", line);
+        int passed, failed;
+        if (sscanf(line, "%d passed, %d failed", &passed, &failed) == 2) snprintf(result, sizeof result, "%.*s", (int)strcspn(line, "\n"), line);
+    }
+    int status = pclose(p);
+    bool ok = status == 0 && strstr(result, " 0 failed") != nullptr;
+    if (!ok)
+        for (int i = n > 8 ? n - 8 : 0; i < n; i++) printf("      | %s", tail[i % 8]);
+    snprintf(what, sizeof what, "%s %s: %s", env, program, result);
+    check(tc, ok, what, 0.0);
 }
 
 inline int finish(const TestCounts& tc) {
