@@ -110,6 +110,7 @@ typedef struct {
     float* adam_m; /* opt.size each */
     float* adam_v;
     Distributed* dist; /* multi-GPU communication (llmc/distributed.cuh), or NULL */
+    int params_stale;  /* ZeRO-1: updated since the last gather, other ranks' shards not yet here (gpt_gather_params) */
     ParameterTensors w;
     ParameterTensors g;
     void* act_memory;
@@ -391,8 +392,18 @@ static void gpt_set_weights(GPT* m, const float* host, int t) {
     free(staged);
 }
 
+/* ZeRO-1, after an update: every rank's new shard to all ranks, on the communication stream (no-op when
+ * nothing is stale). A forward pass waits for each bucket's parameters when it reaches them
+ * (dist_wait_params), so the gather overlaps it; the trainer queues it after the step's last collective
+ * with a host wait, which would otherwise wait for the whole gather. */
+static void gpt_gather_params(GPT* m) {
+    if (!m->params_stale) return;
+    m->params_stale = 0;
+    GPU_PROFILE(m, PROF_COMM, dist_gather_params(m->dist, m->params, m->stream));
+}
+
 /* fp32 host copy of all the weights: the masters if any (gathered from every rank when they are a
- * ZeRO-1 shard; every rank must call it then), else the parameters */
+ * ZeRO-1 shard; every rank must call it then), else the parameters (gathered first if stale) */
 static void gpt_get_weights(GPT* m, float* host) {
     size_t n = m->num_params;
     if (m->master && m->opt.count < n) {
@@ -403,8 +414,10 @@ static void gpt_get_weights(GPT* m, float* host) {
         cudaCheck(cudaMemcpy(host, m->master, n * sizeof(float), cudaMemcpyDeviceToHost));
         return;
     }
-    if (m->dist)
+    if (m->dist) {
+        gpt_gather_params(m);
         for (int b = 0; b < m->dist->num_buckets; b++) dist_wait_params(m->dist, b, m->stream);
+    }
     floatX* staged = (floatX*)malloc_check(n * sizeof(floatX));
     cudaCheck(cudaMemcpy(staged, m->params, n * sizeof(floatX), cudaMemcpyDeviceToHost));
     floatX_to_floats(host, staged, n);
@@ -630,8 +643,8 @@ static void gpt_backward(GPT* m, const int* inputs, int B, int T, int reduce) {
  * or this rank's ZeRO-1 shard, whose new values gpt_gather_params then sends to every rank). With several
  * GPUs the norm first waits for the gradient reduction, and is the sum over ranks of each rank's shard's
  * Σ g² (llmc/distributed.cuh). gpt_grad_norm, then gpt_update_with_norm (the trainer's health guard sits
- * between them), then gpt_gather_params (the trainer's check of the new parameters comes first: its sum
- * over ranks, on the communication stream, then does not wait for the gather); gpt_update does all three.
+ * between them), then gpt_gather_params (the trainer queues it after the step's collectives with a host
+ * wait, see gpt_gather_params); gpt_update does all three.
  * t is the 1-based step count (bias correction and the stochastic-rounding seed). G: the gradient type
  * (fp32 after an fp32 reduction). */
 template <typename G>
@@ -686,14 +699,9 @@ static void gpt_update_with_norm(GPT* m, const OptimizerConfig* oc, float lr, in
     else gpt_update_from(m, (const floatX*)m->grads, oc, lr, t, norm);
     gpu_profile_end(m);
     nvtxRangePop();
+    m->params_stale = m->dist && m->dist->communicate && m->dist->zero;
 }
 
-/* ZeRO-1: every rank's updated shard to all ranks, on the communication stream; the next forward pass
- * waits for each bucket's parameters when it reaches them (dist_wait_params), so the gather overlaps it */
-static void gpt_gather_params(GPT* m) {
-    if (m->dist && m->dist->communicate && m->dist->zero)
-        GPU_PROFILE(m, PROF_COMM, dist_gather_params(m->dist, m->params, m->stream));
-}
 
 
 #ifndef TESTING
@@ -777,16 +785,19 @@ static int save_checkpoint(GPT* m, const char* dir, const TrainState* st, int ke
 }
 
 /* The index of the first non-finite parameter, or num_params if all are finite: Σ p² over this rank's
- * shard (ZeRO 1: the part it updated), summed over ranks; only when that is not finite (a non-finite
- * value, or an overflow of the sum) are the shards gathered and a host copy searched for the element.
- * Every rank must call it, after gpt_update_with_norm and before gpt_gather_params. */
+ * shard (ZeRO 1: the part it updated), summed over ranks (profiled as "health"; before the gather, which
+ * the sum's host wait would otherwise wait for); only when that is not finite (a non-finite value, or an
+ * overflow of the sum) are the shards gathered and a host copy searched for the element. Every rank must
+ * call it. */
 static size_t gpt_first_nonfinite_param(GPT* m) {
     Shard range = m->dist->shard;
     float* scratch = m->scratch + m->colsum_floats;
-    global_norm_squared_launch(m->params + range.offset, range.count, scratch, m->stream);
-    if (isfinite(dist_sum_device_float(m->dist, scratch + GNORM_BLOCKS, m->stream))) return m->num_params;
+    float sum;
+    GPU_PROFILE(m, PROF_HEALTH, global_norm_squared_launch(m->params + range.offset, range.count, scratch, m->stream);
+                sum = dist_sum_device_float(m->dist, scratch + GNORM_BLOCKS, m->stream));
+    if (isfinite(sum)) return m->num_params;
     float* host = (float*)malloc_check(m->num_params * sizeof(float));
-    dist_gather_params(m->dist, m->params, m->stream); /* (inside the caller's profile bracket) */
+    gpt_gather_params(m);
     for (int b = 0; b < m->dist->num_buckets; b++) dist_wait_params(m->dist, b, m->stream);
     copy_to_host(host, m->params, m->num_params);
     size_t bad = health_first_nonfinite(host, m->num_params);
@@ -973,10 +984,10 @@ int main(int argc, char** argv) {
     dist_print_plan(&dist, &pg, model.master != NULL);
 
     /* Reliability (doc/reliability.md), as in train_gpt.c, with the ranks in agreement: a stop signal
-     * (llmc/signals.h) may reach the ranks at different moments, so before the first step, at the end of
-     * each step and before each later micro-step they all-reduce the flag (dist_any) and act on it
-     * together (a step's check comes before its ZeRO-1 gather: queued after it on the communication
-     * stream it would wait for the gather, which would then not overlap the next step): an unfinished step is
+     * (llmc/signals.h) may reach the ranks at different moments, so before each step (the previous step's
+     * ZeRO-1 gather is queued after it: a flag all-reduce queued after the gather would wait for it, and
+     * the gather would not overlap the next step) and each later micro-step they all-reduce the flag
+     * (dist_any) and act on it together: an unfinished step is
      * dropped (loader and Rng back to its start), the completed steps are checkpointed, exit 75. The
      * health guard (llmc/health.h) sees the loss and norm every rank shares, so all skip alike. The
      * bookkeeping around each step (checkpoints, messages, exit statuses) is llmc/train_loop.h's. */
@@ -1032,15 +1043,12 @@ int main(int argc, char** argv) {
         HealthResult verdict = health_check(&health, &health_config, loss, norm);
         if (verdict.verdict == HEALTH_OK) {
             gpt_update_with_norm(&model, &oc, lr, step + 1, norm);
-            size_t bad;
-            GPU_PROFILE(&model, PROF_HEALTH, bad = gpt_first_nonfinite_param(&model));
+            size_t bad = gpt_first_nonfinite_param(&model);
             if (bad < model.num_params) {
                 exit_status = train_nonfinite_param(c, bad, NULL, step + 1, saved_step);
                 break;
             }
         }
-        stop = dist_any(&model, preempt_requested());
-        if (verdict.verdict == HEALTH_OK) gpt_gather_params(&model);
         cudaCheck(cudaStreamSynchronize(model.stream));
         completed = step + 1;
         double ms = (profile_clock() - t0) * 1000.0;
@@ -1069,6 +1077,8 @@ int main(int argc, char** argv) {
             else if ((exit_status = train_save_failed(save_error_continue, "it", saved_step)) != 0) break;
         }
         process_group_heartbeat(&pg);
+        stop = dist_any(&model, preempt_requested());
+        gpt_gather_params(&model); /* after the flag's all-reduce, which would wait for it */
     }
     if (exit_status == 0 && stop && completed < max_steps) {
         exit_status = PREEMPT_EXIT_STATUS;
