@@ -2,7 +2,8 @@
  * dev/cudasim/cudasim_runtime.h — the CUDA runtime API subset of the simulator (host side).
  *
  * Memory: cudaMalloc is posix_memalign(256, exact size), so AddressSanitizer puts its redzone right after
- * the last byte and reports any out-of-bounds global access. Allocations are tracked (a mutex-guarded map)
+ * the last byte and reports any out-of-bounds global access; it is filled with 0xFF bytes (NaN as fp32 and
+ * bf16), so code that reads device memory it never wrote, which a GPU leaves holding leftovers, fails. Allocations are tracked (a mutex-guarded map)
  * for cudaFree validation and cudaMemGetInfo. The device is one H100-class device.
  * Streams (CUDASIM_STREAMS, read once per process):
  *   sync (default)  all work runs at the call, so every stream is trivially ordered;
@@ -369,6 +370,7 @@ inline cudaError_t cudaMalloc(void** ptr, size_t bytes) {
     if (bytes > cudasim::kGlobalMemBytes - t.bytes_in_use) return cudasim::set_error(cudaErrorMemoryAllocation);
     void* p = NULL;
     if (posix_memalign(&p, 256, bytes ? bytes : 1) != 0) return cudasim::set_error(cudaErrorMemoryAllocation);
+    memset(p, 0xFF, bytes); /* a GPU's fresh memory holds leftovers: NaN here, so a read before a write shows */
     t.sizes[p] = bytes;
     t.bytes_in_use += bytes;
     *ptr = p;

@@ -479,6 +479,9 @@ static void test_runtime(TestCounts& tc) {
     void* p;
     cudaCheck(cudaMalloc(&p, 1 << 20));
     cudaCheck(cudaMemGetInfo(&free1, &total));
+    size_t nonnan = 0; /* fresh device memory: NaN in every float (a GPU's is leftovers, never promised zeros) */
+    for (size_t i = 0; i < (1 << 20) / sizeof(float); i++) nonnan += !isnan(((float*)p)[i]);
+    check(tc, nonnan == 0, "fresh cudaMalloc memory of 1 MiB reads as NaN, so a read before a write shows", (double)nonnan);
     cudaCheck(cudaFree(p));
     cudaCheck(cudaMemGetInfo(&free2, &total));
     check(tc, free0 - free1 == (1 << 20) && free2 == free0 && total == (80ull << 30),
