@@ -33,7 +33,9 @@
  *   - Static __shared__ is `static thread_local` (all fibers of a block share their OS thread; blocks on
  *     other OS threads get their own copy). Dynamic shared memory: kernels write DYNAMIC_SMEM(T, name)
  *     (llmc/cuda_common.cuh); here it is a malloc'd buffer of exactly the launch's size (so ASan sees
- *     overflows), 128-byte aligned, one per executor and launch.
+ *     overflows), 128-byte aligned, one per executor and launch, filled with 0xFF bytes (NaN) at the
+ *     launch, so a read of shared memory no thread of the block wrote shows (a block after the first on
+ *     an executor sees its predecessor's leftovers, as on a GPU).
  *   - threadIdx/blockIdx/blockDim/gridDim read the current fiber and executor (thread_local pointers).
  * Errors a GPU would hide — each is one line "cudasim: error: kernel K block (x,y,z): ..." on stderr and
  * exit status 1:

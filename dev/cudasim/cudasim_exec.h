@@ -699,6 +699,7 @@ inline void run_blocks_here(const char* text, void (*entry)(void*), void* ctx, L
     ex->grid_dim = grid;
     ex->block_dim = block;
     if (posix_memalign(&ex->dyn_smem, 128, smem ? smem : 1) != 0) fail("out of memory for %zu bytes of shared memory", smem);
+    memset(ex->dyn_smem, 0xFF, smem); /* leftovers on a GPU: NaN here, so a read before a write shows */
     t_exec = ex;
     for (unsigned long long b = begin; b < end; b += step) run_block(ex, b);
     t_exec = nullptr;
