@@ -629,13 +629,14 @@ static void gpt_backward(GPT* m, const int* inputs, int B, int T, int reduce) {
         nvtxRangePop();
         if (reduce) gpt_reduce_bucket(m, l);
     }
-    gpu_profile_begin(m, PROF_ENCODER_BWD); /* the host's grouping by token, its copy, the kernel */
+    /* the host's grouping by token, its copy (from pageable memory: staged by the call, so the next
+     * backward may rewrite m->buckets at once, and the host need not wait for this one), the kernel */
+    gpu_profile_begin(m, PROF_ENCODER_BWD);
     int num_buckets = encoder_buckets(m->buckets, m->bucket_keys, inputs, BT);
     cudaCheck(cudaMemcpyAsync(m->buckets_dev, m->buckets, (3 * (size_t)BT + 1) * sizeof(int), cudaMemcpyHostToDevice, s));
     encoder_backward(g->wte, g->wpe, d->residual, m->buckets_dev, num_buckets, B, T, C, s);
     gpu_profile_end(m);
     if (reduce) gpt_reduce_bucket(m, L);
-    cudaCheck(cudaStreamSynchronize(s)); /* the host bucket arrays are reused by the next backward */
 }
 
 /* ----------------------------------------------------------------------------
