@@ -32,6 +32,10 @@ static inline uint64_t rng_splitmix64(uint64_t* x) {
     return z ^ (z >> 31);
 }
 
+/* the run's Rng (sampling during training, sample_gpt) is seeded with --seed XOR this, so that it
+ * differs from the streams seeded with --seed itself */
+#define RNG_RUN_SALT 0x5A4D504C45ULL
+
 static inline void rng_seed(Rng* r, uint64_t seed) {
     uint64_t x = seed;
     for (int i = 0; i < 4; i++) r->s[i] = rng_splitmix64(&x);

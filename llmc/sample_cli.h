@@ -9,7 +9,7 @@
  * returns the next-token logits (host, at least vocab_size floats); `reset` empties the cache.
  *
  * Sampling procedure (the same as the trainers' samples, so every tool gives the same tokens):
- *   1. rng = rng_seed(seed XOR 0x5A4D504C45) (llmc/rng.h, xoshiro256**), as train_gpt_cpu seeds
+ *   1. rng = rng_seed(seed XOR RNG_RUN_SALT) (llmc/rng.h, xoshiro256**), as train_gpt_cpu seeds
  *      its sampling stream.
  *   2. The context is <|endoftext|> (the tokenizer's eot; token 0 without a tokenizer), then the
  *      prompt's tokens; each is fed through the model.
@@ -197,7 +197,7 @@ static inline void sample_cli_run(const SampleArgs* args, const KvModel* m, cons
     if (printer)
         for (int i = 1; i < n_context; i++) sample_cli_print_token(context[i], printer);
     Rng rng;
-    rng_seed(&rng, (uint64_t)args->seed ^ 0x5A4D504C45ULL);
+    rng_seed(&rng, (uint64_t)args->seed ^ RNG_RUN_SALT);
     int* generated = (int*)malloc_check(((size_t)args->tokens + 1) * sizeof(int));
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);

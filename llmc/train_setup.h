@@ -141,7 +141,7 @@ static inline TrainState train_run_state(const TrainArgs* args, size_t num_param
 
 /* The run's Rng (it draws the samples, and a checkpoint carries it): --seed XOR a fixed salt, so it
  * differs from the weights' and the loader's streams; sample_gpt seeds alike (llmc/sample_cli.h). */
-static inline void train_rng_init(Rng* rng, const TrainArgs* args) { rng_seed(rng, args->seed ^ 0x5A4D504C45ULL); }
+static inline void train_rng_init(Rng* rng, const TrainArgs* args) { rng_seed(rng, args->seed ^ RNG_RUN_SALT); }
 
 /* --resume 1: the step of the newest complete checkpoint of --output-dir that verifies (reporting the
  * ones passed over on stdout), −1 if there is none. No --output-dir: fatalf. */
