@@ -461,8 +461,12 @@ ADAMW_RANGE(adamw_range_scalar, , float, 1, ADAMW_SCALAR_LOAD, ADAMW_SCALAR_STOR
             ADAMW_SCALAR_SUB, ADAMW_SCALAR_MUL, ADAMW_SCALAR_DIV, sqrtf)
 ADAMW_RANGE(adamw_range_avx2, __attribute__((target("avx2"))), __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps,
             _mm256_set1_ps, _mm256_add_ps, _mm256_sub_ps, _mm256_mul_ps, _mm256_div_ps, _mm256_sqrt_ps)
+/* GCC 12 at -O1 warns falsely inside _mm512_sqrt_ps, whose masked form takes an _mm512_undefined_ps() operand */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 ADAMW_RANGE(adamw_range_avx512, __attribute__((target("avx512f"))), __m512, 16, _mm512_loadu_ps, _mm512_storeu_ps,
             _mm512_set1_ps, _mm512_add_ps, _mm512_sub_ps, _mm512_mul_ps, _mm512_div_ps, _mm512_sqrt_ps)
+#pragma GCC diagnostic pop
 
 /* AdamW, as torch.optim.AdamW (single-tensor path), on g = grads·grad_scale, t >= 1:
  *   p *= 1 - lr·wd;  m = β1·m + (1-β1)·g;  v = β2·v + (1-β2)·g²;
