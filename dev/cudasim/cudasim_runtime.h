@@ -3,8 +3,9 @@
  *
  * Memory: cudaMalloc is posix_memalign(256, exact size), so AddressSanitizer puts its redzone right after
  * the last byte and reports any out-of-bounds global access; it is filled with 0xFF bytes (NaN as fp32 and
- * bf16), so code that reads device memory it never wrote, which a GPU leaves holding leftovers, fails. Allocations are tracked (a mutex-guarded map)
- * for cudaFree validation and cudaMemGetInfo. The device is one H100-class device.
+ * bf16), so code that reads device memory it never wrote, which a GPU leaves holding leftovers, fails.
+ * Allocations are tracked (a mutex-guarded map) for cudaFree validation and cudaMemGetInfo. The device is
+ * one H100-class device.
  * Streams (CUDASIM_STREAMS, read once per process):
  *   sync (default)  all work runs at the call, so every stream is trivially ordered;
  *   deferred        work (kernels, async copies and memsets, the fake cuBLAS/cuBLASLt/NCCL calls) is queued
@@ -26,8 +27,6 @@
  * Errors: each call returns its cudaError_t and also records it as the calling host thread's last error
  * (cudaGetLastError reads and clears it, cudaPeekAtLastError only reads). In deferred mode a queued fake
  * library call that fails prints its error and exits with status 1.
- * Errors: each call returns its cudaError_t and also records it as the calling host thread's last error
- * (cudaGetLastError reads and clears it, cudaPeekAtLastError only reads).
  * Included by cudasim.h; not meant to be included on its own.
  */
 #ifndef CUDASIM_RUNTIME_H
@@ -178,9 +177,10 @@ inline bool is_pinned(const void* p) {
 }
 
 /* ---- deferred streams (CUDASIM_STREAMS=deferred; see the top comment) ----
- * Global state: the mode (and deferred:shuffle's generator), the legacy default stream, the list of created streams and the lock over all
- * queues (recursive: running one stream's work may run another's first). Streams are not freed in
- * deferred mode (cudaStreamDestroy runs their work and marks them done), so tickets never dangle. */
+ * Global state: the mode (and deferred:shuffle's generator), the legacy default stream, the list of
+ * created streams and the lock over all queues (recursive: running one stream's work may run another's
+ * first); the table of pinned host allocations. Streams are not freed in deferred mode (cudaStreamDestroy
+ * runs their work), so the tickets other work holds never dangle. */
 enum StreamMode { STREAMS_SYNC, STREAMS_DEFERRED, STREAMS_OTHERS_FIRST, STREAMS_SHUFFLE };
 struct StreamSetting {
     StreamMode mode;
@@ -502,6 +502,7 @@ inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned flags) {
 inline cudaError_t cudaEventCreate(cudaEvent_t* e) { return cudaEventCreateWithFlags(e, cudaEventDefault); }
 inline cudaError_t cudaEventDestroy(cudaEvent_t e) {
     if (!e) return cudasim::set_error(cudaErrorInvalidResourceHandle);
+    if (cudasim::deferred_streams() && e->stream) cudasim::run_until(e->stream, e->ticket); /* its queued records */
     delete e;
     return cudaSuccess;
 }
