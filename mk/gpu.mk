@@ -5,6 +5,8 @@
 #     make test-trainer-gpu-sim               20 steps vs train_gpt_cpu, exact resume, determinism, bad input
 #     make sim-test-kernels                   every kernel vs llmc/cpu_ops.h (ASan + UBSan build)
 #     make test-nvcc-gpu                      nvcc builds train_gpt and test_gpt for sm_80 and sm_90, no warnings
+#     make test-nvcc-cuda12                   every GPU program compiles and links against CUDA 12.1's headers and
+#                                             libraries (NVIDIA's pip wheels, fetched by make cuda12-wheels)
 #   on a machine with an NVIDIA GPU (nvcc builds; not part of `make`):
 #     make train_gpt test_gpt [PRECISION=FP32] [GPU_ARCH="90"]   fat binaries for sm_80 and sm_90 by default
 #     make build/gpu/test_gpt_fp32            test_gpt in fp32 whatever PRECISION says (gpucheck runs both)
@@ -60,12 +62,18 @@ sim-test-kernels: build/gpu/test_kernels
 test-nvcc-gpu:
 	@bash dev/cuda/test_nvcc_gpu.sh "$(NVCC)" "$(NVCC_TEST_FLAGS)"
 
+CUDA12_DIR ?= build/cuda12
+cuda12-wheels:
+	@bash dev/cuda/test_cuda12.sh fetch $(CUDA12_DIR)
+test-nvcc-cuda12:
+	@bash dev/cuda/test_cuda12.sh "$(NVCC)" $(CUDA12_DIR)
+
 bench-kernels: build/gpu/bench_kernels
 	./build/gpu/bench_kernels
 gpucheck:
 	@NVCC="$(NVCC)" PYTHON="$(PYTHON)" MPICXX="$(MPICXX)" bash scripts/gpucheck.sh
 
 SIM_TEST_TARGETS += test-gpt-sim-fp32 test-gpt-sim test-trainer-gpu-sim sim-test-kernels
-TEST_TARGETS += test-gpt-sim-fp32 test-gpt-sim test-trainer-gpu-sim sim-test-kernels test-nvcc-gpu
+TEST_TARGETS += test-gpt-sim-fp32 test-gpt-sim test-trainer-gpu-sim sim-test-kernels test-nvcc-gpu test-nvcc-cuda12
 
-.PHONY: test-gpt-sim-fp32 test-gpt-sim test-trainer-gpu-sim sim-test-kernels test-nvcc-gpu bench-kernels gpucheck
+.PHONY: test-gpt-sim-fp32 test-gpt-sim test-trainer-gpu-sim sim-test-kernels test-nvcc-gpu cuda12-wheels test-nvcc-cuda12 bench-kernels gpucheck
