@@ -28,7 +28,8 @@
  *   forward:      block (query tile, h, b), longest tiles first. Q tile -> registers (A fragments; for HD = 256
  *                 read from shared memory per k-chunk instead); K/V tiles of 64 keys double-buffered in shared
  *                 memory by cp.async, only tiles 0..diagonal visited, and in the
- *                 diagonal tile each warp skips the 8-key column tiles past its last row. S = QKᵀ (mma),
+ *                 diagonal tile each warp skips the 8-key column tiles past its last row; scores are tested
+ *                 against the causal and T masks only in tiles that may need it (fa_with_mask; also backward). S = QKᵀ (mma),
  *                 online softmax in fp32 with exp2f (scores pre-scaled by s·log2 e), row max/sum over the 4 lanes
  *                 of a row (shfl_xor 1, 2); P goes from C fragments straight to bf16 A fragments; O += PV.
  *   backward:     (1) delta kernel: D = rowsum(dout∘out), and zeroes the dq accumulator (atomic mode);
@@ -204,6 +205,19 @@ __device__ inline int fa_key_tiles(int warp_row0, int k0, int T) {
     return min(min(8, (warp_row0 + 15 - k0) / 8 + 1), (T - k0 + 7) / 8);
 }
 
+/* f(FaMask<true>()) if some score of the warp's 16 x 64 tile may be masked (causality, or a query or key >= T),
+ * else f(FaMask<false>()): f tests `mask.on`, a constant, so the per-element tests compile away on interior
+ * tiles (most of a long sequence's) */
+template <bool ON>
+struct FaMask {
+    static constexpr bool on = ON;
+};
+template <typename F>
+__device__ __forceinline__ void fa_with_mask(bool masked, F f) {
+    if (masked) f(FaMask<true>());
+    else f(FaMask<false>());
+}
+
 /* closes the cp.async group of the loads issued so far, waits until at most `pending` groups are still in flight,
  * then a barrier: the tiles of the older groups are ready for every warp */
 template <int pending>
@@ -263,13 +277,15 @@ __global__ void __launch_bounds__(FA_THREADS) flash_attention_forward_kernel(__n
         if (k0 == 0 && !FA_A_IN_SMEM(HD)) fa_load_a<HD>(q_frag, q_tile, 16 * warp);
         float s[8][4];
         fa_mma_abt<HD, FA_A_IN_SMEM(HD)>(s, q_frag, q_tile, 16 * warp, k_tile, n_tiles);
+        fa_with_mask(k0 + FA_BLOCK - 1 > warp_row0 || k0 + FA_BLOCK > T, [&](auto mask) {
 FA_UNROLL
-        for (int j = 0; j < 8; j++)
+            for (int j = 0; j < 8; j++)
 FA_UNROLL
-            for (int i = 0; i < 4; i++) {
-                int row = warp_row0 + g + 8 * (i / 2), key = k0 + 8 * j + 2 * t + (i & 1);
-                s[j][i] = (j < n_tiles && key <= row && key < T) ? s[j][i] * scale_log2 : -INFINITY;
-            }
+                for (int i = 0; i < 4; i++) {
+                    int row = warp_row0 + g + 8 * (i / 2), key = k0 + 8 * j + 2 * t + (i & 1);
+                    s[j][i] = (!mask.on || (j < n_tiles && key <= row && key < T)) ? s[j][i] * scale_log2 : -INFINITY;
+                }
+        });
 FA_UNROLL
         for (int r = 0; r < 2; r++) {
             float mx = row_max[r];
@@ -404,14 +420,17 @@ __global__ void __launch_bounds__(FA_THREADS, FaBackwardSmem<HD>::min_blocks) fl
             float p[8][4], ds[8][4];
             fa_mma_abt<HD, true>(p, NULL, k_tile, 16 * warp, q_tile, 8);   /* Sᵀ: rows = keys, columns = queries */
             fa_mma_abt<HD, true>(ds, NULL, v_tile, 16 * warp, do_tile, 8); /* dPᵀ */
+            /* HD >= 128: always the masked copy (with both, ptxas spills at 255 registers) */
+            fa_with_mask(HD >= 128 || m0 < warp_key0 + 15 || m0 + FA_BLOCK > T, [&](auto mask) {
 FA_UNROLL
-            for (int j = 0; j < 8; j++)
+                for (int j = 0; j < 8; j++)
 FA_UNROLL
-                for (int i = 0; i < 4; i++) {
-                    int key = warp_key0 + g + 8 * (i / 2), qi = 8 * j + 2 * t + (i & 1), query = m0 + qi;
-                    p[j][i] = (query >= key && query < T) ? exp2f(p[j][i] * scale_log2 - lse_s[stage * FA_BLOCK + qi]) : 0.0f;
-                    ds[j][i] = p[j][i] * (ds[j][i] - delta_s[stage * FA_BLOCK + qi]);
-                }
+                    for (int i = 0; i < 4; i++) {
+                        int key = warp_key0 + g + 8 * (i / 2), qi = 8 * j + 2 * t + (i & 1), query = m0 + qi;
+                        p[j][i] = (!mask.on || (query >= key && query < T)) ? exp2f(p[j][i] * scale_log2 - lse_s[stage * FA_BLOCK + qi]) : 0.0f;
+                        ds[j][i] = p[j][i] * (ds[j][i] - delta_s[stage * FA_BLOCK + qi]);
+                    }
+            });
             uint32_t a[4][4];
             fa_c_to_a(a, p);
             fa_mma_ab<HD>(dv, a, do_tile, 4);
@@ -489,14 +508,16 @@ FA_UNROLL
         float s[8][4], ds[8][4];
         fa_mma_abt<HD, FA_A_IN_SMEM(HD)>(s, q_frag, q_tile, 16 * warp, k_tile, n_tiles);
         fa_mma_abt<HD, FA_A_IN_SMEM(HD)>(ds, do_frag, do_tile, 16 * warp, v_tile, n_tiles);
+        fa_with_mask(k0 + FA_BLOCK - 1 > warp_row0 || k0 + FA_BLOCK > T, [&](auto mask) {
 FA_UNROLL
-        for (int j = 0; j < 8; j++)
+            for (int j = 0; j < 8; j++)
 FA_UNROLL
-            for (int i = 0; i < 4; i++) {
-                int r = i / 2, row = warp_row0 + g + 8 * r, key = k0 + 8 * j + 2 * t + (i & 1);
-                float p = (j < n_tiles && key <= row && key < T) ? exp2f(s[j][i] * scale_log2 - row_lse[r]) : 0.0f;
-                ds[j][i] = p * (ds[j][i] - row_delta[r]);
-            }
+                for (int i = 0; i < 4; i++) {
+                    int r = i / 2, row = warp_row0 + g + 8 * r, key = k0 + 8 * j + 2 * t + (i & 1);
+                    float p = (!mask.on || (j < n_tiles && key <= row && key < T)) ? exp2f(s[j][i] * scale_log2 - row_lse[r]) : 0.0f;
+                    ds[j][i] = p * (ds[j][i] - row_delta[r]);
+                }
+        });
         uint32_t a[4][4];
         fa_c_to_a(a, ds);
         fa_mma_ab<HD>(dq, a, k_tile, (n_tiles + 1) / 2);
