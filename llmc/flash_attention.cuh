@@ -67,12 +67,15 @@
 
 /* Stages rows row0..row0+63 of one head's slice into `tile` by cp.async: row r from src + (row0 + r)·row_stride,
  * columns [0, hs); columns hs..HD-1 and rows >= T are zero-filled. All threads of the block call it; thread i
- * copies the 16-byte chunks i, i + 128, ... */
+ * copies the 16-byte chunk i % (HD/8) of rows i / (HD/8), + 128/(HD/8), ... (a fixed column: no per-chunk
+ * division) */
 template <int HD>
 __device__ inline void fa_load_tile(__nv_bfloat16* tile, const __nv_bfloat16* src, long row_stride, int row0, int T, int hs) {
-    constexpr int chunks = HD / 8;
-    for (int idx = threadIdx.x; idx < FA_BLOCK * chunks; idx += FA_THREADS) {
-        int r = idx / chunks, c = (idx % chunks) * 8;
+    constexpr int chunks = HD / 8, rows_per_pass = FA_THREADS / chunks;
+    static_assert(FA_THREADS % chunks == 0 && FA_BLOCK % rows_per_pass == 0, "fa_load_tile: whole rows per pass");
+    int c = (threadIdx.x % chunks) * 8, r0 = threadIdx.x / chunks;
+FA_UNROLL
+    for (int r = r0; r < FA_BLOCK; r += rows_per_pass) {
         __nv_bfloat16* dst = tile + r * (HD + 8) + c;
         if (row0 + r < T && c < hs) cp_async_16(dst, src + (long)(row0 + r) * row_stride + c);
         else *(uint4*)dst = make_uint4(0, 0, 0, 0);
