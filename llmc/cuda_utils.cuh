@@ -32,6 +32,20 @@ static inline int ceil_div(long a, long b) { return (int)((a + b - 1) / b); }
 #define UNROLL _Pragma("unroll")
 #endif
 
+/* 2^x by the special-function unit (PTX ex2.approx.ftz.f32: relative error below 2^-22, results under 2^-126
+ * flushed to 0, 2^-inf = 0): one instruction, where exp2f adds a subnormal fix-up around it (four). For
+ * softmax weights, whose subnormal values do not matter. The simulator computes exp2f and flushes the same. */
+__device__ __forceinline__ float fast_exp2f(float x) {
+#if defined(CUDASIM)
+    float y = exp2f(x);
+    return y < 0x1p-126f ? 0.0f : y;
+#else
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+#endif
+}
+
 /* the full-warp mask: every warp op of the project's kernels runs on whole warps */
 #define FULL_MASK 0xffffffffu
 

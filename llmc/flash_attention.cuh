@@ -30,7 +30,7 @@
  *                 memory by cp.async, only tiles 0..diagonal visited, and in the
  *                 diagonal tile each warp skips the 8-key column tiles past its last row; scores are tested
  *                 against the causal and T masks only in tiles that may need it (fa_with_mask; also backward). S = QKᵀ (mma),
- *                 online softmax in fp32 with exp2f (scores pre-scaled by s·log2 e), row max/sum over the 4 lanes
+ *                 online softmax in fp32 with fast_exp2f (scores pre-scaled by s·log2 e), row max/sum over the 4 lanes
  *                 of a row (shfl_xor 1, 2); P goes from C fragments straight to bf16 A fragments; O += PV.
  *   backward:     (1) delta kernel: D = rowsum(dout∘out), and zeroes the dq accumulator (atomic mode);
  *                 (2) K/V kernel, block (K/V tile, h, b): K, V read by ldmatrix from shared memory, dK, dV in fp32
@@ -208,6 +208,12 @@ __device__ inline int fa_key_tiles(int warp_row0, int k0, int T) {
     return min(min(8, (warp_row0 + 15 - k0) / 8 + 1), (T - k0 + 7) / 8);
 }
 
+/* 2^x: fast_exp2f (FAST), else exp2f */
+template <bool FAST>
+__device__ __forceinline__ float fa_exp2(float x) {
+    return FAST ? fast_exp2f(x) : exp2f(x);
+}
+
 /* f(FaMask<true>()) if some score of the warp's 16 x 64 tile may be masked (causality, or a query or key >= T),
  * else f(FaMask<false>()): f tests `mask.on`, a constant, so the per-element tests compile away on interior
  * tiles (most of a long sequence's) */
@@ -297,7 +303,7 @@ FA_UNROLL
             mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 1));
             mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 2));
             float ref = mx == -INFINITY ? 0.0f : mx; /* a row with no key yet: keep everything 0, not NaN */
-            float correction = exp2f(row_max[r] - ref);
+            float correction = fast_exp2f(row_max[r] - ref);
             row_max[r] = mx;
             row_sum[r] *= correction;
 FA_UNROLL
@@ -307,8 +313,8 @@ FA_UNROLL
             }
 FA_UNROLL
             for (int j = 0; j < 8; j++) {
-                s[j][2 * r] = exp2f(s[j][2 * r] - ref);
-                s[j][2 * r + 1] = exp2f(s[j][2 * r + 1] - ref);
+                s[j][2 * r] = fast_exp2f(s[j][2 * r] - ref);
+                s[j][2 * r + 1] = fast_exp2f(s[j][2 * r + 1] - ref);
                 row_sum[r] += s[j][2 * r] + s[j][2 * r + 1];
             }
         }
@@ -371,6 +377,9 @@ struct FaBackwardSmem {
      * (without it ptxas spilled at HD = 128 on sm_90 and held HD = 256 to 168 registers on sm_80). 0: no hint, as
      * the one-argument form (no .minnctapersm in the PTX). */
     static constexpr int min_blocks = HD >= 128 ? 1 : 0;
+    /* HD >= 128: exp2f, and one copy of the score loop (masked): with fast_exp2f, or with an unmasked copy too,
+     * ptxas spills at 255 registers */
+    static constexpr bool lean = HD < 128;
 };
 
 template <int HD>
@@ -423,14 +432,13 @@ __global__ void __launch_bounds__(FA_THREADS, FaBackwardSmem<HD>::min_blocks) fl
             float p[8][4], ds[8][4];
             fa_mma_abt<HD, true>(p, NULL, k_tile, 16 * warp, q_tile, 8);   /* Sᵀ: rows = keys, columns = queries */
             fa_mma_abt<HD, true>(ds, NULL, v_tile, 16 * warp, do_tile, 8); /* dPᵀ */
-            /* HD >= 128: always the masked copy (with both, ptxas spills at 255 registers) */
-            fa_with_mask(HD >= 128 || m0 < warp_key0 + 15 || m0 + FA_BLOCK > T, [&](auto mask) {
+            fa_with_mask(!L::lean || m0 < warp_key0 + 15 || m0 + FA_BLOCK > T, [&](auto mask) {
 FA_UNROLL
                 for (int j = 0; j < 8; j++)
 FA_UNROLL
                     for (int i = 0; i < 4; i++) {
                         int key = warp_key0 + g + 8 * (i / 2), qi = 8 * j + 2 * t + (i & 1), query = m0 + qi;
-                        p[j][i] = (!mask.on || (query >= key && query < T)) ? exp2f(p[j][i] * scale_log2 - lse_s[stage * FA_BLOCK + qi]) : 0.0f;
+                        p[j][i] = (!mask.on || (query >= key && query < T)) ? fa_exp2<L::lean>(p[j][i] * scale_log2 - lse_s[stage * FA_BLOCK + qi]) : 0.0f;
                         ds[j][i] = p[j][i] * (ds[j][i] - delta_s[stage * FA_BLOCK + qi]);
                     }
             });
@@ -517,7 +525,7 @@ FA_UNROLL
 FA_UNROLL
                 for (int i = 0; i < 4; i++) {
                     int r = i / 2, row = warp_row0 + g + 8 * r, key = k0 + 8 * j + 2 * t + (i & 1);
-                    float p = (!mask.on || (j < n_tiles && key <= row && key < T)) ? exp2f(s[j][i] * scale_log2 - row_lse[r]) : 0.0f;
+                    float p = (!mask.on || (j < n_tiles && key <= row && key < T)) ? fast_exp2f(s[j][i] * scale_log2 - row_lse[r]) : 0.0f;
                     ds[j][i] = p * (ds[j][i] - row_delta[r]);
                 }
         });
