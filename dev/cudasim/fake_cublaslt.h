@@ -40,7 +40,9 @@
  * Alignment: cublasLtMatmulAlgoGetHeuristic picks algorithms for matrices aligned as the preference's
  * CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_{A,B,C,D}_BYTES say (256 unless set, cuBLASLt's default), and
  * cublasLtMatmul with such an algorithm refuses (NOT_SUPPORTED) a matrix pointer less aligned than that:
- * the real library may pick a kernel that needs the alignment it was told to assume.
+ * the real library may pick a kernel that needs the alignment it was told to assume. The epilogue's bias
+ * and aux pointers must be 16-byte aligned, else NOT_SUPPORTED (the strictest requirement reported of the
+ * real library's vectorised epilogues; its documentation gives none).
  *
  * Argument errors return CUBLAS_STATUS_INVALID_VALUE, unsupported combinations
  * CUBLAS_STATUS_NOT_SUPPORTED, each after printing one line "<function>: <why>" to stderr.
@@ -905,6 +907,8 @@ static inline cublasStatus_t fakeblas_lt_setup(fakeblas_gemm* g, cublasLtMatmulD
     if (uses_bias) {
         if (!desc->bias) return fakeblas_fail(CUBLAS_STATUS_INVALID_VALUE, fn, "epilogue %u needs CUBLASLT_MATMUL_DESC_BIAS_POINTER", epi);
         g->bias = (void*)desc->bias;
+        if ((uintptr_t)g->bias % 16 != 0)
+            return fakeblas_fail(CUBLAS_STATUS_NOT_SUPPORTED, fn, "bias pointer %p is not 16-byte aligned", g->bias);
         g->bias_type = desc->bias_type == -1 ? g->Dtype : (cudaDataType)desc->bias_type;
         g->bias_stride = desc->bias_batch_stride;
         if (g->bias_type != g->Dtype && g->bias_type != CUDA_R_32F)
@@ -917,6 +921,8 @@ static inline cublasStatus_t fakeblas_lt_setup(fakeblas_gemm* g, cublasLtMatmulD
     if (uses_aux) {
         if (!desc->aux) return fakeblas_fail(CUBLAS_STATUS_INVALID_VALUE, fn, "epilogue %u needs CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER", epi);
         g->aux = desc->aux;
+        if ((uintptr_t)g->aux % 16 != 0)
+            return fakeblas_fail(CUBLAS_STATUS_NOT_SUPPORTED, fn, "aux pointer %p is not 16-byte aligned", g->aux);
         g->aux_type = desc->aux_type == -1 ? g->Dtype : (cudaDataType)desc->aux_type;
         g->aux_ld = desc->aux_ld;
         g->aux_stride = desc->aux_batch_stride;

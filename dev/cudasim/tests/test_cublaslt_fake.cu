@@ -437,7 +437,8 @@ static void test_cublas(void) {
 
 /* cuBLASLt argument errors: each returns the real library's status */
 static void test_lt_errors(cublasLtHandle_t lt) {
-    float one = 1.0f, zero = 0.0f, buf[256] = {0};
+    float one = 1.0f, zero = 0.0f;
+    alignas(256) float buf[256] = {0};
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t la, lb, lc, lbad;
     cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F);
@@ -499,6 +500,12 @@ static void test_lt_errors(cublasLtHandle_t lt) {
     uint32_t epi = CUBLASLT_EPILOGUE_BIAS;
     cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi));
     check_status(MATMUL(la, lb, lc, lc, buf + 64), CUBLAS_STATUS_INVALID_VALUE, "cublasLtMatmul BIAS epilogue without a bias pointer");
+    void* bias = buf + 130; /* 8 bytes past a 16-byte boundary */
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias));
+    check_status(MATMUL(la, lb, lc, lc, buf + 64), CUBLAS_STATUS_NOT_SUPPORTED, "cublasLtMatmul BIAS epilogue, bias 8 bytes past 16-byte alignment");
+    bias = buf + 132;
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias));
+    check_status(MATMUL(la, lb, lc, lc, buf + 64), CUBLAS_STATUS_SUCCESS, "cublasLtMatmul BIAS epilogue, bias 16-byte aligned");
     epi = CUBLASLT_EPILOGUE_GELU_AUX;
     void* aux = buf + 128;
     int64_t aux_ld = 6;
@@ -506,6 +513,11 @@ static void test_lt_errors(cublasLtHandle_t lt) {
     cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof(aux));
     cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof(aux_ld));
     check_status(MATMUL(la, lb, lc, lc, buf + 64), CUBLAS_STATUS_INVALID_VALUE, "cublasLtMatmul GELU_AUX with aux ld=6 (not a multiple of 8)");
+    aux = buf + 130;
+    aux_ld = 8;
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof(aux));
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof(aux_ld));
+    check_status(MATMUL(la, lb, lc, lc, buf + 64), CUBLAS_STATUS_NOT_SUPPORTED, "cublasLtMatmul GELU_AUX, aux 8 bytes past 16-byte alignment");
     epi = CUBLASLT_EPILOGUE_RELU;
     cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi));
     check_status(MATMUL(la, lb, lc, lc, buf + 64), CUBLAS_STATUS_NOT_SUPPORTED, "cublasLtMatmul RELU epilogue (not implemented)");
