@@ -20,10 +20,12 @@ src="$cache/fortunes/usr/share/games/fortunes"
 if [ ! -f "$src/fortunes" ]; then
     mkdir -p "$cache"
     if (cd "$cache" && apt-get download fortunes fortunes-min >/dev/null 2>&1); then
+        unpacked=""
         for deb in "$cache"/fortunes_*.deb "$cache"/fortunes-min_*.deb; do
             dpkg-deb -x "$deb" "$cache/fortunes"
+            unpacked="$unpacked$(basename "$deb") "
         done
-        echo "setup: unpacked $(ls "$cache"/fortunes*.deb | xargs -n1 basename | tr '\n' ' ')into $cache/fortunes" >&2
+        echo "setup: unpacked ${unpacked}into $cache/fortunes" >&2
     elif [ -f /usr/share/games/fortunes/fortunes ]; then
         echo "setup: 'apt-get download fortunes fortunes-min' failed; using the installed /usr/share/games/fortunes" >&2
         src=/usr/share/games/fortunes

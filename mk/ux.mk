@@ -5,6 +5,7 @@
 #   make test-sample   KV cache vs the full forward, same tokens as the CPU and simulated GPU trainers, bad input (~10 s)
 #   make test-hf       export/import round trip, safetensors and transformers as readers    (~25 s)
 #   make test-ux       metrics.jsonl vs step lines, plot.py's PNG, a 3-trial sweep          (~10 s)
+#   make test-shellcheck   shellcheck -S warning on scripts/, data/*.sh and .ci/run             (~2 s)
 UX_CFLAGS := $(CFLAGS) -Wno-unused-function  # the trainer's training-only functions are unused here
 
 sample_gpt_cpu: sample_gpt.c train_gpt.c $(TRAINER_HEADERS)
@@ -25,4 +26,12 @@ test-hf: sample_gpt_cpu train_gpt_cpu
 test-ux: train_gpt_cpu
 	@$(PYTHON) dev/test_ux.py
 
-TEST_TARGETS += test-sample test-hf test-ux
+# the user-facing shell scripts (launchers, data set-up, CI) have no shellcheck warning
+SHELL_SCRIPTS := $(wildcard scripts/*.sh scripts/*.sbatch data/*.sh) .ci/run
+test-shellcheck:
+	@p=0; f=0; for s in $(SHELL_SCRIPTS); do \
+	  if out=$$(shellcheck -S warning -x $$s 2>&1); then echo "ok    shellcheck $$s"; p=$$((p+1)); \
+	  else echo "$$out" | head -20; echo "FAIL  shellcheck $$s"; f=$$((f+1)); fi; \
+	done; echo "$$p passed, $$f failed"; [ $$f -eq 0 ]
+
+TEST_TARGETS += test-sample test-hf test-ux test-shellcheck

@@ -4,7 +4,7 @@
 # ./train_gpt_cpu prints to stderr for it, with its exit status.
 set -u
 here=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$here"
+cd "$here" || exit 1
 PYTHON=${PYTHON:-/usr/bin/python3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

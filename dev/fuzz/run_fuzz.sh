@@ -7,7 +7,7 @@
 # "N passed, M failed".
 set -u
 here=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$here"
+cd "$here" || exit 1
 seconds=$1
 shift
 pass=0
