@@ -5,6 +5,7 @@
 #     make test-trainer-gpu-sim               20 steps vs train_gpt_cpu, exact resume, determinism, bad input
 #     make sim-test-kernels                   every kernel vs llmc/cpu_ops.h (ASan + UBSan build)
 #     make test-nvcc-gpu                      nvcc builds train_gpt and test_gpt for sm_80 and sm_90, no warnings
+#     make sass-stats [SASS_PATTERN=flash]    static SASS per kernel (sm_90): instructions, HMMA, MUFU, spills, loop
 #     make test-nvcc-cuda12                   every GPU program compiles and links against CUDA 12.1's headers and
 #                                             libraries (NVIDIA's pip wheels, fetched by make cuda12-wheels)
 #   on a machine with an NVIDIA GPU (nvcc builds; not part of `make`):
@@ -68,6 +69,9 @@ cuda12-wheels:
 test-nvcc-cuda12:
 	@bash dev/cuda/test_cuda12.sh "$(NVCC)" $(CUDA12_DIR)
 
+sass-stats:
+	@$(PYTHON) dev/cuda/sass_stats.py '$(SASS_PATTERN)'
+
 bench-kernels: build/gpu/bench_kernels
 	./build/gpu/bench_kernels
 gpucheck:
@@ -76,4 +80,4 @@ gpucheck:
 SIM_TEST_TARGETS += test-gpt-sim-fp32 test-gpt-sim test-trainer-gpu-sim sim-test-kernels
 TEST_TARGETS += test-gpt-sim-fp32 test-gpt-sim test-trainer-gpu-sim sim-test-kernels test-nvcc-gpu test-nvcc-cuda12
 
-.PHONY: test-gpt-sim-fp32 test-gpt-sim test-trainer-gpu-sim sim-test-kernels test-nvcc-gpu cuda12-wheels test-nvcc-cuda12 bench-kernels gpucheck
+.PHONY: test-gpt-sim-fp32 test-gpt-sim test-trainer-gpu-sim sim-test-kernels test-nvcc-gpu cuda12-wheels test-nvcc-cuda12 sass-stats bench-kernels gpucheck
