@@ -29,8 +29,8 @@
  *                 read from shared memory per k-chunk instead); K/V tiles of 64 keys double-buffered in shared
  *                 memory by cp.async, only tiles 0..diagonal visited, and in the
  *                 diagonal tile each warp skips the 8-key column tiles past its last row; scores are tested
- *                 against the causal and T masks only in tiles that may need it (fa_with_mask; also backward). S = QKᵀ (mma),
- *                 online softmax in fp32 with fast_exp2f (scores pre-scaled by s·log2 e), row max/sum over the 4 lanes
+ *                 against the causal and T masks only in tiles that may need it (backward: fa_with_mask). S = QKᵀ (mma),
+ *                 online softmax in fp32 with fast_exp2f (s·log2 e applied in the exponent's FMA), row max/sum over the 4 lanes
  *                 of a row (shfl_xor 1, 2); P goes from C fragments straight to bf16 A fragments; O += PV.
  *   backward:     (1) delta kernel: D = rowsum(dout∘out), and zeroes the dq accumulator (atomic mode);
  *                 (2) K/V kernel, block (K/V tile, h, b): K, V read by ldmatrix from shared memory, dK, dV in fp32
@@ -286,22 +286,23 @@ __global__ void __launch_bounds__(FA_THREADS) flash_attention_forward_kernel(__n
         if (k0 == 0 && !FA_A_IN_SMEM(HD)) fa_load_a<HD>(q_frag, q_tile, 16 * warp);
         float s[8][4];
         fa_mma_abt<HD, FA_A_IN_SMEM(HD)>(s, q_frag, q_tile, 16 * warp, k_tile, n_tiles);
-        fa_with_mask(k0 + FA_BLOCK - 1 > warp_row0 || k0 + FA_BLOCK > T, [&](auto mask) {
+        if (k0 + FA_BLOCK - 1 > warp_row0 || k0 + FA_BLOCK > T) { /* a tile that may hold masked scores */
 FA_UNROLL
             for (int j = 0; j < 8; j++)
 FA_UNROLL
                 for (int i = 0; i < 4; i++) {
                     int row = warp_row0 + g + 8 * (i / 2), key = k0 + 8 * j + 2 * t + (i & 1);
-                    s[j][i] = (!mask.on || (j < n_tiles && key <= row && key < T)) ? s[j][i] * scale_log2 : -INFINITY;
+                    if (!(j < n_tiles && key <= row && key < T)) s[j][i] = -INFINITY;
                 }
-        });
+        }
 FA_UNROLL
         for (int r = 0; r < 2; r++) {
-            float mx = row_max[r];
+            float mx = -INFINITY; /* of the unscaled scores; s > 0, so scaling keeps the maximum */
 FA_UNROLL
             for (int j = 0; j < 8; j++) mx = fmaxf(mx, fmaxf(s[j][2 * r], s[j][2 * r + 1]));
             mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 1));
             mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 2));
+            mx = fmaxf(row_max[r], mx * scale_log2);
             float ref = mx == -INFINITY ? 0.0f : mx; /* a row with no key yet: keep everything 0, not NaN */
             float correction = fast_exp2f(row_max[r] - ref);
             row_max[r] = mx;
@@ -313,8 +314,8 @@ FA_UNROLL
             }
 FA_UNROLL
             for (int j = 0; j < 8; j++) {
-                s[j][2 * r] = fast_exp2f(s[j][2 * r] - ref);
-                s[j][2 * r + 1] = fast_exp2f(s[j][2 * r + 1] - ref);
+                s[j][2 * r] = fast_exp2f(fmaf(s[j][2 * r], scale_log2, -ref));
+                s[j][2 * r + 1] = fast_exp2f(fmaf(s[j][2 * r + 1], scale_log2, -ref));
                 row_sum[r] += s[j][2 * r] + s[j][2 * r + 1];
             }
         }
