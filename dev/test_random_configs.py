@@ -183,7 +183,7 @@ FP32_PROGRAMS = ("test_gpt_cpu", "test_gpt_sim_fp32")
 # to its other entries, which AdamW's first steps (sign(g) x lr) make lr-sized.
 LIMITS = {"fp32": ("weights|grad( dq0)?", 4), "bf16": ("grad( dq0)?", 2)}
 # lines "grad NAME ERROR" and (fp32) "weights NAME ERROR" per tensor (qkvw and qkvb also by thirds, as the
-# tests name them): relative L2 error of PyTorch's values against the float64 reference state in DIR;
+# tests name them) and for all of them (NAME "all"): relative L2 error of PyTorch's values against the float64 reference state in DIR;
 # argv: DIR, then fp32 DIR_FP32 (its --ref-dtype float32 twin) or bf16 (gradients under bf16 autocast)
 PYTORCH_ERRORS = r"""
 import os
@@ -210,6 +210,7 @@ def rel(x, y):
     return np.linalg.norm(x - y) / np.linalg.norm(x)
 for kind, a, b in pairs:
     a, b, off = a.astype(np.float64), b.astype(np.float64), 0
+    print(kind, "all", rel(a, b))
     for name, shape in cfg.tensor_shapes():
         n = int(np.prod(shape))
         x, y = a[off:off + n], b[off:off + n]

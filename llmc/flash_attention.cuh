@@ -297,7 +297,7 @@ FA_UNROLL
         }
 FA_UNROLL
         for (int r = 0; r < 2; r++) {
-            float mx = -INFINITY; /* of the unscaled scores; s > 0, so scaling keeps the maximum */
+            float mx = -INFINITY; /* of the unscaled scores: the scale is positive, so scaling keeps the maximum */
 FA_UNROLL
             for (int j = 0; j < 8; j++) mx = fmaxf(mx, fmaxf(s[j][2 * r], s[j][2 * r + 1]));
             mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 1));
