@@ -67,7 +67,7 @@ CUDA12_DIR ?= build/cuda12
 cuda12-wheels:
 	@bash dev/cuda/test_cuda12.sh fetch $(CUDA12_DIR)
 test-nvcc-cuda12:
-	@bash dev/cuda/test_cuda12.sh "$(NVCC)" $(CUDA12_DIR)
+	@bash dev/cuda/test_cuda12.sh "$(NVCC)" "$(NVCC_TEST_FLAGS)" $(CUDA12_DIR)
 
 sass-stats:
 	@$(PYTHON) dev/cuda/sass_stats.py '$(SASS_PATTERN)'

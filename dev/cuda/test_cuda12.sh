@@ -7,7 +7,8 @@
 # resolve the CUDA 12 libraries, and the trainer must start with them (--help) and, with no driver on
 # this machine, stop with an error naming the driver. Not covered: nvcc 12's own front end and ptxas.
 #   fetch DIR   downloads and unpacks the wheels into DIR (make cuda12-wheels; .ci/run does it first)
-#   NVCC DIR    the checks; without DIR/ready (no download, e.g. offline) nothing is counted
+#   NVCC "FLAGS" DIR   the checks, FLAGS the other nvcc builds' (NVCC_TEST_FLAGS); without DIR/ready (no
+#                      download, e.g. offline) nothing is counted
 set -u
 . "$(dirname "$0")/../testlib.sh"
 wheels="nvidia-cuda-runtime-cu12==12.1.105 nvidia-cublas-cu12==12.1.3.1 nvidia-nccl-cu12==2.18.1"
@@ -25,10 +26,10 @@ if [ "${1:-}" = fetch ]; then
     echo "$wheels" >"$dir/ready"
     exit 0
 fi
-nvcc=$1; dir=$(cd "$2" 2>/dev/null && pwd)
+nvcc=$1; read -r -a flags <<<"$2"; dir=$(cd "$3" 2>/dev/null && pwd)
 test_begin
 if [ -z "$dir" ] || [ ! -f "$dir/ready" ]; then
-    echo "note: no CUDA 12 wheels in $2 (make cuda12-wheels downloads them): nothing checked"
+    echo "note: no CUDA 12 wheels in $3 (make cuda12-wheels downloads them): nothing checked"
     test_end; exit 0
 fi
 if ! command -v "$nvcc" >/dev/null 2>&1; then bad "$nvcc not found"; test_end; exit 1; fi
@@ -38,8 +39,7 @@ read -r -a dist_flags <<<"$(NCCL_HOME=$root/nccl bash scripts/dist_probe.sh "$nv
 read -r -a dist_libs <<<"$(NCCL_HOME=$root/nccl bash scripts/dist_probe.sh "$nvcc" mpicxx libs 2>/dev/null)"
 libs=(-cudart none -L"$root/cuda_runtime/lib" -l:libcudart.so.12 -L"$root/cublas/lib" -l:libcublasLt.so.12
       -l:libcublas.so.12 -Xlinker "-rpath,$root/cuda_runtime/lib:$root/cublas/lib")
-flags=(-O3 -std=c++17 -Werror all-warnings -Xcompiler -Wall,-Wno-unused-function -I. -I"$root/cuda_runtime/include"
-       -I"$root/cublas/include")
+flags+=(-I"$root/cuda_runtime/include" -I"$root/cublas/include")
 
 # the headers the compiler sees are the wheels'
 seen=$("$nvcc" "${flags[@]}" "${dist_flags[@]}" -M train_gpt.cu 2>&1 | tr -s ' \\' '\n')
