@@ -1,7 +1,7 @@
 # Flash attention (llmc/flash_attention.cuh): tests in the simulator, nvcc build checks, GPU benchmark.
 #   make sim-test-flash-attention    forward, lse, backward (atomic + deterministic), fp32 path vs llmc/cpu_ops.h,
 #                                    ASan+UBSan simulator build (hs 8..128, T up to 257)
-#   make sim-test-flash-attention-large   hs = 256 (T = 130, 300) and T = 600, optimised simulator build
+#   make sim-test-flash-attention-large   hs = 256 (T = 130, 300), 136, 200, 248 (T = 70) and T = 600, optimised simulator build
 #   make test-nvcc-flash-attention   the test and the benchmark compile with nvcc for sm_80 and sm_90, no warnings
 #   make bench-flash-attention       GPU only: builds the benchmark for the present GPU and runs it
 #   make ptxas-flash-attention       registers, stack frame and spill bytes of every kernel (nvcc -Xptxas -v, sm_80, sm_90)

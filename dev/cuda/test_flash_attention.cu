@@ -8,7 +8,8 @@
  * Outputs are pre-filled with NaN so an element a kernel fails to write shows up. Bad shapes must fail with
  * a one-line error.
  * Usage: test_flash_attention           hs in {32, 64, 128} x T in {1, 17, 64, 100, 257}, and hs in {8, 40, 72} at T = 100
- *        test_flash_attention --large   hs = 256 at T = 130, 300 and hs = 64 at T = 600 (for the optimised build)
+ *        test_flash_attention --large   hs = 256 at T = 130, 300, hs in {136, 200, 248} at T = 70 and hs = 64 at
+ *                                       T = 600 (for the optimised build)
  */
 #include "llmc/cuda_utils.cuh"
 #include "llmc/flash_attention.cuh"
@@ -158,6 +159,11 @@ int main(int argc, char** argv) {
         for (int T : {130, 300}) {
             test_shape<__nv_bfloat16>(tc, B, T, 256 * NH, NH);
             test_shape<float>(tc, B, T, 256 * NH, NH);
+        }
+        /* head dims padded to HD = 256 (Q and dO fragments read from shared memory) */
+        for (int hs : {136, 200, 248}) {
+            test_shape<__nv_bfloat16>(tc, B, 70, hs * NH, NH);
+            test_shape<float>(tc, B, 70, hs * NH, NH);
         }
         test_shape<__nv_bfloat16>(tc, 1, 600, 64 * NH, NH);
     }
