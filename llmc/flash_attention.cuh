@@ -55,6 +55,12 @@
 #define FA32_TILE 32  /* fp32 path: rows of a staged tile, one per lane */
 #define FA_LOG2E 1.4426950408889634f
 #define FA_LN2 0.6931471805599453f
+/* __launch_bounds__'s minimum blocks per SM of the forward and K/V backward kernels. HD >= 128: their shared memory
+ * (>= 87 KiB) leaves room for at most two blocks an SM, so 255 registers a thread (two blocks' worth) cost no
+ * occupancy, and 1 lets ptxas use them all (without it ptxas spilled in the K/V kernel at HD = 128 on sm_90, in the
+ * forward at HD = 128 on sm_80, and held the K/V kernel at HD = 256 to 168 registers on sm_80). 0: no hint, as the
+ * one-argument form (no .minnctapersm in the PTX). */
+#define FA_MIN_BLOCKS(HD) ((HD) >= 128 ? 1 : 0)
 /* full unrolling of the fragment loops, so register arrays stay in registers (the simulator has no unroll pragma) */
 #if defined(CUDASIM)
 #define FA_UNROLL
@@ -104,41 +110,50 @@ __device__ inline void fa_load_a(uint32_t a[HD / 16][4], const __nv_bfloat16* ti
     for (int kk = 0; kk < HD / 16; kk++) fa_load_a_chunk<HD>(a[kk], tile, row0, kk);
 }
 
-/* acc = the 16 x 64 product A·tileᵀ as eight 16x8 C fragments (acc[j] = columns 8j..8j+7, i.e. tile rows 8j..8j+7).
- * A (16 x HD) is a_regs (registers, A_IN_SMEM false) or rows a_row0..a_row0+15 of the shared a_tile, read one
- * k-chunk at a time (A_IN_SMEM true: saves HD/4 registers). Column tiles j >= n_tiles are zero, not computed.
- * B fragments by ldmatrix_x4: matrix i = tile rows 8j..8j+7, columns 16kk + 8i, giving b for k-chunks kk, kk+1. */
+/* acc[m] = the 16 x 64 product A_m·tileᵀ as eight 16x8 C fragments (acc[m][j] = columns 8j..8j+7, i.e. tile rows
+ * 8j..8j+7), for the MT row blocks m of a warp. A_m (16 x HD) is a_regs[m] (registers, A_IN_SMEM false) or rows
+ * a_row0 + 16m..+15 of the shared a_tile, read one k-chunk at a time (A_IN_SMEM true: saves HD/4 registers per row
+ * block). Column tiles j >= n_tiles are zero, not computed. B fragments by ldmatrix_x4: matrix i = tile rows
+ * 8j..8j+7, columns 16kk + 8i, giving b for k-chunks kk, kk+1; each b serves all MT row blocks (shared-memory
+ * bytes per mma: 256 / MT). A caller with one row block passes &acc and &a_regs of its [8][4] and [HD/16][4]. */
 #define FA_A_IN_SMEM(HD) ((HD) > 128) /* forward and dQ kernels: Q (dO) fragments stay in registers up to HD = 128 */
-template <int HD, bool A_IN_SMEM>
-__device__ inline void fa_mma_abt(float acc[8][4], const uint32_t a_regs[HD / 16][4], const __nv_bfloat16* a_tile, int a_row0, const __nv_bfloat16* tile,
-                                  int n_tiles) {
+template <int HD, bool A_IN_SMEM, int MT>
+__device__ inline void fa_mma_abt(float acc[MT][8][4], const uint32_t a_regs[MT][HD / 16][4], const __nv_bfloat16* a_tile, int a_row0,
+                                  const __nv_bfloat16* tile, int n_tiles) {
     int lane = threadIdx.x % 32;
-    fa_zero<8>(acc);
-    FA_UNROLL
+FA_UNROLL
+    for (int m = 0; m < MT; m++) fa_zero<8>(acc[m]);
+FA_UNROLL
     for (int kk = 0; kk < HD / 16; kk += 2) {
-        uint32_t a[2][4];
-        FA_UNROLL
-        for (int c = 0; c < 2; c++) {
-            if (A_IN_SMEM) fa_load_a_chunk<HD>(a[c], a_tile, a_row0, kk + c);
-            else for (int r = 0; r < 4; r++) a[c][r] = a_regs[kk + c][r];
-        }
-        FA_UNROLL
+        uint32_t a[MT][2][4];
+FA_UNROLL
+        for (int m = 0; m < MT; m++)
+FA_UNROLL
+            for (int c = 0; c < 2; c++) {
+                if (A_IN_SMEM) fa_load_a_chunk<HD>(a[m][c], a_tile, a_row0 + 16 * m, kk + c);
+                else for (int r = 0; r < 4; r++) a[m][c][r] = a_regs[m][kk + c][r];
+            }
+FA_UNROLL
         for (int j = 0; j < 8; j++) {
             if (j < n_tiles) {
                 uint32_t b[4];
                 ldmatrix_x4(b, tile + (8 * j + lane % 8) * (HD + 8) + 16 * kk + 8 * (lane / 8));
-                mma_m16n8k16_bf16(acc[j], a[0], b, acc[j]);
-                mma_m16n8k16_bf16(acc[j], a[1], b + 2, acc[j]);
+FA_UNROLL
+                for (int m = 0; m < MT; m++) {
+                    mma_m16n8k16_bf16(acc[m][j], a[m][0], b, acc[m][j]);
+                    mma_m16n8k16_bf16(acc[m][j], a[m][1], b + 2, acc[m][j]);
+                }
             }
         }
     }
 }
 
-/* acc (16 x HD as C fragments, acc[n] = columns 8n..8n+7) += P·tile, P 16 x 64 in registers as A fragments
- * (p[kc] = columns 16kc..16kc+15). k-chunks kc >= k_chunks are skipped (their P must be zero). B fragments by
- * ldmatrix_x4_trans: lanes 0-15 point at tile rows 16kc + 0..15 of columns 8n, lanes 16-31 of columns 8n + 8. */
-template <int HD>
-__device__ inline void fa_mma_ab(float acc[HD / 8][4], const uint32_t p[4][4], const __nv_bfloat16* tile, int k_chunks) {
+/* acc[m] (16 x HD as C fragments, acc[m][n] = columns 8n..8n+7) += P_m·tile for the MT row blocks m of a warp,
+ * P_m 16 x 64 in registers as A fragments (p[m][kc] = columns 16kc..16kc+15). k-chunks kc >= k_chunks are skipped
+ * (their P must be zero in every row block). B fragments by ldmatrix_x4_trans: lanes 0-15 point at tile rows
+ * 16kc + 0..15 of columns 8n, lanes 16-31 of columns 8n + 8; each serves all MT row blocks. */
+template <int HD, int MT>
+__device__ inline void fa_mma_ab(float acc[MT][HD / 8][4], const uint32_t p[MT][4][4], const __nv_bfloat16* tile, int k_chunks) {
     int lane = threadIdx.x % 32;
 FA_UNROLL
     for (int kc = 0; kc < 4; kc++) {
@@ -147,8 +162,11 @@ FA_UNROLL
             for (int n = 0; n < HD / 8; n += 2) {
                 uint32_t b[4];
                 ldmatrix_x4_trans(b, tile + (16 * kc + lane % 16) * (HD + 8) + 8 * n + 8 * (lane / 16));
-                mma_m16n8k16_bf16(acc[n], p[kc], b, acc[n]);
-                mma_m16n8k16_bf16(acc[n + 1], p[kc], b + 2, acc[n + 1]);
+FA_UNROLL
+                for (int m = 0; m < MT; m++) {
+                    mma_m16n8k16_bf16(acc[m][n], p[m][kc], b, acc[m][n]);
+                    mma_m16n8k16_bf16(acc[m][n + 1], p[m][kc], b + 2, acc[m][n + 1]);
+                }
             }
         }
     }
@@ -203,9 +221,10 @@ __device__ inline void fa_store_rows(__nv_bfloat16* dst, long row_stride, const 
     });
 }
 
-/* number of 8-key column tiles of the K/V tile at k0 that hold a key <= the warp's last row and < T */
-__device__ inline int fa_key_tiles(int warp_row0, int k0, int T) {
-    return min(min(8, (warp_row0 + 15 - k0) / 8 + 1), (T - k0 + 7) / 8);
+/* number of 8-key column tiles of the K/V tile at k0 that hold a key <= the warp's last row (warp_row0 + rows - 1,
+ * at least k0) and < T */
+__device__ inline int fa_key_tiles(int warp_row0, int rows, int k0, int T) {
+    return min(min(8, (warp_row0 + rows - 1 - k0) / 8 + 1), (T - k0 + 7) / 8);
 }
 
 /* 2^x: fast_exp2f (FAST), else exp2f */
@@ -243,13 +262,15 @@ __device__ inline void fa_load_kv(__nv_bfloat16* k_tile, __nv_bfloat16* v_tile, 
     fa_load_tile<HD>(v_tile, base + 2 * C, 3L * C, row0, T, hs);
 }
 
-/* The key loop of the forward and dQ kernels (a block of 64 queries, warp rows warp_row0..+15): K/V tiles
- * it = 0..n_kv-1 (keys 64·it..) double-buffered in kv_smem (K[2] then V[2], 64 x HD tiles): tile it + 1 is
- * staged by cp.async while tile it is used. The caller's loads still uncommitted (its Q tiles) join tile 0's
- * group. body(k0, n_tiles, k_tile, v_tile) runs on the warps with rows < T, n_tiles = fa_key_tiles(warp_row0, k0, T);
- * barriers between tiles (the buffer just read is the next prefetch target). */
+/* The key loop of the forward and dQ kernels (a block of queries, warp rows warp_row0..warp_row0 + rows - 1):
+ * K/V tiles it = 0..n_kv-1 (keys 64·it..) double-buffered in kv_smem (K[2] then V[2], 64 x HD tiles): tile it + 1
+ * is staged by cp.async while tile it is used. The caller's loads still uncommitted (its Q tiles) join tile 0's
+ * group. body(k0, n_tiles, k_tile, v_tile) runs on the warps with rows < T and a row >= k0 (one that sees a key of
+ * the tile), n_tiles = fa_key_tiles(warp_row0, rows, k0, T); barriers between tiles (the buffer just read is the
+ * next prefetch target). */
 template <int HD, typename Body>
-__device__ __forceinline__ void fa_key_loop(__nv_bfloat16* kv_smem, const __nv_bfloat16* base, int C, int n_kv, int warp_row0, int T, int hs, Body body) {
+__device__ __forceinline__ void fa_key_loop(__nv_bfloat16* kv_smem, const __nv_bfloat16* base, int C, int n_kv, int warp_row0, int rows, int T, int hs,
+                                            Body body) {
     constexpr int tile_elems = FA_BLOCK * (HD + 8);
     __nv_bfloat16* k_tiles = kv_smem;
     __nv_bfloat16* v_tiles = kv_smem + 2 * tile_elems;
@@ -259,88 +280,107 @@ __device__ __forceinline__ void fa_key_loop(__nv_bfloat16* kv_smem, const __nv_b
         int buf = it & 1, k0 = it * FA_BLOCK;
         if (it + 1 < n_kv) fa_load_kv<HD>(k_tiles + (buf ^ 1) * tile_elems, v_tiles + (buf ^ 1) * tile_elems, base, C, k0 + FA_BLOCK, T, hs);
         fa_tiles_ready<1>();
-        if (warp_row0 < T) body(k0, fa_key_tiles(warp_row0, k0, T), k_tiles + buf * tile_elems, v_tiles + buf * tile_elems);
+        if (warp_row0 < T && k0 < warp_row0 + rows) body(k0, fa_key_tiles(warp_row0, rows, k0, T), k_tiles + buf * tile_elems, v_tiles + buf * tile_elems);
         __syncthreads();
     }
 }
 
 /* ---------------------------------------------------------------------------------------------------------------
- * bf16 forward. Grid (ceil(T/64), NH, B), 128 threads, dynamic smem 5 tiles (Q, K[2], V[2]). */
-template <int HD>
-__global__ void __launch_bounds__(FA_THREADS) flash_attention_forward_kernel(__nv_bfloat16* out, float* lse, const __nv_bfloat16* qkv, int T, int C, int NH) {
+ * bf16 forward. Each warp owns MT row blocks of 16 queries (32 at MT = 2: every K or V fragment read from shared
+ * memory then feeds two mma, halving the shared-memory bytes per mma); a block holds 64·MT queries. Grid
+ * (ceil(T/(64·MT)), NH, B), 128 threads, dynamic smem MT + 4 tiles (MT Q tiles, K[2], V[2]). */
+#define FA_FWD_MT(HD) ((HD) <= 64 ? 2 : 1) /* the forward's row blocks per warp: 2 where the registers allow */
+template <int HD, int MT>
+__global__ void __launch_bounds__(FA_THREADS, FA_MIN_BLOCKS(HD)) flash_attention_forward_kernel(__nv_bfloat16* out, float* lse, const __nv_bfloat16* qkv, int T, int C, int NH) {
     DYNAMIC_SMEM(__nv_bfloat16, smem);
-    __nv_bfloat16* q_tile = smem; /* then K[2], V[2] */
+    __nv_bfloat16* q_tile = smem; /* 64·MT rows, then K[2], V[2] */
     int hs = C / NH, q_block = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z;
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-    int q0 = q_block * FA_BLOCK, warp_row0 = q0 + 16 * warp;
+    int q0 = q_block * FA_BLOCK * MT, warp_row0 = q0 + 16 * MT * warp;
+    int n_kv = min(MT * (q_block + 1), (T + FA_BLOCK - 1) / FA_BLOCK); /* key tiles up to the block's last query */
     long row_stride = 3L * C;
     const __nv_bfloat16* base = qkv + (long)b * T * row_stride + h * hs;
     float scale_log2 = FA_LOG2E / sqrtf((float)hs);
 
-    fa_load_tile<HD>(q_tile, base, row_stride, q0, T, hs);
-    uint32_t q_frag[HD / 16][4];
-    float o[HD / 8][4];
-    fa_zero<HD / 8>(o);
-    float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.0f, 0.0f}; /* rows g, g+8; max in log2 units */
-    fa_key_loop<HD>(smem + FA_BLOCK * (HD + 8), base, C, q_block + 1, warp_row0, T, hs, [&](int k0, int n_tiles, const __nv_bfloat16* k_tile, const __nv_bfloat16* v_tile) {
-        if (k0 == 0 && !FA_A_IN_SMEM(HD)) fa_load_a<HD>(q_frag, q_tile, 16 * warp);
-        float s[8][4];
-        fa_mma_abt<HD, FA_A_IN_SMEM(HD)>(s, q_frag, q_tile, 16 * warp, k_tile, n_tiles);
+FA_UNROLL
+    for (int m = 0; m < MT; m++) fa_load_tile<HD>(q_tile + m * FA_BLOCK * (HD + 8), base, row_stride, q0 + m * FA_BLOCK, T, hs);
+    uint32_t q_frag[MT][HD / 16][4];
+    float o[MT][HD / 8][4];
+FA_UNROLL
+    for (int m = 0; m < MT; m++) fa_zero<HD / 8>(o[m]);
+    float row_max[MT][2], row_sum[MT][2]; /* rows 16m + g, 16m + g + 8 of the warp; max in log2 units */
+FA_UNROLL
+    for (int m = 0; m < MT; m++) row_max[m][0] = row_max[m][1] = -INFINITY, row_sum[m][0] = row_sum[m][1] = 0.0f;
+    fa_key_loop<HD>(smem + MT * FA_BLOCK * (HD + 8), base, C, n_kv, warp_row0, 16 * MT, T, hs,
+                    [&](int k0, int n_tiles, const __nv_bfloat16* k_tile, const __nv_bfloat16* v_tile) {
+        if (k0 == 0 && !FA_A_IN_SMEM(HD))
+FA_UNROLL
+            for (int m = 0; m < MT; m++) fa_load_a<HD>(q_frag[m], q_tile, 16 * (MT * warp + m));
+        float s[MT][8][4];
+        fa_mma_abt<HD, FA_A_IN_SMEM(HD), MT>(s, q_frag, q_tile, 16 * MT * warp, k_tile, n_tiles);
         if (k0 + FA_BLOCK - 1 > warp_row0 || k0 + FA_BLOCK > T) { /* a tile that may hold masked scores */
 FA_UNROLL
-            for (int j = 0; j < 8; j++)
+            for (int m = 0; m < MT; m++)
 FA_UNROLL
-                for (int i = 0; i < 4; i++) {
-                    int row = warp_row0 + g + 8 * (i / 2), key = k0 + 8 * j + 2 * t + (i & 1);
-                    if (!(j < n_tiles && key <= row && key < T)) s[j][i] = -INFINITY;
+                for (int j = 0; j < 8; j++)
+FA_UNROLL
+                    for (int i = 0; i < 4; i++) {
+                        int row = warp_row0 + 16 * m + g + 8 * (i / 2), key = k0 + 8 * j + 2 * t + (i & 1);
+                        if (!(j < n_tiles && key <= row && key < T)) s[m][j][i] = -INFINITY;
+                    }
+        }
+FA_UNROLL
+        for (int m = 0; m < MT; m++)
+FA_UNROLL
+            for (int r = 0; r < 2; r++) {
+                float mx = -INFINITY; /* of the unscaled scores: the scale is positive, so scaling keeps the maximum */
+FA_UNROLL
+                for (int j = 0; j < 8; j++) mx = fmaxf(mx, fmaxf(s[m][j][2 * r], s[m][j][2 * r + 1]));
+                mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 1));
+                mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 2));
+                mx = fmaxf(row_max[m][r], mx * scale_log2);
+                float ref = mx == -INFINITY ? 0.0f : mx; /* a row with no key yet: keep everything 0, not NaN */
+                float correction = fast_exp2f(row_max[m][r] - ref);
+                row_max[m][r] = mx;
+                row_sum[m][r] *= correction;
+FA_UNROLL
+                for (int n = 0; n < HD / 8; n++) {
+                    o[m][n][2 * r] *= correction;
+                    o[m][n][2 * r + 1] *= correction;
                 }
-        }
 FA_UNROLL
-        for (int r = 0; r < 2; r++) {
-            float mx = -INFINITY; /* of the unscaled scores: the scale is positive, so scaling keeps the maximum */
-FA_UNROLL
-            for (int j = 0; j < 8; j++) mx = fmaxf(mx, fmaxf(s[j][2 * r], s[j][2 * r + 1]));
-            mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 1));
-            mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 2));
-            mx = fmaxf(row_max[r], mx * scale_log2);
-            float ref = mx == -INFINITY ? 0.0f : mx; /* a row with no key yet: keep everything 0, not NaN */
-            float correction = fast_exp2f(row_max[r] - ref);
-            row_max[r] = mx;
-            row_sum[r] *= correction;
-FA_UNROLL
-            for (int n = 0; n < HD / 8; n++) {
-                o[n][2 * r] *= correction;
-                o[n][2 * r + 1] *= correction;
+                for (int j = 0; j < 8; j++) {
+                    s[m][j][2 * r] = fast_exp2f(fmaf(s[m][j][2 * r], scale_log2, -ref));
+                    s[m][j][2 * r + 1] = fast_exp2f(fmaf(s[m][j][2 * r + 1], scale_log2, -ref));
+                    row_sum[m][r] += s[m][j][2 * r] + s[m][j][2 * r + 1];
+                }
             }
+        uint32_t p[MT][4][4];
 FA_UNROLL
-            for (int j = 0; j < 8; j++) {
-                s[j][2 * r] = fast_exp2f(fmaf(s[j][2 * r], scale_log2, -ref));
-                s[j][2 * r + 1] = fast_exp2f(fmaf(s[j][2 * r + 1], scale_log2, -ref));
-                row_sum[r] += s[j][2 * r] + s[j][2 * r + 1];
-            }
-        }
-        uint32_t p[4][4];
-        fa_c_to_a(p, s);
-        fa_mma_ab<HD>(o, p, v_tile, (n_tiles + 1) / 2);
+        for (int m = 0; m < MT; m++) fa_c_to_a(p[m], s[m]);
+        fa_mma_ab<HD, MT>(o, p, v_tile, (n_tiles + 1) / 2);
     });
     if (warp_row0 >= T) return;
-    float inv[2];
 FA_UNROLL
-    for (int r = 0; r < 2; r++) {
-        float sum = row_sum[r] + __shfl_xor_sync(FULL_MASK, row_sum[r], 1);
-        sum += __shfl_xor_sync(FULL_MASK, sum, 2);
-        inv[r] = 1.0f / sum;
-        int row = warp_row0 + g + 8 * r;
-        if (t == 0 && row < T) lse[((long)b * NH + h) * T + row] = (row_max[r] + log2f(sum)) * FA_LN2;
-    }
+    for (int m = 0; m < MT; m++) {
+        float inv[2];
 FA_UNROLL
-    for (int n = 0; n < HD / 8; n++) {
-        o[n][0] *= inv[0];
-        o[n][1] *= inv[0];
-        o[n][2] *= inv[1];
-        o[n][3] *= inv[1];
+        for (int r = 0; r < 2; r++) {
+            float sum = row_sum[m][r] + __shfl_xor_sync(FULL_MASK, row_sum[m][r], 1);
+            sum += __shfl_xor_sync(FULL_MASK, sum, 2);
+            inv[r] = 1.0f / sum;
+            int row = warp_row0 + 16 * m + g + 8 * r;
+            if (t == 0 && row < T) lse[((long)b * NH + h) * T + row] = (row_max[m][r] + log2f(sum)) * FA_LN2;
+        }
+FA_UNROLL
+        for (int n = 0; n < HD / 8; n++) {
+            o[m][n][0] *= inv[0];
+            o[m][n][1] *= inv[0];
+            o[m][n][2] *= inv[1];
+            o[m][n][3] *= inv[1];
+        }
+        fa_store_rows<HD>(out + (long)b * T * C + h * hs, C, o[m], 1.0f, warp_row0 + 16 * m, T, hs);
     }
-    fa_store_rows<HD>(out + (long)b * T * C + h * hs, C, o, 1.0f, warp_row0, T, hs);
 }
 
 /* ---------------------------------------------------------------------------------------------------------------
@@ -373,18 +413,13 @@ struct FaBackwardSmem {
     static constexpr int tile_elems = FA_BLOCK * (HD + 8);
     static constexpr int ds_stride = FA_BLOCK + 8;
     static constexpr size_t bytes = (size_t)(2 + 2 * stages) * tile_elems * 2 + (size_t)FA_BLOCK * ds_stride * 2 + (size_t)stages * 2 * FA_BLOCK * 4;
-    /* __launch_bounds__'s minimum blocks per SM. HD >= 128: the shared memory (>= 112 KiB) leaves room for at most two
-     * blocks an SM, so 255 registers a thread (two blocks' worth) cost no occupancy, and 1 lets ptxas use them all
-     * (without it ptxas spilled at HD = 128 on sm_90 and held HD = 256 to 168 registers on sm_80). 0: no hint, as
-     * the one-argument form (no .minnctapersm in the PTX). */
-    static constexpr int min_blocks = HD >= 128 ? 1 : 0;
     /* HD >= 128: exp2f, and one copy of the score loop (masked): with fast_exp2f, or with an unmasked copy too,
      * ptxas spills at 255 registers */
     static constexpr bool lean = HD < 128;
 };
 
 template <int HD>
-__global__ void __launch_bounds__(FA_THREADS, FaBackwardSmem<HD>::min_blocks) flash_attention_backward_kv_kernel(__nv_bfloat16* dqkv, float* dq_accum, const __nv_bfloat16* dout, const __nv_bfloat16* qkv,
+__global__ void __launch_bounds__(FA_THREADS, FA_MIN_BLOCKS(HD)) flash_attention_backward_kv_kernel(__nv_bfloat16* dqkv, float* dq_accum, const __nv_bfloat16* dout, const __nv_bfloat16* qkv,
                                                                            const float* lse, const float* delta, int T, int C, int NH) {
     typedef FaBackwardSmem<HD> L;
     DYNAMIC_SMEM(__nv_bfloat16, smem);
@@ -431,8 +466,8 @@ __global__ void __launch_bounds__(FA_THREADS, FaBackwardSmem<HD>::min_blocks) fl
         const __nv_bfloat16* do_tile = do_tiles + stage * L::tile_elems;
         if (warp_key0 < T) {
             float p[8][4], ds[8][4];
-            fa_mma_abt<HD, true>(p, NULL, k_tile, 16 * warp, q_tile, 8);   /* Sᵀ: rows = keys, columns = queries */
-            fa_mma_abt<HD, true>(ds, NULL, v_tile, 16 * warp, do_tile, 8); /* dPᵀ */
+            fa_mma_abt<HD, true, 1>(&p, NULL, k_tile, 16 * warp, q_tile, 8);   /* Sᵀ: rows = keys, columns = queries */
+            fa_mma_abt<HD, true, 1>(&ds, NULL, v_tile, 16 * warp, do_tile, 8); /* dPᵀ */
             fa_with_mask(!L::lean || m0 < warp_key0 + 15 || m0 + FA_BLOCK > T, [&](auto mask) {
 FA_UNROLL
                 for (int j = 0; j < 8; j++)
@@ -445,10 +480,10 @@ FA_UNROLL
             });
             uint32_t a[4][4];
             fa_c_to_a(a, p);
-            fa_mma_ab<HD>(dv, a, do_tile, 4);
+            fa_mma_ab<HD, 1>(&dv, &a, do_tile, 4);
             fa_c_to_a(a, ds);
             if (dq_accum) fa_store_a(ds_tile, L::ds_stride, a, 16 * warp); /* dSᵀ from the bf16 fragments: ds dies here */
-            fa_mma_ab<HD>(dk, a, q_tile, 4);
+            fa_mma_ab<HD, 1>(&dk, &a, q_tile, 4);
         } else if (dq_accum) { /* keys past T: their dS rows are zero */
             for (int i = lane; i < 16 * FA_BLOCK / 2; i += 32)
                 *(uint32_t*)(ds_tile + (16 * warp + i / (FA_BLOCK / 2)) * L::ds_stride + 2 * (i % (FA_BLOCK / 2))) = 0u;
@@ -467,7 +502,7 @@ FA_UNROLL
                 }
                 float dq[HD / 8][4];
                 fa_zero<HD / 8>(dq);
-                fa_mma_ab<HD>(dq, a, k_tile, it == 0 ? warp + 1 : 4); /* diagonal tile: keys past the warp's rows have dS = 0 */
+                fa_mma_ab<HD, 1>(&dq, &a, k_tile, it == 0 ? warp + 1 : 4); /* diagonal tile: keys past the warp's rows have dS = 0 */
                 float* dq_base = dq_accum + (long)b * T * C + h * hs;
                 fa_for_each_pair<HD>(dq, warp_q0, T, hs, [&](int row, int col, float x0, float x1) {
                     atomicAdd(dq_base + (long)row * C + col, x0);
@@ -512,14 +547,14 @@ FA_UNROLL
     uint32_t q_frag[HD / 16][4], do_frag[HD / 16][4];
     float dq[HD / 8][4];
     fa_zero<HD / 8>(dq);
-    fa_key_loop<HD>(smem + 2 * FA_BLOCK * (HD + 8), base, C, q_block + 1, warp_row0, T, hs, [&](int k0, int n_tiles, const __nv_bfloat16* k_tile, const __nv_bfloat16* v_tile) {
+    fa_key_loop<HD>(smem + 2 * FA_BLOCK * (HD + 8), base, C, q_block + 1, warp_row0, 16, T, hs, [&](int k0, int n_tiles, const __nv_bfloat16* k_tile, const __nv_bfloat16* v_tile) {
         if (k0 == 0 && !FA_A_IN_SMEM(HD)) {
             fa_load_a<HD>(q_frag, q_tile, 16 * warp);
             fa_load_a<HD>(do_frag, do_tile, 16 * warp);
         }
         float s[8][4], ds[8][4];
-        fa_mma_abt<HD, FA_A_IN_SMEM(HD)>(s, q_frag, q_tile, 16 * warp, k_tile, n_tiles);
-        fa_mma_abt<HD, FA_A_IN_SMEM(HD)>(ds, do_frag, do_tile, 16 * warp, v_tile, n_tiles);
+        fa_mma_abt<HD, FA_A_IN_SMEM(HD), 1>(&s, &q_frag, q_tile, 16 * warp, k_tile, n_tiles);
+        fa_mma_abt<HD, FA_A_IN_SMEM(HD), 1>(&ds, &do_frag, do_tile, 16 * warp, v_tile, n_tiles);
         fa_with_mask(k0 + FA_BLOCK - 1 > warp_row0 || k0 + FA_BLOCK > T, [&](auto mask) {
 FA_UNROLL
             for (int j = 0; j < 8; j++)
@@ -532,7 +567,7 @@ FA_UNROLL
         });
         uint32_t a[4][4];
         fa_c_to_a(a, ds);
-        fa_mma_ab<HD>(dq, a, k_tile, (n_tiles + 1) / 2);
+        fa_mma_ab<HD, 1>(&dq, &a, k_tile, (n_tiles + 1) / 2);
     });
     if (warp_row0 < T) fa_store_rows<HD>(dqkv + (long)b * T * row_stride + h * hs, row_stride, dq, scale, warp_row0, T, hs);
 }
@@ -736,10 +771,11 @@ static inline size_t flash_attention_scratch_bytes(int B, int T, int C, int NH) 
     return sizeof(float) * ((size_t)B * NH * T + (size_t)B * T * C);
 }
 
-template <int HD>
+/* the forward at padded head dim HD with MT row blocks per warp (the benchmark also times MT = 1 against the default) */
+template <int HD, int MT = FA_FWD_MT(HD)>
 static inline void fa_forward_bf16(__nv_bfloat16* out, float* lse, const __nv_bfloat16* qkv, int B, int T, int C, int NH, cudaStream_t stream) {
-    size_t smem = (size_t)5 * FA_BLOCK * (HD + 8) * sizeof(__nv_bfloat16);
-    fa_launch(flash_attention_forward_kernel<HD>, dim3((T + FA_BLOCK - 1) / FA_BLOCK, NH, B), smem, stream, out, lse, qkv, T, C, NH);
+    size_t smem = (size_t)(MT + 4) * FA_BLOCK * (HD + 8) * sizeof(__nv_bfloat16);
+    fa_launch(flash_attention_forward_kernel<HD, MT>, dim3((T + MT * FA_BLOCK - 1) / (MT * FA_BLOCK), NH, B), smem, stream, out, lse, qkv, T, C, NH);
 }
 
 template <int HD>

@@ -3,6 +3,8 @@
  * baseline measured in the same run:
  *   materialised: cuBLAS strided-batched GEMM S = QKᵀ (fp32, the full T x T per head), a causal softmax kernel
  *                 writing P (bf16), and a second GEMM O = PV — the forward llm.c runs without cuDNN.
+ * and, where the forward gives each warp two row blocks of 16 queries (FA_FWD_MT, head dims up to 64), the same
+ * forward with one row block per warp (MT = 1), so the gain of sharing each K/V fragment is measured, not assumed.
  * TFLOP/s use the causal count for every method: forward 4·T²·d·NH·B/2, backward 2.5x that.
  * The flash output is also compared with the materialised one (max |difference|) as a sanity check.
  * GPU only: make bench-flash-attention (builds for the present GPU and runs).
@@ -66,6 +68,8 @@ static void bench_shape(cublasHandle_t handle, int B, int NH, int hs, int T) {
     float fwd = time_ms(reps, [&] { flash_attention_forward(out, lse, qkv, B, T, C, NH, 0); });
     float bwd_atomic = time_ms(reps, [&] { flash_attention_backward(dqkv, scratch, dout, out, qkv, lse, B, T, C, NH, 0, 0); });
     float bwd_det = time_ms(reps, [&] { flash_attention_backward(dqkv, scratch, dout, out, qkv, lse, B, T, C, NH, 1, 0); });
+    float fwd_mt1 = -1.0f;
+    if (fa_padded_dim(hs) == 64) fwd_mt1 = time_ms(reps, [&] { fa_forward_bf16<64, 1>(out, lse, qkv, B, T, C, NH, 0); });
     float mat_fwd = time_ms(reps, [&] { materialised_forward(handle, out_ref, S, P, qkv, B, T, C, NH); });
     /* sanity: flash vs materialised outputs */
     materialised_forward(handle, out_ref, S, P, qkv, B, T, C, NH);
@@ -76,6 +80,8 @@ static void bench_shape(cublasHandle_t handle, int B, int NH, int hs, int T) {
     auto tf = [](double flops, float ms) { return flops / (ms * 1e-3) / 1e12; };
     printf("B=%d NH=%d d=%d T=%d\n", B, NH, hs, T);
     printf("  flash forward               %8.3f ms %7.1f TFLOP/s\n", fwd, tf(fwd_flops, fwd));
+    if (fwd_mt1 > 0)
+        printf("  flash forward, MT = 1       %8.3f ms %7.1f TFLOP/s (MT = %d is %.2fx)\n", fwd_mt1, tf(fwd_flops, fwd_mt1), FA_FWD_MT(64), fwd_mt1 / fwd);
     printf("  flash backward (atomic dq)  %8.3f ms %7.1f TFLOP/s\n", bwd_atomic, tf(bwd_flops, bwd_atomic));
     printf("  flash backward (determin.)  %8.3f ms %7.1f TFLOP/s\n", bwd_det, tf(bwd_flops, bwd_det));
     printf("  flash forward + backward    %8.3f ms %7.1f TFLOP/s\n", fwd + bwd_atomic, tf(fwd_flops + bwd_flops, fwd + bwd_atomic));
