@@ -22,7 +22,8 @@
  *   Requirements (checked, one-line error and exit 1 otherwise): NH > 0, C % NH == 0, hs = C/NH a multiple of 8
  *   and at most 256, B, T >= 0; bf16 pointers 16-byte aligned (cp.async). Any T (tiles are masked and zero-filled).
  *
- * bf16 path, decomposition (FA_BLOCK = 64, 4 warps per block, each warp owns 16 rows of the block's 64):
+ * bf16 path, decomposition (FA_BLOCK = 64, 4 warps per block, each warp owns 16 rows of the block's 64; the forward
+ * at HD <= 64: 32 rows of 128, FA_FWD_MT):
  *   head dims are padded (zeros in shared memory) to HD ∈ {32, 64, 128, 256}; shared tiles are 64 x HD bf16 with a
  *   row stride of HD + 8 elements, so the 8 rows of every ldmatrix fall in different banks.
  *   forward:      block (query tile, h, b), longest tiles first. Q tile -> registers (A fragments; for HD = 256
