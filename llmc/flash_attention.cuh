@@ -23,7 +23,7 @@
  *   and at most 256, B, T >= 0; bf16 pointers 16-byte aligned (cp.async). Any T (tiles are masked and zero-filled).
  *
  * bf16 path, decomposition (FA_BLOCK = 64, 4 warps per block, each warp owns 16 rows of the block's 64; the forward
- * at HD <= 64: 32 rows of 128, FA_FWD_MT):
+ * and the dQ kernel at HD <= 64: 32 rows of 128, FA_FWD_MT and FA_DQ_MT):
  *   head dims are padded (zeros in shared memory) to HD ∈ {32, 64, 128, 256}; shared tiles are 64 x HD bf16 with a
  *   row stride of HD + 8 elements, so the 8 rows of every ldmatrix fall in different banks.
  *   forward:      block (query tile, h, b), longest tiles first. Q tile -> registers (A fragments; for HD = 256
@@ -519,58 +519,74 @@ FA_UNROLL
     fa_store_rows<HD>(dbase + 2 * C, row_stride, dv, 1.0f, warp_key0, T, hs);
 }
 
-/* bf16 backward, dQ kernel of the deterministic mode: the forward's decomposition (grid (ceil(T/64), NH, B),
- * warp w owns queries q0 + 16w..), Q and dO fragments in registers, K/V tiles double-buffered; per K/V tile
- * P = exp2(Q Kᵀ·s·log2 e − lse·log2 e), dS = P∘(dO Vᵀ − D), dQ += dS K; dqkv's q part = s·dQ.
- * Shared: Q, dO, K[2], V[2] tiles. */
-template <int HD>
+/* bf16 backward, dQ kernel of the deterministic mode: the forward's decomposition (MT row blocks of 16 queries per
+ * warp, blocks of 64·MT queries, grid (ceil(T/(64·MT)), NH, B)), K/V tiles double-buffered; per K/V tile
+ * P = exp2(Q Kᵀ·s·log2 e − lse·log2 e), dS = P∘(dO Vᵀ − D), dQ += dS K; dqkv's q part = s·dQ. Q and dO fragments
+ * in registers at MT = 1 (HD <= 128), else read from shared memory per k-chunk (the registers hold MT x dQ).
+ * Shared: MT x (Q, dO) tiles, K[2], V[2]. */
+#define FA_DQ_MT(HD) ((HD) <= 64 ? 2 : 1) /* the dQ kernel's row blocks per warp */
+template <int HD, int MT>
 __global__ void __launch_bounds__(FA_THREADS) flash_attention_backward_q_kernel(__nv_bfloat16* dqkv, const __nv_bfloat16* dout, const __nv_bfloat16* qkv, const float* lse,
                                                                           const float* delta, int T, int C, int NH) {
+    constexpr bool a_in_smem = FA_A_IN_SMEM(HD) || MT > 1;
     DYNAMIC_SMEM(__nv_bfloat16, smem);
-    __nv_bfloat16* q_tile = smem;
-    __nv_bfloat16* do_tile = smem + FA_BLOCK * (HD + 8); /* then K[2], V[2] */
+    __nv_bfloat16* q_tile = smem;                             /* 64·MT rows */
+    __nv_bfloat16* do_tile = smem + MT * FA_BLOCK * (HD + 8); /* 64·MT rows, then K[2], V[2] */
     int hs = C / NH, q_block = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z;
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-    int q0 = q_block * FA_BLOCK, warp_row0 = q0 + 16 * warp;
+    int q0 = q_block * FA_BLOCK * MT, warp_row0 = q0 + 16 * MT * warp;
+    int n_kv = min(MT * (q_block + 1), (T + FA_BLOCK - 1) / FA_BLOCK);
     long row_stride = 3L * C;
     const __nv_bfloat16* base = qkv + (long)b * T * row_stride + h * hs;
     float scale = 1.0f / sqrtf((float)hs), scale_log2 = scale * FA_LOG2E;
 
-    fa_load_tile<HD>(q_tile, base, row_stride, q0, T, hs);
-    fa_load_tile<HD>(do_tile, dout + (long)b * T * C + h * hs, C, q0, T, hs);
-    float row_lse[2], row_delta[2]; /* rows g, g+8 */
 FA_UNROLL
-    for (int r = 0; r < 2; r++) {
-        int row = warp_row0 + g + 8 * r;
-        row_lse[r] = row < T ? lse[((long)b * NH + h) * T + row] * FA_LOG2E : 0.0f;
-        row_delta[r] = row < T ? delta[((long)b * NH + h) * T + row] : 0.0f;
+    for (int m = 0; m < MT; m++) {
+        fa_load_tile<HD>(q_tile + m * FA_BLOCK * (HD + 8), base, row_stride, q0 + m * FA_BLOCK, T, hs);
+        fa_load_tile<HD>(do_tile + m * FA_BLOCK * (HD + 8), dout + (long)b * T * C + h * hs, C, q0 + m * FA_BLOCK, T, hs);
     }
-    uint32_t q_frag[HD / 16][4], do_frag[HD / 16][4];
-    float dq[HD / 8][4];
-    fa_zero<HD / 8>(dq);
-    fa_key_loop<HD>(smem + 2 * FA_BLOCK * (HD + 8), base, C, q_block + 1, warp_row0, 16, T, hs, [&](int k0, int n_tiles, const __nv_bfloat16* k_tile, const __nv_bfloat16* v_tile) {
-        if (k0 == 0 && !FA_A_IN_SMEM(HD)) {
-            fa_load_a<HD>(q_frag, q_tile, 16 * warp);
-            fa_load_a<HD>(do_frag, do_tile, 16 * warp);
+    float row_lse[MT][2], row_delta[MT][2]; /* rows 16m + g, 16m + g + 8 of the warp */
+FA_UNROLL
+    for (int m = 0; m < MT; m++)
+FA_UNROLL
+        for (int r = 0; r < 2; r++) {
+            int row = warp_row0 + 16 * m + g + 8 * r;
+            row_lse[m][r] = row < T ? lse[((long)b * NH + h) * T + row] * FA_LOG2E : 0.0f;
+            row_delta[m][r] = row < T ? delta[((long)b * NH + h) * T + row] : 0.0f;
         }
-        float s[8][4], ds[8][4];
-        fa_mma_abt<HD, FA_A_IN_SMEM(HD), 1>(&s, &q_frag, q_tile, 16 * warp, k_tile, n_tiles);
-        fa_mma_abt<HD, FA_A_IN_SMEM(HD), 1>(&ds, &do_frag, do_tile, 16 * warp, v_tile, n_tiles);
+    uint32_t q_frag[MT][HD / 16][4], do_frag[MT][HD / 16][4]; /* used when !a_in_smem */
+    float dq[MT][HD / 8][4];
+FA_UNROLL
+    for (int m = 0; m < MT; m++) fa_zero<HD / 8>(dq[m]);
+    fa_key_loop<HD>(smem + 2 * MT * FA_BLOCK * (HD + 8), base, C, n_kv, warp_row0, 16 * MT, T, hs,
+                    [&](int k0, int n_tiles, const __nv_bfloat16* k_tile, const __nv_bfloat16* v_tile) {
+        if (k0 == 0 && !a_in_smem) {
+            fa_load_a<HD>(q_frag[0], q_tile, 16 * warp);
+            fa_load_a<HD>(do_frag[0], do_tile, 16 * warp);
+        }
+        float s[MT][8][4], ds[MT][8][4];
+        fa_mma_abt<HD, a_in_smem, MT>(s, q_frag, q_tile, 16 * MT * warp, k_tile, n_tiles);
+        fa_mma_abt<HD, a_in_smem, MT>(ds, do_frag, do_tile, 16 * MT * warp, v_tile, n_tiles);
         fa_with_mask(k0 + FA_BLOCK - 1 > warp_row0 || k0 + FA_BLOCK > T, [&](auto mask) {
 FA_UNROLL
-            for (int j = 0; j < 8; j++)
+            for (int m = 0; m < MT; m++)
 FA_UNROLL
-                for (int i = 0; i < 4; i++) {
-                    int r = i / 2, row = warp_row0 + g + 8 * r, key = k0 + 8 * j + 2 * t + (i & 1);
-                    float p = (!mask.on || (j < n_tiles && key <= row && key < T)) ? fast_exp2f(s[j][i] * scale_log2 - row_lse[r]) : 0.0f;
-                    ds[j][i] = p * (ds[j][i] - row_delta[r]);
-                }
+                for (int j = 0; j < 8; j++)
+FA_UNROLL
+                    for (int i = 0; i < 4; i++) {
+                        int r = i / 2, row = warp_row0 + 16 * m + g + 8 * r, key = k0 + 8 * j + 2 * t + (i & 1);
+                        float p = (!mask.on || (j < n_tiles && key <= row && key < T)) ? fast_exp2f(s[m][j][i] * scale_log2 - row_lse[m][r]) : 0.0f;
+                        ds[m][j][i] = p * (ds[m][j][i] - row_delta[m][r]);
+                    }
         });
-        uint32_t a[4][4];
-        fa_c_to_a(a, ds);
-        fa_mma_ab<HD, 1>(&dq, &a, k_tile, (n_tiles + 1) / 2);
+        uint32_t a[MT][4][4];
+FA_UNROLL
+        for (int m = 0; m < MT; m++) fa_c_to_a(a[m], ds[m]);
+        fa_mma_ab<HD, MT>(dq, a, k_tile, (n_tiles + 1) / 2);
     });
-    if (warp_row0 < T) fa_store_rows<HD>(dqkv + (long)b * T * row_stride + h * hs, row_stride, dq, scale, warp_row0, T, hs);
+    if (warp_row0 >= T) return;
+FA_UNROLL
+    for (int m = 0; m < MT; m++) fa_store_rows<HD>(dqkv + (long)b * T * row_stride + h * hs, row_stride, dq[m], scale, warp_row0 + 16 * m, T, hs);
 }
 
 /* atomic mode: dqkv[b,t,c] = scale·dq_accum[b,t,c] for c < C (the q part); one thread per element */
@@ -779,14 +795,25 @@ static inline void fa_forward_bf16(__nv_bfloat16* out, float* lse, const __nv_bf
     fa_launch(flash_attention_forward_kernel<HD, MT>, dim3((T + MT * FA_BLOCK - 1) / (MT * FA_BLOCK), NH, B), smem, stream, out, lse, qkv, T, C, NH);
 }
 
-template <int HD>
-static inline void fa_backward_bf16(__nv_bfloat16* dqkv, float* dq_accum, const float* delta, const __nv_bfloat16* dout, const __nv_bfloat16* qkv,
-                                    const float* lse, int B, int T, int C, int NH, cudaStream_t stream) {
+/* the whole bf16 backward (flash_attention_backward after its checks) at padded head dim HD: delta (and the dq
+ * accumulator's zeroing), the K/V kernel, then the dQ kernel with MT row blocks per warp (deterministic) or the
+ * accumulator's conversion (atomic mode). The benchmark also times MT = 1 against the default. */
+template <int HD, int MT = FA_DQ_MT(HD)>
+static inline void fa_backward_bf16(__nv_bfloat16* dqkv, float* scratch, const __nv_bfloat16* dout, const __nv_bfloat16* out, const __nv_bfloat16* qkv,
+                                    const float* lse, int B, int T, int C, int NH, int deterministic, cudaStream_t stream) {
+    float* delta = scratch;
+    float* dq_accum = deterministic ? NULL : scratch + (size_t)B * NH * T;
+    long rows = (long)B * T * NH;
+    launch_kernel(flash_attention_delta_kernel<__nv_bfloat16>, dim3(ceil_div(rows, 4)), dim3(128), 0, stream, delta, dq_accum, dout, out, B, T, C, NH);
     dim3 grid((T + FA_BLOCK - 1) / FA_BLOCK, NH, B);
-    fa_launch(flash_attention_backward_kv_kernel<HD>, grid, FaBackwardSmem<HD>::bytes, stream, dqkv, dq_accum, dout, qkv, lse, delta, T, C, NH);
+    fa_launch(flash_attention_backward_kv_kernel<HD>, grid, FaBackwardSmem<HD>::bytes, stream, dqkv, dq_accum, dout, qkv, lse, (const float*)delta, T, C, NH);
     if (!dq_accum) {
-        size_t smem = (size_t)6 * FA_BLOCK * (HD + 8) * sizeof(__nv_bfloat16);
-        fa_launch(flash_attention_backward_q_kernel<HD>, grid, smem, stream, dqkv, dout, qkv, lse, delta, T, C, NH);
+        size_t smem = (size_t)(2 * MT + 4) * FA_BLOCK * (HD + 8) * sizeof(__nv_bfloat16);
+        fa_launch(flash_attention_backward_q_kernel<HD, MT>, dim3((T + MT * FA_BLOCK - 1) / (MT * FA_BLOCK), NH, B), smem, stream, dqkv, dout, qkv, lse,
+                  (const float*)delta, T, C, NH);
+    } else {
+        launch_kernel(flash_attention_dq_convert_kernel, dim3(ceil_div((long)B * T * C, 256)), dim3(256), 0, stream, dqkv, (const float*)dq_accum, (long)B * T, C,
+                      1.0f / sqrtf((float)(C / NH)));
     }
 }
 
@@ -805,19 +832,12 @@ static inline void flash_attention_backward(__nv_bfloat16* dqkv, float* scratch,
                                             const float* lse, int B, int T, int C, int NH, int deterministic, cudaStream_t stream) {
     flash_attention_check("flash_attention_backward", B, T, C, NH, dqkv, dout, qkv, 16);
     if ((long)B * T == 0) return;
-    float* delta = scratch;
-    float* dq_accum = deterministic ? NULL : scratch + (size_t)B * NH * T;
-    long rows = (long)B * T * NH;
-    launch_kernel(flash_attention_delta_kernel<__nv_bfloat16>, dim3(ceil_div(rows, 4)), dim3(128), 0, stream, delta, dq_accum, dout, out, B, T, C, NH);
     switch (fa_padded_dim(C / NH)) {
-    case 32: fa_backward_bf16<32>(dqkv, dq_accum, delta, dout, qkv, lse, B, T, C, NH, stream); break;
-    case 64: fa_backward_bf16<64>(dqkv, dq_accum, delta, dout, qkv, lse, B, T, C, NH, stream); break;
-    case 128: fa_backward_bf16<128>(dqkv, dq_accum, delta, dout, qkv, lse, B, T, C, NH, stream); break;
-    default: fa_backward_bf16<256>(dqkv, dq_accum, delta, dout, qkv, lse, B, T, C, NH, stream); break;
+    case 32: fa_backward_bf16<32>(dqkv, scratch, dout, out, qkv, lse, B, T, C, NH, deterministic, stream); break;
+    case 64: fa_backward_bf16<64>(dqkv, scratch, dout, out, qkv, lse, B, T, C, NH, deterministic, stream); break;
+    case 128: fa_backward_bf16<128>(dqkv, scratch, dout, out, qkv, lse, B, T, C, NH, deterministic, stream); break;
+    default: fa_backward_bf16<256>(dqkv, scratch, dout, out, qkv, lse, B, T, C, NH, deterministic, stream); break;
     }
-    if (dq_accum)
-        launch_kernel(flash_attention_dq_convert_kernel, dim3(ceil_div((long)B * T * C, 256)), dim3(256), 0, stream, dqkv, (const float*)dq_accum, (long)B * T, C,
-                      1.0f / sqrtf((float)(C / NH)));
 }
 
 static inline void flash_attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int NH, cudaStream_t stream) {
