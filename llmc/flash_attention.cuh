@@ -117,7 +117,7 @@ __device__ inline void fa_load_a(uint32_t a[HD / 16][4], const __nv_bfloat16* ti
  * block). Column tiles j >= n_tiles are zero, not computed. B fragments by ldmatrix_x4: matrix i = tile rows
  * 8j..8j+7, columns 16kk + 8i, giving b for k-chunks kk, kk+1; each b serves all MT row blocks (shared-memory
  * bytes per mma: 256 / MT). A caller with one row block passes &acc and &a_regs of its [8][4] and [HD/16][4]. */
-#define FA_A_IN_SMEM(HD) ((HD) > 128) /* forward and dQ kernels: Q (dO) fragments stay in registers up to HD = 128 */
+#define FA_A_IN_SMEM(HD) ((HD) > 128) /* forward and dQ kernels: Q (dO) fragments stay in registers up to HD = 128 (dQ: at MT = 1) */
 template <int HD, bool A_IN_SMEM, int MT>
 __device__ inline void fa_mma_abt(float acc[MT][8][4], const uint32_t a_regs[MT][HD / 16][4], const __nv_bfloat16* a_tile, int a_row0,
                                   const __nv_bfloat16* tile, int n_tiles) {
