@@ -22,8 +22,8 @@
  *   Requirements (checked, one-line error and exit 1 otherwise): NH > 0, C % NH == 0, hs = C/NH a multiple of 8
  *   and at most 256, B, T >= 0; bf16 pointers 16-byte aligned (cp.async). Any T (tiles are masked and zero-filled).
  *
- * bf16 path, decomposition (FA_BLOCK = 64, 4 warps per block, each warp owns 16 rows of the block's 64; the forward
- * and the dQ kernel at HD <= 64: 32 rows of 128, FA_FWD_MT and FA_DQ_MT):
+ * bf16 path, decomposition (FA_BLOCK = 64, 4 warps per block, each warp owns 16 rows of the block's 64; at HD <= 64
+ * every kernel gives each warp 32 rows of 128: FA_FWD_MT, FA_KV_MT, FA_DQ_MT):
  *   head dims are padded (zeros in shared memory) to HD ∈ {32, 64, 128, 256}; shared tiles are 64 x HD bf16 with a
  *   row stride of HD + 8 elements, so the 8 rows of every ldmatrix fall in different banks.
  *   forward:      block (query tile, h, b), longest tiles first. Q tile -> registers (A fragments; for HD = 256
@@ -36,7 +36,7 @@
  *   backward:     (1) delta kernel: D = rowsum(dout∘out), and zeroes the dq accumulator (atomic mode);
  *                 (2) K/V kernel, block (K/V tile, h, b): K, V read by ldmatrix from shared memory, dK, dV in fp32
  *                 registers; loops over the query tiles from the diagonal on (Q, dO, lse, D double-buffered for
- *                 HD <= 128), recomputes Pᵀ = exp2(K Qᵀ·s·log2 e − lse·log2 e), dV += Pᵀ dO, dPᵀ = V dOᵀ,
+ *                 HD <= 128; at 32 keys a warp each tile is worked in two halves of 32 queries), recomputes Pᵀ = exp2(K Qᵀ·s·log2 e − lse·log2 e), dV += Pᵀ dO, dPᵀ = V dOᵀ,
  *                 dSᵀ = Pᵀ∘(dPᵀ − D), dK += dSᵀ Q; atomic mode: dSᵀ goes to shared memory and each warp adds
  *                 dS K for 16 queries into the fp32 accumulator with atomicAdd, then a kernel scales it into dqkv;
  *                 (3, deterministic mode) dQ kernel, block (query tile, h, b), the forward's structure: dQ += dS K.
@@ -202,13 +202,13 @@ FA_UNROLL
     }
 }
 
-/* the inverse of fa_load_a on a 16 x 64 matrix: writes the A fragments a (a[kc] = columns 16kc..16kc+15; a[kc][i]
- * = row g + 8(i&1), columns 16kc + 8(i>>1) + 2t, +1) to rows row0..row0+15, columns 0..63 of the shared bf16 matrix
- * dst (row stride `stride`), one 4-byte store per register */
-__device__ inline void fa_store_a(__nv_bfloat16* dst, int stride, const uint32_t a[4][4], int row0) {
+/* the inverse of fa_load_a on a 16 x 16·k_chunks matrix: writes the A fragments a (a[kc] = columns 16kc..16kc+15;
+ * a[kc][i] = row g + 8(i&1), columns 16kc + 8(i>>1) + 2t, +1; kc < k_chunks <= 4) to rows row0..row0+15, columns
+ * 0..16·k_chunks-1 of the shared bf16 matrix dst (row stride `stride`), one 4-byte store per register */
+__device__ inline void fa_store_a(__nv_bfloat16* dst, int stride, const uint32_t a[4][4], int row0, int k_chunks) {
     int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
 FA_UNROLL
-    for (int kc = 0; kc < 4; kc++)
+    for (int kc = 0; kc < k_chunks; kc++)
 FA_UNROLL
         for (int i = 0; i < 4; i++) *(uint32_t*)(dst + (row0 + g + 8 * (i & 1)) * stride + 16 * kc + 8 * (i >> 1) + 2 * t) = a[kc][i];
 }
@@ -405,35 +405,43 @@ __global__ void flash_attention_delta_kernel(float* delta, float* dq_accum, cons
     if (lane == 0) delta[(b * NH + h) * T + t] = sum;
 }
 
-/* bf16 backward, K/V kernel. Grid (ceil(T/64), NH, B), 128 threads; warp w owns keys k0 + 16w..+15.
- * Shared: K, V tiles, STAGES x (Q, dO tiles), the dSᵀ tile (64 keys x 64 queries, stride 72), STAGES x (lse·log2 e,
- * delta) for 64 queries. dq_accum null: dK, dV only (deterministic mode). */
-template <int HD>
+/* bf16 backward, K/V kernel. Each warp owns MT row blocks of 16 keys (FA_KV_MT: 2 at HD <= 64, so every Q or dO
+ * fragment read from shared memory feeds MT mma); a block holds 64·MT keys, grid (ceil(T/(64·MT)), NH, B), 128
+ * threads. Query tiles of 64 from the block's first key on, each worked in sub-tiles of QS = 64/MT queries (the
+ * registers hold MT x (dK, dV) and MT x two 16 x QS score tiles); a warp skips a sub-tile whose queries all precede
+ * its keys. Shared: K, V (64·MT rows each), STAGES x (Q, dO tiles), the dSᵀ tile (64·MT keys x 64 queries, stride
+ * 72), STAGES x (lse·log2 e, delta) for 64 queries. dq_accum null: dK, dV only (deterministic mode). */
+#define FA_KV_MT(HD) ((HD) <= 64 ? 2 : 1)
+template <int HD, int MT>
 struct FaBackwardSmem {
+    static constexpr int mt = MT;
+    static constexpr int keys = FA_BLOCK * mt; /* keys per block */
+    static constexpr int qs = FA_BLOCK / mt;   /* queries per sub-tile */
     static constexpr int stages = HD <= 128 ? 2 : 1;
     static constexpr int tile_elems = FA_BLOCK * (HD + 8);
     static constexpr int ds_stride = FA_BLOCK + 8;
-    static constexpr size_t bytes = (size_t)(2 + 2 * stages) * tile_elems * 2 + (size_t)FA_BLOCK * ds_stride * 2 + (size_t)stages * 2 * FA_BLOCK * 4;
+    static constexpr size_t bytes = (size_t)(2 * mt + 2 * stages) * tile_elems * 2 + (size_t)keys * ds_stride * 2 + (size_t)stages * 2 * FA_BLOCK * 4;
     /* HD >= 128: exp2f, and one copy of the score loop (masked): with fast_exp2f, or with an unmasked copy too,
      * ptxas spills at 255 registers */
     static constexpr bool lean = HD < 128;
 };
 
-template <int HD>
+template <int HD, int MT>
 __global__ void __launch_bounds__(FA_THREADS, FA_MIN_BLOCKS(HD)) flash_attention_backward_kv_kernel(__nv_bfloat16* dqkv, float* dq_accum, const __nv_bfloat16* dout, const __nv_bfloat16* qkv,
                                                                            const float* lse, const float* delta, int T, int C, int NH) {
-    typedef FaBackwardSmem<HD> L;
+    typedef FaBackwardSmem<HD, MT> L;
+    constexpr int QS = L::qs;
     DYNAMIC_SMEM(__nv_bfloat16, smem);
-    __nv_bfloat16* k_tile = smem;
-    __nv_bfloat16* v_tile = smem + L::tile_elems;
-    __nv_bfloat16* q_tiles = smem + 2 * L::tile_elems;                  /* stages buffers */
-    __nv_bfloat16* do_tiles = smem + (2 + L::stages) * L::tile_elems;   /* stages buffers */
-    __nv_bfloat16* ds_tile = smem + (2 + 2 * L::stages) * L::tile_elems; /* dSᵀ[key][query] */
-    float* lse_s = (float*)(ds_tile + FA_BLOCK * L::ds_stride);         /* [stages][64], times log2 e */
-    float* delta_s = lse_s + L::stages * FA_BLOCK;                      /* [stages][64] */
+    __nv_bfloat16* k_tile = smem;                                             /* 64·MT rows */
+    __nv_bfloat16* v_tile = smem + MT * L::tile_elems;                        /* 64·MT rows */
+    __nv_bfloat16* q_tiles = smem + 2 * MT * L::tile_elems;                   /* stages buffers */
+    __nv_bfloat16* do_tiles = smem + (2 * MT + L::stages) * L::tile_elems;    /* stages buffers */
+    __nv_bfloat16* ds_tile = smem + (2 * MT + 2 * L::stages) * L::tile_elems; /* dSᵀ[key][query] */
+    float* lse_s = (float*)(ds_tile + L::keys * L::ds_stride);               /* [stages][64], times log2 e */
+    float* delta_s = lse_s + L::stages * FA_BLOCK;                            /* [stages][64] */
     int hs = C / NH, kv_block = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-    int k0 = kv_block * FA_BLOCK, warp_key0 = k0 + 16 * warp, n_q = (T + FA_BLOCK - 1) / FA_BLOCK - kv_block;
+    int k0 = kv_block * L::keys, warp_key0 = k0 + 16 * MT * warp, n_q = (T + FA_BLOCK - 1) / FA_BLOCK - k0 / FA_BLOCK;
     long row_stride = 3L * C;
     const __nv_bfloat16* base = qkv + (long)b * T * row_stride + h * hs;
     const __nv_bfloat16* dout_base = dout + (long)b * T * C + h * hs;
@@ -451,13 +459,17 @@ __global__ void __launch_bounds__(FA_THREADS, FA_MIN_BLOCKS(HD)) flash_attention
         if (threadIdx.x < FA_BLOCK) lse_s[stage * FA_BLOCK + i] = in ? lse_row[m0 + i] * FA_LOG2E : 0.0f;
         else delta_s[stage * FA_BLOCK + i] = in ? delta_row[m0 + i] : 0.0f;
     };
-    fa_load_kv<HD>(k_tile, v_tile, base, C, k0, T, hs);
+FA_UNROLL
+    for (int m = 0; m < MT; m++) fa_load_kv<HD>(k_tile + m * L::tile_elems, v_tile + m * L::tile_elems, base, C, k0 + m * FA_BLOCK, T, hs);
     load_query_tile(0, 0);
     cp_async_commit();
 
-    float dk[HD / 8][4], dv[HD / 8][4];
-    fa_zero<HD / 8>(dk);
-    fa_zero<HD / 8>(dv);
+    float dk[MT][HD / 8][4], dv[MT][HD / 8][4];
+FA_UNROLL
+    for (int m = 0; m < MT; m++) {
+        fa_zero<HD / 8>(dk[m]);
+        fa_zero<HD / 8>(dv[m]);
+    }
     for (int it = 0; it < n_q; it++) {
         int stage = it % L::stages, m0 = k0 + it * FA_BLOCK;
         if (L::stages == 1 && it > 0) load_query_tile(it, 0);
@@ -465,45 +477,61 @@ __global__ void __launch_bounds__(FA_THREADS, FA_MIN_BLOCKS(HD)) flash_attention
         fa_tiles_ready<L::stages - 1>();
         const __nv_bfloat16* q_tile = q_tiles + stage * L::tile_elems;
         const __nv_bfloat16* do_tile = do_tiles + stage * L::tile_elems;
-        if (warp_key0 < T) {
-            float p[8][4], ds[8][4];
-            fa_mma_abt<HD, true, 1>(&p, NULL, k_tile, 16 * warp, q_tile, 8);   /* Sᵀ: rows = keys, columns = queries */
-            fa_mma_abt<HD, true, 1>(&ds, NULL, v_tile, 16 * warp, do_tile, 8); /* dPᵀ */
-            fa_with_mask(!L::lean || m0 < warp_key0 + 15 || m0 + FA_BLOCK > T, [&](auto mask) {
+        const float* lse_t = lse_s + stage * FA_BLOCK;
+        const float* delta_t = delta_s + stage * FA_BLOCK;
+        for (int qo = 0; qo < FA_BLOCK; qo += QS) { /* the sub-tile of queries m0 + qo .. m0 + qo + QS - 1 */
+            if (warp_key0 < T && m0 + qo + QS - 1 >= warp_key0) {
+                float p[MT][8][4], ds[MT][8][4]; /* column tiles j < QS/8 used */
+                fa_mma_abt<HD, true, MT>(p, NULL, k_tile, 16 * MT * warp, q_tile + qo * (HD + 8), QS / 8);   /* Sᵀ: rows = keys, columns = queries */
+                fa_mma_abt<HD, true, MT>(ds, NULL, v_tile, 16 * MT * warp, do_tile + qo * (HD + 8), QS / 8); /* dPᵀ */
+                fa_with_mask(!L::lean || m0 + qo < warp_key0 + 16 * MT - 1 || m0 + qo + QS > T, [&](auto mask) {
 FA_UNROLL
-                for (int j = 0; j < 8; j++)
+                    for (int m = 0; m < MT; m++)
 FA_UNROLL
-                    for (int i = 0; i < 4; i++) {
-                        int key = warp_key0 + g + 8 * (i / 2), qi = 8 * j + 2 * t + (i & 1), query = m0 + qi;
-                        p[j][i] = (!mask.on || (query >= key && query < T)) ? fa_exp2<L::lean>(p[j][i] * scale_log2 - lse_s[stage * FA_BLOCK + qi]) : 0.0f;
-                        ds[j][i] = p[j][i] * (ds[j][i] - delta_s[stage * FA_BLOCK + qi]);
-                    }
-            });
-            uint32_t a[4][4];
-            fa_c_to_a(a, p);
-            fa_mma_ab<HD, 1>(&dv, &a, do_tile, 4);
-            fa_c_to_a(a, ds);
-            if (dq_accum) fa_store_a(ds_tile, L::ds_stride, a, 16 * warp); /* dSᵀ from the bf16 fragments: ds dies here */
-            fa_mma_ab<HD, 1>(&dk, &a, q_tile, 4);
-        } else if (dq_accum) { /* keys past T: their dS rows are zero */
-            for (int i = lane; i < 16 * FA_BLOCK / 2; i += 32)
-                *(uint32_t*)(ds_tile + (16 * warp + i / (FA_BLOCK / 2)) * L::ds_stride + 2 * (i % (FA_BLOCK / 2))) = 0u;
+                        for (int j = 0; j < QS / 8; j++)
+FA_UNROLL
+                            for (int i = 0; i < 4; i++) {
+                                int key = warp_key0 + 16 * m + g + 8 * (i / 2), qi = qo + 8 * j + 2 * t + (i & 1), query = m0 + qi;
+                                p[m][j][i] = (!mask.on || (query >= key && query < T)) ? fa_exp2<L::lean>(p[m][j][i] * scale_log2 - lse_t[qi]) : 0.0f;
+                                ds[m][j][i] = p[m][j][i] * (ds[m][j][i] - delta_t[qi]);
+                            }
+                });
+                uint32_t a[MT][4][4]; /* k-chunks kc < QS/16 used */
+FA_UNROLL
+                for (int m = 0; m < MT; m++) fa_c_to_a(a[m], p[m]);
+                fa_mma_ab<HD, MT>(dv, a, do_tile + qo * (HD + 8), QS / 16);
+FA_UNROLL
+                for (int m = 0; m < MT; m++) {
+                    fa_c_to_a(a[m], ds[m]);
+                    if (dq_accum) fa_store_a(ds_tile + qo, L::ds_stride, a[m], 16 * (MT * warp + m), QS / 16); /* dSᵀ from the bf16 fragments */
+                }
+                fa_mma_ab<HD, MT>(dk, a, q_tile + qo * (HD + 8), QS / 16);
+            } else if (dq_accum) { /* keys past T, or all after these queries: their dS entries are zero */
+                for (int i = lane; i < 16 * MT * QS / 2; i += 32)
+                    *(uint32_t*)(ds_tile + (16 * MT * warp + i / (QS / 2)) * L::ds_stride + qo + 2 * (i % (QS / 2))) = 0u;
+            }
         }
         if (dq_accum) {
             __syncthreads(); /* dSᵀ complete */
             int warp_q0 = m0 + 16 * warp;
             if (warp_q0 < T) {
-                /* A = dS rows warp_q0..+15 (queries) x 64 keys, read transposed from dSᵀ: matrix i covers keys
-                 * 16kc + 8(i/2).., queries 16w + 8(i%2).. (ldmatrix_x4_trans) */
-                uint32_t a[4][4];
-FA_UNROLL
-                for (int kc = 0; kc < 4; kc++) {
-                    int i = lane / 8;
-                    ldmatrix_x4_trans(a[kc], ds_tile + (16 * kc + 8 * (i / 2) + lane % 8) * L::ds_stride + 16 * warp + 8 * (i % 2));
-                }
                 float dq[HD / 8][4];
                 fa_zero<HD / 8>(dq);
-                fa_mma_ab<HD, 1>(&dq, &a, k_tile, it == 0 ? warp + 1 : 4); /* diagonal tile: keys past the warp's rows have dS = 0 */
+FA_UNROLL
+                for (int c = 0; c < MT; c++) { /* keys k0 + 64c ..: none after the warp's queries unless c·64 < m0 - k0 + 64 */
+                    int kc0 = k0 + c * FA_BLOCK;
+                    if (kc0 > m0) continue;
+                    /* A = dS rows warp_q0..+15 (queries) x 64 keys, read transposed from dSᵀ: matrix i covers keys
+                     * kc0 + 16kc + 8(i/2).., queries 16w + 8(i%2).. (ldmatrix_x4_trans) */
+                    uint32_t a[4][4];
+FA_UNROLL
+                    for (int kc = 0; kc < 4; kc++) {
+                        int i = lane / 8;
+                        ldmatrix_x4_trans(a[kc], ds_tile + (c * FA_BLOCK + 16 * kc + 8 * (i / 2) + lane % 8) * L::ds_stride + 16 * warp + 8 * (i % 2));
+                    }
+                    /* diagonal chunk: keys past the warp's rows have dS = 0 */
+                    fa_mma_ab<HD, 1>(&dq, &a, k_tile + c * L::tile_elems, kc0 == m0 ? warp + 1 : 4);
+                }
                 float* dq_base = dq_accum + (long)b * T * C + h * hs;
                 fa_for_each_pair<HD>(dq, warp_q0, T, hs, [&](int row, int col, float x0, float x1) {
                     atomicAdd(dq_base + (long)row * C + col, x0);
@@ -515,8 +543,11 @@ FA_UNROLL
     }
     if (warp_key0 >= T) return;
     __nv_bfloat16* dbase = dqkv + (long)b * T * row_stride + h * hs;
-    fa_store_rows<HD>(dbase + C, row_stride, dk, scale, warp_key0, T, hs);
-    fa_store_rows<HD>(dbase + 2 * C, row_stride, dv, 1.0f, warp_key0, T, hs);
+FA_UNROLL
+    for (int m = 0; m < MT; m++) {
+        fa_store_rows<HD>(dbase + C, row_stride, dk[m], scale, warp_key0 + 16 * m, T, hs);
+        fa_store_rows<HD>(dbase + 2 * C, row_stride, dv[m], 1.0f, warp_key0 + 16 * m, T, hs);
+    }
 }
 
 /* bf16 backward, dQ kernel of the deterministic mode: the forward's decomposition (MT row blocks of 16 queries per
@@ -796,17 +827,18 @@ static inline void fa_forward_bf16(__nv_bfloat16* out, float* lse, const __nv_bf
 }
 
 /* the whole bf16 backward (flash_attention_backward after its checks) at padded head dim HD: delta (and the dq
- * accumulator's zeroing), the K/V kernel, then the dQ kernel with MT row blocks per warp (deterministic) or the
- * accumulator's conversion (atomic mode). The benchmark also times MT = 1 against the default. */
-template <int HD, int MT = FA_DQ_MT(HD)>
+ * accumulator's zeroing), the K/V kernel with KV_MT row blocks of keys per warp, then the dQ kernel with MT row
+ * blocks of queries per warp (deterministic) or the accumulator's conversion (atomic mode). The benchmark also times
+ * KV_MT = MT = 1 against the defaults. */
+template <int HD, int KV_MT = FA_KV_MT(HD), int MT = FA_DQ_MT(HD)>
 static inline void fa_backward_bf16(__nv_bfloat16* dqkv, float* scratch, const __nv_bfloat16* dout, const __nv_bfloat16* out, const __nv_bfloat16* qkv,
                                     const float* lse, int B, int T, int C, int NH, int deterministic, cudaStream_t stream) {
     float* delta = scratch;
     float* dq_accum = deterministic ? NULL : scratch + (size_t)B * NH * T;
     long rows = (long)B * T * NH;
     launch_kernel(flash_attention_delta_kernel<__nv_bfloat16>, dim3(ceil_div(rows, 4)), dim3(128), 0, stream, delta, dq_accum, dout, out, B, T, C, NH);
-    dim3 grid((T + FA_BLOCK - 1) / FA_BLOCK, NH, B);
-    fa_launch(flash_attention_backward_kv_kernel<HD>, grid, FaBackwardSmem<HD>::bytes, stream, dqkv, dq_accum, dout, qkv, lse, (const float*)delta, T, C, NH);
+    typedef FaBackwardSmem<HD, KV_MT> L;
+    fa_launch(flash_attention_backward_kv_kernel<HD, KV_MT>, dim3((T + L::keys - 1) / L::keys, NH, B), L::bytes, stream, dqkv, dq_accum, dout, qkv, lse, (const float*)delta, T, C, NH);
     if (!dq_accum) {
         size_t smem = (size_t)(2 * MT + 4) * FA_BLOCK * (HD + 8) * sizeof(__nv_bfloat16);
         fa_launch(flash_attention_backward_q_kernel<HD, MT>, dim3((T + MT * FA_BLOCK - 1) / (MT * FA_BLOCK), NH, B), smem, stream, dqkv, dout, qkv, lse,

@@ -210,13 +210,14 @@ gc_summary() {
         awk '/^profile of/ { on = 1; n = 0 } on && n < 12 { print; n++ } /^profile: / { print; on = 0 }' "$gc_train_log"
     fi
     if [ -n "${gc_flash_log:-}" ] && [ -f "$gc_flash_log" ]; then
-        echo "flash attention, TFLOP/s (causal): shape | forward | forward MT=1 | backward atomic dQ | backward deterministic |" \
-            "deterministic MT=1 | forward + backward (atomic) | materialised forward"
+        echo "flash attention, TFLOP/s (causal): shape | forward | forward MT=1 | backward atomic dQ | atomic MT=1 |" \
+            "backward deterministic | deterministic MT=1 | forward + backward (atomic) | materialised forward"
         awk 'function tflops(  i) { for (i = 1; i < NF; i++) if ($(i + 1) == "TFLOP/s") return $i; return "?" }
-             /^B=/ { shape = $0; f1 = d1 = "-" } /flash forward  / { f = tflops() } /flash forward, MT = 1/ { f1 = tflops() }
-             /backward \(atomic/ { b = tflops() } /backward \(determin/ { d = tflops() } /backward \(det\.\), MT = 1/ { d1 = tflops() }
+             /^B=/ { shape = $0; f1 = b1 = d1 = "-" } /flash forward  / { f = tflops() } /flash forward, MT = 1/ { f1 = tflops() }
+             /backward \(atomic dq\)/ { b = tflops() } /backward \(atomic\), MT = 1/ { b1 = tflops() }
+             /backward \(determin/ { d = tflops() } /backward \(det\.\), MT = 1/ { d1 = tflops() }
              /forward \+ backward/ { fb = tflops() }
-             /materialised forward/ { m = tflops(); printf "  %-26s | %7s | %7s | %7s | %7s | %7s | %7s | %7s\n", shape, f, f1, b, d, d1, fb, m }' "$gc_flash_log"
+             /materialised forward/ { m = tflops(); printf "  %-26s | %7s | %7s | %7s | %7s | %7s | %7s | %7s | %7s\n", shape, f, f1, b, b1, d, d1, fb, m }' "$gc_flash_log"
     fi
     if [ -n "${gc_overhead_log:-}" ] && [ -f "$gc_overhead_log" ]; then
         echo "distributed path on 1 GPU: $(grep -m 1 '^plain ' "$gc_overhead_log" || echo 'no figure')"

@@ -3,9 +3,9 @@
  * baseline measured in the same run:
  *   materialised: cuBLAS strided-batched GEMM S = QKᵀ (fp32, the full T x T per head), a causal softmax kernel
  *                 writing P (bf16), and a second GEMM O = PV — the forward llm.c runs without cuDNN.
- * and, where the forward and the deterministic backward's dQ kernel give each warp two row blocks of 16 queries
- * (FA_FWD_MT, FA_DQ_MT: head dims up to 64), the same with one row block per warp (MT = 1), so the gain of sharing
- * each K/V fragment (at fewer warps per SM) is measured, not assumed.
+ * and, where the forward and the backward's kernels give each warp two row blocks of 16 queries or keys (FA_FWD_MT,
+ * FA_KV_MT, FA_DQ_MT: head dims up to 64), the same with one row block per warp (MT = 1), so the gain of sharing
+ * each fragment read from shared memory is measured, not assumed.
  * TFLOP/s use the causal count for every method: forward 4·T²·d·NH·B/2, backward 2.5x that.
  * The flash output is also compared with the materialised one (max |difference|) as a sanity check.
  * GPU only: make bench-flash-attention (builds for the present GPU and runs).
@@ -69,10 +69,11 @@ static void bench_shape(cublasHandle_t handle, int B, int NH, int hs, int T) {
     float fwd = time_ms(reps, [&] { flash_attention_forward(out, lse, qkv, B, T, C, NH, 0); });
     float bwd_atomic = time_ms(reps, [&] { flash_attention_backward(dqkv, scratch, dout, out, qkv, lse, B, T, C, NH, 0, 0); });
     float bwd_det = time_ms(reps, [&] { flash_attention_backward(dqkv, scratch, dout, out, qkv, lse, B, T, C, NH, 1, 0); });
-    float fwd_mt1 = -1.0f, bwd_det_mt1 = -1.0f;
+    float fwd_mt1 = -1.0f, bwd_atomic_mt1 = -1.0f, bwd_det_mt1 = -1.0f;
     if (fa_padded_dim(hs) == 64) {
         fwd_mt1 = time_ms(reps, [&] { fa_forward_bf16<64, 1>(out, lse, qkv, B, T, C, NH, 0); });
-        bwd_det_mt1 = time_ms(reps, [&] { fa_backward_bf16<64, 1>(dqkv, scratch, dout, out, qkv, lse, B, T, C, NH, 1, 0); });
+        bwd_atomic_mt1 = time_ms(reps, [&] { fa_backward_bf16<64, 1, 1>(dqkv, scratch, dout, out, qkv, lse, B, T, C, NH, 0, 0); });
+        bwd_det_mt1 = time_ms(reps, [&] { fa_backward_bf16<64, 1, 1>(dqkv, scratch, dout, out, qkv, lse, B, T, C, NH, 1, 0); });
     }
     float mat_fwd = time_ms(reps, [&] { materialised_forward(handle, out_ref, S, P, qkv, B, T, C, NH); });
     /* sanity: flash vs materialised outputs */
@@ -88,6 +89,9 @@ static void bench_shape(cublasHandle_t handle, int B, int NH, int hs, int T) {
         printf("  flash forward, MT = 1       %8.3f ms %7.1f TFLOP/s (MT = %d is %.2fx)\n", fwd_mt1, tf(fwd_flops, fwd_mt1), FA_FWD_MT(64), fwd_mt1 / fwd);
     printf("  flash backward (atomic dq)  %8.3f ms %7.1f TFLOP/s\n", bwd_atomic, tf(bwd_flops, bwd_atomic));
     printf("  flash backward (determin.)  %8.3f ms %7.1f TFLOP/s\n", bwd_det, tf(bwd_flops, bwd_det));
+    if (bwd_atomic_mt1 > 0)
+        printf("  flash backward (atomic), MT = 1 %6.3f ms %7.1f TFLOP/s (MT = %d is %.2fx)\n", bwd_atomic_mt1, tf(bwd_flops, bwd_atomic_mt1), FA_KV_MT(64),
+               bwd_atomic_mt1 / bwd_atomic);
     if (bwd_det_mt1 > 0)
         printf("  flash backward (det.), MT = 1 %6.3f ms %7.1f TFLOP/s (MT = %d is %.2fx)\n", bwd_det_mt1, tf(bwd_flops, bwd_det_mt1), FA_DQ_MT(64),
                bwd_det_mt1 / bwd_det);
