@@ -7,7 +7,8 @@
  * path (out, lse, dq, dk, dv). Errors are relative L2 (‖x − ref‖ / ‖ref‖); bounds 1e-2 (bf16) and 1e-5 (fp32).
  * Outputs are pre-filled with NaN so an element a kernel fails to write shows up. Bad shapes must fail with
  * a one-line error.
- * Usage: test_flash_attention           hs in {32, 64, 128} x T in {1, 17, 64, 100, 257}, and hs in {8, 40, 72} at T = 100
+ * Usage: test_flash_attention           hs in {32, 64, 128} x T in {1, 17, 64, 100, 257}, hs = 64 at T = 129, 192, and hs in
+ *                                       {8, 40, 72} at T = 100
  *        test_flash_attention --large   hs = 256 at T = 130, 300, hs in {136, 200, 248} at T = 70 and hs = 64 at
  *                                       T = 600 (for the optimised build)
  */
@@ -150,6 +151,11 @@ int main(int argc, char** argv) {
                 test_shape<__nv_bfloat16>(tc, B, T, hs * NH, NH);
                 test_shape<float>(tc, B, T, hs * NH, NH);
             }
+        /* around the 128-row blocks (32 rows a warp at hs <= 64): one row past a block, and a half block */
+        for (int T : {129, 192}) {
+            test_shape<__nv_bfloat16>(tc, B, T, 64 * NH, NH);
+            test_shape<float>(tc, B, T, 64 * NH, NH);
+        }
         /* head dims padded inside the kernels: 8, 40, 72 (bf16 tiles of 32, 64, 128) */
         for (int hs : {8, 40, 72}) {
             test_shape<__nv_bfloat16>(tc, B, 100, hs * NH, NH);
