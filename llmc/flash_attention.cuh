@@ -409,8 +409,9 @@ __global__ void flash_attention_delta_kernel(float* delta, float* dq_accum, cons
  * fragment read from shared memory feeds MT mma); a block holds 64·MT keys, grid (ceil(T/(64·MT)), NH, B), 128
  * threads. Query tiles of 64 from the block's first key on, each worked in sub-tiles of QS = 64/MT queries (the
  * registers hold MT x (dK, dV) and MT x two 16 x QS score tiles); a warp skips a sub-tile whose queries all precede
- * its keys. Shared: K, V (64·MT rows each), STAGES x (Q, dO tiles), the dSᵀ tile (64·MT keys x 64 queries, stride
- * 72), STAGES x (lse·log2 e, delta) for 64 queries. dq_accum null: dK, dV only (deterministic mode). */
+ * its keys. Shared: K, V (64·MT rows each), STAGES x (Q, dO tiles), STAGES x (lse·log2 e, delta) for 64 queries,
+ * then (atomic mode) the dSᵀ tile (64·MT keys x 64 queries, stride 72). dq_accum null: dK, dV only (deterministic
+ * mode). */
 #define FA_KV_MT(HD) ((HD) <= 64 ? 2 : 1)
 template <int HD, int MT>
 struct FaBackwardSmem {
@@ -420,7 +421,10 @@ struct FaBackwardSmem {
     static constexpr int stages = HD <= 128 ? 2 : 1;
     static constexpr int tile_elems = FA_BLOCK * (HD + 8);
     static constexpr int ds_stride = FA_BLOCK + 8;
-    static constexpr size_t bytes = (size_t)(2 * mt + 2 * stages) * tile_elems * 2 + (size_t)keys * ds_stride * 2 + (size_t)stages * 2 * FA_BLOCK * 4;
+    /* shared bytes of the deterministic mode; the atomic mode's dSᵀ tile comes last, so it adds ds_bytes (without it, at
+     * HD = 64 and 128 keys a block, two blocks fit in an A100's shared memory) */
+    static constexpr size_t bytes = (size_t)(2 * mt + 2 * stages) * tile_elems * 2 + (size_t)stages * 2 * FA_BLOCK * 4;
+    static constexpr size_t ds_bytes = (size_t)keys * ds_stride * 2;
     /* HD >= 128: exp2f, and one copy of the score loop (masked): with fast_exp2f, or with an unmasked copy too,
      * ptxas spills at 255 registers */
     static constexpr bool lean = HD < 128;
@@ -436,9 +440,9 @@ __global__ void __launch_bounds__(FA_THREADS, FA_MIN_BLOCKS(HD)) flash_attention
     __nv_bfloat16* v_tile = smem + MT * L::tile_elems;                        /* 64·MT rows */
     __nv_bfloat16* q_tiles = smem + 2 * MT * L::tile_elems;                   /* stages buffers */
     __nv_bfloat16* do_tiles = smem + (2 * MT + L::stages) * L::tile_elems;    /* stages buffers */
-    __nv_bfloat16* ds_tile = smem + (2 * MT + 2 * L::stages) * L::tile_elems; /* dSᵀ[key][query] */
-    float* lse_s = (float*)(ds_tile + L::keys * L::ds_stride);               /* [stages][64], times log2 e */
-    float* delta_s = lse_s + L::stages * FA_BLOCK;                            /* [stages][64] */
+    float* lse_s = (float*)(smem + (2 * MT + 2 * L::stages) * L::tile_elems); /* [stages][64], times log2 e */
+    float* delta_s = lse_s + L::stages * FA_BLOCK;                             /* [stages][64] */
+    __nv_bfloat16* ds_tile = (__nv_bfloat16*)(delta_s + L::stages * FA_BLOCK); /* dSᵀ[key][query], atomic mode only */
     int hs = C / NH, kv_block = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     int k0 = kv_block * L::keys, warp_key0 = k0 + 16 * MT * warp, n_q = (T + FA_BLOCK - 1) / FA_BLOCK - k0 / FA_BLOCK;
@@ -838,7 +842,7 @@ static inline void fa_backward_bf16(__nv_bfloat16* dqkv, float* scratch, const _
     long rows = (long)B * T * NH;
     launch_kernel(flash_attention_delta_kernel<__nv_bfloat16>, dim3(ceil_div(rows, 4)), dim3(128), 0, stream, delta, dq_accum, dout, out, B, T, C, NH);
     typedef FaBackwardSmem<HD, KV_MT> L;
-    fa_launch(flash_attention_backward_kv_kernel<HD, KV_MT>, dim3((T + L::keys - 1) / L::keys, NH, B), L::bytes, stream, dqkv, dq_accum, dout, qkv, lse, (const float*)delta, T, C, NH);
+    fa_launch(flash_attention_backward_kv_kernel<HD, KV_MT>, dim3((T + L::keys - 1) / L::keys, NH, B), L::bytes + (dq_accum ? L::ds_bytes : 0), stream, dqkv, dq_accum, dout, qkv, lse, (const float*)delta, T, C, NH);
     if (!dq_accum) {
         size_t smem = (size_t)(2 * MT + 4) * FA_BLOCK * (HD + 8) * sizeof(__nv_bfloat16);
         fa_launch(flash_attention_backward_q_kernel<HD, MT>, dim3((T + MT * FA_BLOCK - 1) / (MT * FA_BLOCK), NH, B), smem, stream, dqkv, dout, qkv, lse,
