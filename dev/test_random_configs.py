@@ -62,6 +62,11 @@ REGRESSION_CASES = [
     {"--n-layer": 1, "--n-head": 4, "--n-embd": 256, "--vocab-size": 535, "--seq-len": 15, "--max-seq-len": 15,
      "--batch-size": 3, "--steps": 3, "--seed": 648116, "--lr-schedule": "wsd", "--warmup": 0, "--final-lr-frac": 0.0,
      "--wsd-frac": 0.26, "--grad-clip": 0, "--weight-decay": 0.1, "--lr": 0.00102, "--beta1": 0.9, "--beta2": 0.99},
+    # T past one block of the GPU attention kernels (128 queries or keys at head dim 64, 32 rows a warp): the
+    # block-crossing forward and backward checked inside the whole model; the drawn configurations keep T <= 48.
+    {"--n-layer": 1, "--n-head": 2, "--n-embd": 128, "--vocab-size": 333, "--seq-len": 150, "--max-seq-len": 160,
+     "--batch-size": 1, "--steps": 3, "--seed": 7, "--lr-schedule": "cosine", "--warmup": 1, "--final-lr-frac": 0.1,
+     "--wsd-frac": 0.3, "--grad-clip": 1.0, "--weight-decay": 0.1, "--lr": 0.001, "--beta1": 0.9, "--beta2": 0.95},
 ]
 
 
