@@ -23,12 +23,13 @@
  *   and at most 256, B, T >= 0; bf16 pointers 16-byte aligned (cp.async). Any T (tiles are masked and zero-filled).
  *
  * bf16 path, decomposition (FA_BLOCK = 64, 4 warps per block, each warp owns 16 rows of the block's 64; at HD <= 64
- * every kernel gives each warp 32 rows of 128: FA_FWD_MT, FA_KV_MT, FA_DQ_MT):
+ * every kernel gives each warp 32 rows of 128, and the forward at HD = 128 too: FA_FWD_MT, FA_KV_MT, FA_DQ_MT):
  *   head dims are padded (zeros in shared memory) to HD ∈ {32, 64, 128, 256}; shared tiles are 64 x HD bf16 with a
  *   row stride of HD + 8 elements, so the 8 rows of every ldmatrix fall in different banks.
- *   forward:      block (query tile, h, b), longest tiles first. Q tile -> registers (A fragments; for HD = 256
- *                 read from shared memory per k-chunk instead); K/V tiles of 64 keys double-buffered in shared
- *                 memory by cp.async, only tiles 0..diagonal visited, and in the
+ *   forward:      block (query tile, h, b), longest tiles first. Q tile -> registers (A fragments; at HD = 256, and
+ *                 HD = 128 with 32 rows a warp, read from shared memory per k-chunk instead); K/V tiles of 64 keys
+ *                 double-buffered in shared memory by cp.async (at HD = 128 worked in halves of 32 keys), only
+ *                 tiles 0..diagonal visited, and in the
  *                 diagonal tile each warp skips the 8-key column tiles past its last row; scores are tested
  *                 against the causal and T masks only in tiles that may need it (backward: fa_with_mask). S = QKᵀ (mma),
  *                 online softmax in fp32 with fast_exp2f (s·log2 e applied in the exponent's FMA), row max/sum over the 4 lanes
@@ -111,19 +112,19 @@ __device__ inline void fa_load_a(uint32_t a[HD / 16][4], const __nv_bfloat16* ti
     for (int kk = 0; kk < HD / 16; kk++) fa_load_a_chunk<HD>(a[kk], tile, row0, kk);
 }
 
-/* acc[m] = the 16 x 64 product A_m·tileᵀ as eight 16x8 C fragments (acc[m][j] = columns 8j..8j+7, i.e. tile rows
- * 8j..8j+7), for the MT row blocks m of a warp. A_m (16 x HD) is a_regs[m] (registers, A_IN_SMEM false) or rows
+/* acc[m] = the 16 x 8·NJ product A_m·tileᵀ as NJ 16x8 C fragments (acc[m][j] = columns 8j..8j+7, i.e. tile rows
+ * 8j..8j+7; NJ = 8: 64 columns), for the MT row blocks m of a warp. A_m (16 x HD) is a_regs[m] (registers, A_IN_SMEM false) or rows
  * a_row0 + 16m..+15 of the shared a_tile, read one k-chunk at a time (A_IN_SMEM true: saves HD/4 registers per row
  * block). Column tiles j >= n_tiles are zero, not computed. B fragments by ldmatrix_x4: matrix i = tile rows
  * 8j..8j+7, columns 16kk + 8i, giving b for k-chunks kk, kk+1; each b serves all MT row blocks (shared-memory
  * bytes per mma: 256 / MT). A caller with one row block passes &acc and &a_regs of its [8][4] and [HD/16][4]. */
-#define FA_A_IN_SMEM(HD) ((HD) > 128) /* forward and dQ kernels: Q (dO) fragments stay in registers up to HD = 128 (dQ: at MT = 1) */
-template <int HD, bool A_IN_SMEM, int MT>
-__device__ inline void fa_mma_abt(float acc[MT][8][4], const uint32_t a_regs[MT][HD / 16][4], const __nv_bfloat16* a_tile, int a_row0,
+#define FA_A_IN_SMEM(HD) ((HD) > 128) /* forward and dQ kernels: Q (dO) fragments stay in registers up to HD = 128 (at MT = 1) */
+template <int HD, bool A_IN_SMEM, int MT, int NJ = 8>
+__device__ inline void fa_mma_abt(float acc[MT][NJ][4], const uint32_t a_regs[MT][HD / 16][4], const __nv_bfloat16* a_tile, int a_row0,
                                   const __nv_bfloat16* tile, int n_tiles) {
     int lane = threadIdx.x % 32;
 FA_UNROLL
-    for (int m = 0; m < MT; m++) fa_zero<8>(acc[m]);
+    for (int m = 0; m < MT; m++) fa_zero<NJ>(acc[m]);
 FA_UNROLL
     for (int kk = 0; kk < HD / 16; kk += 2) {
         uint32_t a[MT][2][4];
@@ -135,7 +136,7 @@ FA_UNROLL
                 else for (int r = 0; r < 4; r++) a[m][c][r] = a_regs[m][kk + c][r];
             }
 FA_UNROLL
-        for (int j = 0; j < 8; j++) {
+        for (int j = 0; j < NJ; j++) {
             if (j < n_tiles) {
                 uint32_t b[4];
                 ldmatrix_x4(b, tile + (8 * j + lane % 8) * (HD + 8) + 16 * kk + 8 * (lane / 8));
@@ -150,14 +151,14 @@ FA_UNROLL
 }
 
 /* acc[m] (16 x HD as C fragments, acc[m][n] = columns 8n..8n+7) += P_m·tile for the MT row blocks m of a warp,
- * P_m 16 x 64 in registers as A fragments (p[m][kc] = columns 16kc..16kc+15). k-chunks kc >= k_chunks are skipped
+ * P_m 16 x 16·KC in registers as A fragments (p[m][kc] = columns 16kc..16kc+15). k-chunks kc >= k_chunks are skipped
  * (their P must be zero in every row block). B fragments by ldmatrix_x4_trans: lanes 0-15 point at tile rows
  * 16kc + 0..15 of columns 8n, lanes 16-31 of columns 8n + 8; each serves all MT row blocks. */
-template <int HD, int MT>
-__device__ inline void fa_mma_ab(float acc[MT][HD / 8][4], const uint32_t p[MT][4][4], const __nv_bfloat16* tile, int k_chunks) {
+template <int HD, int MT, int KC = 4>
+__device__ inline void fa_mma_ab(float acc[MT][HD / 8][4], const uint32_t p[MT][KC][4], const __nv_bfloat16* tile, int k_chunks) {
     int lane = threadIdx.x % 32;
 FA_UNROLL
-    for (int kc = 0; kc < 4; kc++) {
+    for (int kc = 0; kc < KC; kc++) {
         if (kc < k_chunks) {
 FA_UNROLL
             for (int n = 0; n < HD / 8; n += 2) {
@@ -173,11 +174,12 @@ FA_UNROLL
     }
 }
 
-/* the bf16 A fragments of a 16 x 64 matrix held as eight 16x8 C fragments: k-chunk kc = column tiles 2kc, 2kc+1
+/* the bf16 A fragments of a 16 x 8·NJ matrix held as NJ 16x8 C fragments: k-chunk kc = column tiles 2kc, 2kc+1
  * (a C fragment's c[0..1] / c[2..3] are exactly the A fragment's rows g / g+8 at columns 2t, 2t+1) */
-__device__ inline void fa_c_to_a(uint32_t a[4][4], const float c[8][4]) {
+template <int NJ = 8>
+__device__ inline void fa_c_to_a(uint32_t a[NJ / 2][4], const float c[NJ][4]) {
 FA_UNROLL
-    for (int kc = 0; kc < 4; kc++) {
+    for (int kc = 0; kc < NJ / 2; kc++) {
         a[kc][0] = pack_bf16x2(__float2bfloat16(c[2 * kc][0]), __float2bfloat16(c[2 * kc][1]));
         a[kc][1] = pack_bf16x2(__float2bfloat16(c[2 * kc][2]), __float2bfloat16(c[2 * kc][3]));
         a[kc][2] = pack_bf16x2(__float2bfloat16(c[2 * kc + 1][0]), __float2bfloat16(c[2 * kc + 1][1]));
@@ -288,11 +290,16 @@ __device__ __forceinline__ void fa_key_loop(__nv_bfloat16* kv_smem, const __nv_b
 
 /* ---------------------------------------------------------------------------------------------------------------
  * bf16 forward. Each warp owns MT row blocks of 16 queries (32 at MT = 2: every K or V fragment read from shared
- * memory then feeds two mma, halving the shared-memory bytes per mma); a block holds 64·MT queries. Grid
- * (ceil(T/(64·MT)), NH, B), 128 threads, dynamic smem MT + 4 tiles (MT Q tiles, K[2], V[2]). */
-#define FA_FWD_MT(HD) ((HD) <= 64 ? 2 : 1) /* the forward's row blocks per warp: 2 where the registers allow */
+ * memory then feeds two mma, halving the shared-memory bytes per mma); a block holds 64·MT queries. Each K/V tile
+ * is worked in sub-tiles of KS keys (KS = 32 at HD = 128, so MT x the 16 x 128 output and the score tiles fit in
+ * registers, Q fragments then read from shared memory). Grid (ceil(T/(64·MT)), NH, B), 128 threads, dynamic smem
+ * MT + 4 tiles (MT Q tiles, K[2], V[2]). */
+#define FA_FWD_MT(HD) ((HD) <= 128 ? 2 : 1) /* the forward's row blocks per warp: 2 where the registers allow */
+#define FA_FWD_KS(HD) ((HD) <= 64 ? 64 : 32) /* the forward's keys per sub-tile */
 template <int HD, int MT>
 __global__ void __launch_bounds__(FA_THREADS, FA_MIN_BLOCKS(HD)) flash_attention_forward_kernel(__nv_bfloat16* out, float* lse, const __nv_bfloat16* qkv, int T, int C, int NH) {
+    constexpr int KS = MT == 1 ? FA_BLOCK : FA_FWD_KS(HD), NJ = KS / 8;
+    constexpr bool a_in_smem = FA_A_IN_SMEM(HD) || MT * HD > 128; /* Q fragments: registers up to MT·HD = 128 */
     DYNAMIC_SMEM(__nv_bfloat16, smem);
     __nv_bfloat16* q_tile = smem; /* 64·MT rows, then K[2], V[2] */
     int hs = C / NH, q_block = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z;
@@ -305,7 +312,7 @@ __global__ void __launch_bounds__(FA_THREADS, FA_MIN_BLOCKS(HD)) flash_attention
 
 FA_UNROLL
     for (int m = 0; m < MT; m++) fa_load_tile<HD>(q_tile + m * FA_BLOCK * (HD + 8), base, row_stride, q0 + m * FA_BLOCK, T, hs);
-    uint32_t q_frag[MT][HD / 16][4];
+    uint32_t q_frag[MT][HD / 16][4]; /* used when !a_in_smem */
     float o[MT][HD / 8][4];
 FA_UNROLL
     for (int m = 0; m < MT; m++) fa_zero<HD / 8>(o[m]);
@@ -313,53 +320,57 @@ FA_UNROLL
 FA_UNROLL
     for (int m = 0; m < MT; m++) row_max[m][0] = row_max[m][1] = -INFINITY, row_sum[m][0] = row_sum[m][1] = 0.0f;
     fa_key_loop<HD>(smem + MT * FA_BLOCK * (HD + 8), base, C, n_kv, warp_row0, 16 * MT, T, hs,
-                    [&](int k0, int n_tiles, const __nv_bfloat16* k_tile, const __nv_bfloat16* v_tile) {
-        if (k0 == 0 && !FA_A_IN_SMEM(HD))
+                    [&](int k0, int, const __nv_bfloat16* k_tile, const __nv_bfloat16* v_tile) {
+        if (k0 == 0 && !a_in_smem)
 FA_UNROLL
             for (int m = 0; m < MT; m++) fa_load_a<HD>(q_frag[m], q_tile, 16 * (MT * warp + m));
-        float s[MT][8][4];
-        fa_mma_abt<HD, FA_A_IN_SMEM(HD), MT>(s, q_frag, q_tile, 16 * MT * warp, k_tile, n_tiles);
-        if (k0 + FA_BLOCK - 1 > warp_row0 || k0 + FA_BLOCK > T) { /* a tile that may hold masked scores */
+        for (int kh = 0; kh < FA_BLOCK; kh += KS) { /* keys k0 + kh .. k0 + kh + KS - 1 */
+            int ks0 = k0 + kh, n_tiles = min(NJ, fa_key_tiles(warp_row0, 16 * MT, ks0, T));
+            if (ks0 >= warp_row0 + 16 * MT || n_tiles <= 0) break; /* keys past the warp's rows, or past T */
+            float s[MT][NJ][4];
+            fa_mma_abt<HD, a_in_smem, MT, NJ>(s, q_frag, q_tile, 16 * MT * warp, k_tile + kh * (HD + 8), n_tiles);
+            if (ks0 + KS - 1 > warp_row0 || ks0 + KS > T) { /* a sub-tile that may hold masked scores */
+FA_UNROLL
+                for (int m = 0; m < MT; m++)
+FA_UNROLL
+                    for (int j = 0; j < NJ; j++)
+FA_UNROLL
+                        for (int i = 0; i < 4; i++) {
+                            int row = warp_row0 + 16 * m + g + 8 * (i / 2), key = ks0 + 8 * j + 2 * t + (i & 1);
+                            if (!(j < n_tiles && key <= row && key < T)) s[m][j][i] = -INFINITY;
+                        }
+            }
 FA_UNROLL
             for (int m = 0; m < MT; m++)
 FA_UNROLL
-                for (int j = 0; j < 8; j++)
+                for (int r = 0; r < 2; r++) {
+                    float mx = -INFINITY; /* of the unscaled scores: the scale is positive, so scaling keeps the maximum */
 FA_UNROLL
-                    for (int i = 0; i < 4; i++) {
-                        int row = warp_row0 + 16 * m + g + 8 * (i / 2), key = k0 + 8 * j + 2 * t + (i & 1);
-                        if (!(j < n_tiles && key <= row && key < T)) s[m][j][i] = -INFINITY;
+                    for (int j = 0; j < NJ; j++) mx = fmaxf(mx, fmaxf(s[m][j][2 * r], s[m][j][2 * r + 1]));
+                    mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 1));
+                    mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 2));
+                    mx = fmaxf(row_max[m][r], mx * scale_log2);
+                    float ref = mx == -INFINITY ? 0.0f : mx; /* a row with no key yet: keep everything 0, not NaN */
+                    float correction = fast_exp2f(row_max[m][r] - ref);
+                    row_max[m][r] = mx;
+                    row_sum[m][r] *= correction;
+FA_UNROLL
+                    for (int n = 0; n < HD / 8; n++) {
+                        o[m][n][2 * r] *= correction;
+                        o[m][n][2 * r + 1] *= correction;
                     }
+FA_UNROLL
+                    for (int j = 0; j < NJ; j++) {
+                        s[m][j][2 * r] = fast_exp2f(fmaf(s[m][j][2 * r], scale_log2, -ref));
+                        s[m][j][2 * r + 1] = fast_exp2f(fmaf(s[m][j][2 * r + 1], scale_log2, -ref));
+                        row_sum[m][r] += s[m][j][2 * r] + s[m][j][2 * r + 1];
+                    }
+                }
+            uint32_t p[MT][NJ / 2][4];
+FA_UNROLL
+            for (int m = 0; m < MT; m++) fa_c_to_a<NJ>(p[m], s[m]);
+            fa_mma_ab<HD, MT, NJ / 2>(o, p, v_tile + kh * (HD + 8), (n_tiles + 1) / 2);
         }
-FA_UNROLL
-        for (int m = 0; m < MT; m++)
-FA_UNROLL
-            for (int r = 0; r < 2; r++) {
-                float mx = -INFINITY; /* of the unscaled scores: the scale is positive, so scaling keeps the maximum */
-FA_UNROLL
-                for (int j = 0; j < 8; j++) mx = fmaxf(mx, fmaxf(s[m][j][2 * r], s[m][j][2 * r + 1]));
-                mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 1));
-                mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 2));
-                mx = fmaxf(row_max[m][r], mx * scale_log2);
-                float ref = mx == -INFINITY ? 0.0f : mx; /* a row with no key yet: keep everything 0, not NaN */
-                float correction = fast_exp2f(row_max[m][r] - ref);
-                row_max[m][r] = mx;
-                row_sum[m][r] *= correction;
-FA_UNROLL
-                for (int n = 0; n < HD / 8; n++) {
-                    o[m][n][2 * r] *= correction;
-                    o[m][n][2 * r + 1] *= correction;
-                }
-FA_UNROLL
-                for (int j = 0; j < 8; j++) {
-                    s[m][j][2 * r] = fast_exp2f(fmaf(s[m][j][2 * r], scale_log2, -ref));
-                    s[m][j][2 * r + 1] = fast_exp2f(fmaf(s[m][j][2 * r + 1], scale_log2, -ref));
-                    row_sum[m][r] += s[m][j][2 * r] + s[m][j][2 * r + 1];
-                }
-            }
-        uint32_t p[MT][4][4];
-FA_UNROLL
-        for (int m = 0; m < MT; m++) fa_c_to_a(p[m], s[m]);
-        fa_mma_ab<HD, MT>(o, p, v_tile, (n_tiles + 1) / 2);
     });
     if (warp_row0 >= T) return;
 FA_UNROLL
