@@ -230,6 +230,17 @@ __device__ inline int fa_key_tiles(int warp_row0, int rows, int k0, int T) {
     return min(min(8, (warp_row0 + rows - 1 - k0) / 8 + 1), (T - k0 + 7) / 8);
 }
 
+/* f(kh, n_tiles) for each sub-tile of KS keys (k0 + kh .., kh = 0, KS, ..) of the K/V tile at k0 that holds a key
+ * the warp's rows (warp_row0 .. warp_row0 + rows - 1) see, below T; n_tiles = its 8-key column tiles holding one */
+template <int KS, typename F>
+__device__ __forceinline__ void fa_key_subtiles(int k0, int warp_row0, int rows, int T, F f) {
+    for (int kh = 0; kh < FA_BLOCK; kh += KS) {
+        int n_tiles = min(KS / 8, fa_key_tiles(warp_row0, rows, k0 + kh, T));
+        if (k0 + kh >= warp_row0 + rows || n_tiles <= 0) break;
+        f(kh, n_tiles);
+    }
+}
+
 /* 2^x: fast_exp2f (FAST), else exp2f */
 template <bool FAST>
 __device__ __forceinline__ float fa_exp2(float x) {
@@ -268,9 +279,8 @@ __device__ inline void fa_load_kv(__nv_bfloat16* k_tile, __nv_bfloat16* v_tile, 
 /* The key loop of the forward and dQ kernels (a block of queries, warp rows warp_row0..warp_row0 + rows - 1):
  * K/V tiles it = 0..n_kv-1 (keys 64·it..) double-buffered in kv_smem (K[2] then V[2], 64 x HD tiles): tile it + 1
  * is staged by cp.async while tile it is used. The caller's loads still uncommitted (its Q tiles) join tile 0's
- * group. body(k0, n_tiles, k_tile, v_tile) runs on the warps with rows < T and a row >= k0 (one that sees a key of
- * the tile), n_tiles = fa_key_tiles(warp_row0, rows, k0, T); barriers between tiles (the buffer just read is the
- * next prefetch target). */
+ * group. body(k0, k_tile, v_tile) runs on the warps with rows < T and a row >= k0 (one that sees a key of the
+ * tile; fa_key_subtiles splits it); barriers between tiles (the buffer just read is the next prefetch target). */
 template <int HD, typename Body>
 __device__ __forceinline__ void fa_key_loop(__nv_bfloat16* kv_smem, const __nv_bfloat16* base, int C, int n_kv, int warp_row0, int rows, int T, int hs,
                                             Body body) {
@@ -283,7 +293,7 @@ __device__ __forceinline__ void fa_key_loop(__nv_bfloat16* kv_smem, const __nv_b
         int buf = it & 1, k0 = it * FA_BLOCK;
         if (it + 1 < n_kv) fa_load_kv<HD>(k_tiles + (buf ^ 1) * tile_elems, v_tiles + (buf ^ 1) * tile_elems, base, C, k0 + FA_BLOCK, T, hs);
         fa_tiles_ready<1>();
-        if (warp_row0 < T && k0 < warp_row0 + rows) body(k0, fa_key_tiles(warp_row0, rows, k0, T), k_tiles + buf * tile_elems, v_tiles + buf * tile_elems);
+        if (warp_row0 < T && k0 < warp_row0 + rows) body(k0, k_tiles + buf * tile_elems, v_tiles + buf * tile_elems);
         __syncthreads();
     }
 }
@@ -295,10 +305,10 @@ __device__ __forceinline__ void fa_key_loop(__nv_bfloat16* kv_smem, const __nv_b
  * registers, Q fragments then read from shared memory). Grid (ceil(T/(64·MT)), NH, B), 128 threads, dynamic smem
  * MT + 4 tiles (MT Q tiles, K[2], V[2]). */
 #define FA_FWD_MT(HD) ((HD) <= 128 ? 2 : 1) /* the forward's row blocks per warp: 2 where the registers allow */
-#define FA_FWD_KS(HD) ((HD) <= 64 ? 64 : 32) /* the forward's keys per sub-tile */
+#define FA_KS(HD, MT) ((MT) == 1 || (HD) <= 64 ? FA_BLOCK : 32) /* forward and dQ kernels: keys per sub-tile */
 template <int HD, int MT>
 __global__ void __launch_bounds__(FA_THREADS, FA_MIN_BLOCKS(HD)) flash_attention_forward_kernel(__nv_bfloat16* out, float* lse, const __nv_bfloat16* qkv, int T, int C, int NH) {
-    constexpr int KS = MT == 1 ? FA_BLOCK : FA_FWD_KS(HD), NJ = KS / 8;
+    constexpr int KS = FA_KS(HD, MT), NJ = KS / 8;
     constexpr bool a_in_smem = FA_A_IN_SMEM(HD) || MT * HD > 128; /* Q fragments: registers up to MT·HD = 128 */
     DYNAMIC_SMEM(__nv_bfloat16, smem);
     __nv_bfloat16* q_tile = smem; /* 64·MT rows, then K[2], V[2] */
@@ -320,13 +330,12 @@ FA_UNROLL
 FA_UNROLL
     for (int m = 0; m < MT; m++) row_max[m][0] = row_max[m][1] = -INFINITY, row_sum[m][0] = row_sum[m][1] = 0.0f;
     fa_key_loop<HD>(smem + MT * FA_BLOCK * (HD + 8), base, C, n_kv, warp_row0, 16 * MT, T, hs,
-                    [&](int k0, int, const __nv_bfloat16* k_tile, const __nv_bfloat16* v_tile) {
+                    [&](int k0, const __nv_bfloat16* k_tile, const __nv_bfloat16* v_tile) {
         if (k0 == 0 && !a_in_smem)
 FA_UNROLL
             for (int m = 0; m < MT; m++) fa_load_a<HD>(q_frag[m], q_tile, 16 * (MT * warp + m));
-        for (int kh = 0; kh < FA_BLOCK; kh += KS) { /* keys k0 + kh .. k0 + kh + KS - 1 */
-            int ks0 = k0 + kh, n_tiles = min(NJ, fa_key_tiles(warp_row0, 16 * MT, ks0, T));
-            if (ks0 >= warp_row0 + 16 * MT || n_tiles <= 0) break; /* keys past the warp's rows, or past T */
+        fa_key_subtiles<KS>(k0, warp_row0, 16 * MT, T, [&](int kh, int n_tiles) { /* keys ks0 .. ks0 + KS - 1 */
+            int ks0 = k0 + kh;
             float s[MT][NJ][4];
             fa_mma_abt<HD, a_in_smem, MT, NJ>(s, q_frag, q_tile, 16 * MT * warp, k_tile + kh * (HD + 8), n_tiles);
             if (ks0 + KS - 1 > warp_row0 || ks0 + KS > T) { /* a sub-tile that may hold masked scores */
@@ -370,7 +379,7 @@ FA_UNROLL
 FA_UNROLL
             for (int m = 0; m < MT; m++) fa_c_to_a<NJ>(p[m], s[m]);
             fa_mma_ab<HD, MT, NJ / 2>(o, p, v_tile + kh * (HD + 8), (n_tiles + 1) / 2);
-        }
+        });
     });
     if (warp_row0 >= T) return;
 FA_UNROLL
@@ -566,14 +575,17 @@ FA_UNROLL
 }
 
 /* bf16 backward, dQ kernel of the deterministic mode: the forward's decomposition (MT row blocks of 16 queries per
- * warp, blocks of 64·MT queries, grid (ceil(T/(64·MT)), NH, B)), K/V tiles double-buffered; per K/V tile
- * P = exp2(Q Kᵀ·s·log2 e − lse·log2 e), dS = P∘(dO Vᵀ − D), dQ += dS K; dqkv's q part = s·dQ. Q and dO fragments
- * in registers at MT = 1 (HD <= 128), else read from shared memory per k-chunk (the registers hold MT x dQ).
- * Shared: MT x (Q, dO) tiles, K[2], V[2]. */
-#define FA_DQ_MT(HD) ((HD) <= 64 ? 2 : 1) /* the dQ kernel's row blocks per warp */
+ * warp, blocks of 64·MT queries, grid (ceil(T/(64·MT)), NH, B); K/V tiles double-buffered, worked in sub-tiles of
+ * FA_KS keys); per sub-tile P = exp2(Q Kᵀ·s·log2 e − lse·log2 e), dS = P∘(dO Vᵀ − D), dQ += dS K; dqkv's q part =
+ * s·dQ. Q and dO fragments in registers at MT = 1 (HD <= 128), else read from shared memory per k-chunk (the
+ * registers hold MT x dQ). Shared: MT x (Q, dO) tiles, K[2], V[2]. */
+/* the dQ kernel's row blocks per warp: 2 up to HD = 64 (at HD = 128 its MT x (Q, dO) tiles would take 139 KiB of
+ * shared memory, one block an SM, and ptxas spills) */
+#define FA_DQ_MT(HD) ((HD) <= 64 ? 2 : 1)
 template <int HD, int MT>
 __global__ void __launch_bounds__(FA_THREADS) flash_attention_backward_q_kernel(__nv_bfloat16* dqkv, const __nv_bfloat16* dout, const __nv_bfloat16* qkv, const float* lse,
                                                                           const float* delta, int T, int C, int NH) {
+    constexpr int KS = FA_KS(HD, MT), NJ = KS / 8;
     constexpr bool a_in_smem = FA_A_IN_SMEM(HD) || MT > 1;
     DYNAMIC_SMEM(__nv_bfloat16, smem);
     __nv_bfloat16* q_tile = smem;                             /* 64·MT rows */
@@ -605,30 +617,33 @@ FA_UNROLL
 FA_UNROLL
     for (int m = 0; m < MT; m++) fa_zero<HD / 8>(dq[m]);
     fa_key_loop<HD>(smem + 2 * MT * FA_BLOCK * (HD + 8), base, C, n_kv, warp_row0, 16 * MT, T, hs,
-                    [&](int k0, int n_tiles, const __nv_bfloat16* k_tile, const __nv_bfloat16* v_tile) {
+                    [&](int k0, const __nv_bfloat16* k_tile, const __nv_bfloat16* v_tile) {
         if (k0 == 0 && !a_in_smem) {
             fa_load_a<HD>(q_frag[0], q_tile, 16 * warp);
             fa_load_a<HD>(do_frag[0], do_tile, 16 * warp);
         }
-        float s[MT][8][4], ds[MT][8][4];
-        fa_mma_abt<HD, a_in_smem, MT>(s, q_frag, q_tile, 16 * MT * warp, k_tile, n_tiles);
-        fa_mma_abt<HD, a_in_smem, MT>(ds, do_frag, do_tile, 16 * MT * warp, v_tile, n_tiles);
-        fa_with_mask(k0 + FA_BLOCK - 1 > warp_row0 || k0 + FA_BLOCK > T, [&](auto mask) {
+        fa_key_subtiles<KS>(k0, warp_row0, 16 * MT, T, [&](int kh, int n_tiles) {
+            int ks0 = k0 + kh;
+            float s[MT][NJ][4], ds[MT][NJ][4];
+            fa_mma_abt<HD, a_in_smem, MT, NJ>(s, q_frag, q_tile, 16 * MT * warp, k_tile + kh * (HD + 8), n_tiles);
+            fa_mma_abt<HD, a_in_smem, MT, NJ>(ds, do_frag, do_tile, 16 * MT * warp, v_tile + kh * (HD + 8), n_tiles);
+            fa_with_mask(ks0 + KS - 1 > warp_row0 || ks0 + KS > T, [&](auto mask) {
 FA_UNROLL
-            for (int m = 0; m < MT; m++)
+                for (int m = 0; m < MT; m++)
 FA_UNROLL
-                for (int j = 0; j < 8; j++)
+                    for (int j = 0; j < NJ; j++)
 FA_UNROLL
-                    for (int i = 0; i < 4; i++) {
-                        int r = i / 2, row = warp_row0 + 16 * m + g + 8 * r, key = k0 + 8 * j + 2 * t + (i & 1);
-                        float p = (!mask.on || (j < n_tiles && key <= row && key < T)) ? fast_exp2f(s[m][j][i] * scale_log2 - row_lse[m][r]) : 0.0f;
-                        ds[m][j][i] = p * (ds[m][j][i] - row_delta[m][r]);
-                    }
+                        for (int i = 0; i < 4; i++) {
+                            int r = i / 2, row = warp_row0 + 16 * m + g + 8 * r, key = ks0 + 8 * j + 2 * t + (i & 1);
+                            float p = (!mask.on || (j < n_tiles && key <= row && key < T)) ? fast_exp2f(s[m][j][i] * scale_log2 - row_lse[m][r]) : 0.0f;
+                            ds[m][j][i] = p * (ds[m][j][i] - row_delta[m][r]);
+                        }
+            });
+            uint32_t a[MT][NJ / 2][4];
+FA_UNROLL
+            for (int m = 0; m < MT; m++) fa_c_to_a<NJ>(a[m], ds[m]);
+            fa_mma_ab<HD, MT, NJ / 2>(dq, a, k_tile + kh * (HD + 8), (n_tiles + 1) / 2);
         });
-        uint32_t a[MT][4][4];
-FA_UNROLL
-        for (int m = 0; m < MT; m++) fa_c_to_a(a[m], ds[m]);
-        fa_mma_ab<HD, MT>(dq, a, k_tile, (n_tiles + 1) / 2);
     });
     if (warp_row0 >= T) return;
 FA_UNROLL
