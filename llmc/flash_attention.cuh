@@ -73,17 +73,17 @@
 /* ---------------------------------------------------------------------------------------------------------------
  * bf16 path: warp-level building blocks. `tile` is a shared 64 x HD bf16 tile with row stride HD + 8. */
 
-/* Stages rows row0..row0+63 of one head's slice into `tile` by cp.async: row r from src + (row0 + r)·row_stride,
- * columns [0, hs); columns hs..HD-1 and rows >= T are zero-filled. All threads of the block call it; thread i
- * copies the 16-byte chunk i % (HD/8) of rows i / (HD/8), + 128/(HD/8), ... (a fixed column: no per-chunk
- * division) */
-template <int HD>
+/* Stages rows row0..row0+ROWS-1 (64 by default, 64·MT for a kernel's MT row blocks) of one head's slice into `tile`
+ * by cp.async: row r from src + (row0 + r)·row_stride, columns [0, hs); columns hs..HD-1 and rows >= T are
+ * zero-filled. All threads of the block call it; thread i copies the 16-byte chunk i % (HD/8) of rows i / (HD/8),
+ * + 128/(HD/8), ... (a fixed column: no per-chunk division) */
+template <int HD, int ROWS = FA_BLOCK>
 __device__ inline void fa_load_tile(__nv_bfloat16* tile, const __nv_bfloat16* src, long row_stride, int row0, int T, int hs) {
     constexpr int chunks = HD / 8, rows_per_pass = FA_THREADS / chunks;
-    static_assert(FA_THREADS % chunks == 0 && FA_BLOCK % rows_per_pass == 0, "fa_load_tile: whole rows per pass");
+    static_assert(FA_THREADS % chunks == 0 && ROWS % rows_per_pass == 0, "fa_load_tile: whole rows per pass");
     int c = (threadIdx.x % chunks) * 8, r0 = threadIdx.x / chunks;
 FA_UNROLL
-    for (int r = r0; r < FA_BLOCK; r += rows_per_pass) {
+    for (int r = r0; r < ROWS; r += rows_per_pass) {
         __nv_bfloat16* dst = tile + r * (HD + 8) + c;
         if (row0 + r < T && c < hs) cp_async_16(dst, src + (long)(row0 + r) * row_stride + c);
         else *(uint4*)dst = make_uint4(0, 0, 0, 0);
@@ -320,8 +320,7 @@ __global__ void __launch_bounds__(FA_THREADS, FA_MIN_BLOCKS(HD)) flash_attention
     const __nv_bfloat16* base = qkv + (long)b * T * row_stride + h * hs;
     float scale_log2 = FA_LOG2E / sqrtf((float)hs);
 
-FA_UNROLL
-    for (int m = 0; m < MT; m++) fa_load_tile<HD>(q_tile + m * FA_BLOCK * (HD + 8), base, row_stride, q0 + m * FA_BLOCK, T, hs);
+    fa_load_tile<HD, FA_BLOCK * MT>(q_tile, base, row_stride, q0, T, hs);
     uint32_t q_frag[MT][HD / 16][4]; /* used when !a_in_smem */
     float o[MT][HD / 8][4];
 FA_UNROLL
@@ -483,6 +482,7 @@ __global__ void __launch_bounds__(FA_THREADS, FA_MIN_BLOCKS(HD)) flash_attention
         if (threadIdx.x < FA_BLOCK) lse_s[stage * FA_BLOCK + i] = in ? lse_row[m0 + i] * FA_LOG2E : 0.0f;
         else delta_s[stage * FA_BLOCK + i] = in ? delta_row[m0 + i] : 0.0f;
     };
+    /* one 64-row tile at a time: K and V as single 64·MT-row loads made ptxas spill more at HD = 64 on sm_80 */
 FA_UNROLL
     for (int m = 0; m < MT; m++) fa_load_kv<HD>(k_tile + m * L::tile_elems, v_tile + m * L::tile_elems, base, C, k0 + m * FA_BLOCK, T, hs);
     load_query_tile(0, 0);
@@ -598,11 +598,8 @@ __global__ void __launch_bounds__(FA_THREADS) flash_attention_backward_q_kernel(
     const __nv_bfloat16* base = qkv + (long)b * T * row_stride + h * hs;
     float scale = 1.0f / sqrtf((float)hs), scale_log2 = scale * FA_LOG2E;
 
-FA_UNROLL
-    for (int m = 0; m < MT; m++) {
-        fa_load_tile<HD>(q_tile + m * FA_BLOCK * (HD + 8), base, row_stride, q0 + m * FA_BLOCK, T, hs);
-        fa_load_tile<HD>(do_tile + m * FA_BLOCK * (HD + 8), dout + (long)b * T * C + h * hs, C, q0 + m * FA_BLOCK, T, hs);
-    }
+    fa_load_tile<HD, FA_BLOCK * MT>(q_tile, base, row_stride, q0, T, hs);
+    fa_load_tile<HD, FA_BLOCK * MT>(do_tile, dout + (long)b * T * C + h * hs, C, q0, T, hs);
     float row_lse[MT][2], row_delta[MT][2]; /* rows 16m + g, 16m + g + 8 of the warp */
 FA_UNROLL
     for (int m = 0; m < MT; m++)
@@ -618,10 +615,12 @@ FA_UNROLL
     for (int m = 0; m < MT; m++) fa_zero<HD / 8>(dq[m]);
     fa_key_loop<HD>(smem + 2 * MT * FA_BLOCK * (HD + 8), base, C, n_kv, warp_row0, 16 * MT, T, hs,
                     [&](int k0, const __nv_bfloat16* k_tile, const __nv_bfloat16* v_tile) {
-        if (k0 == 0 && !a_in_smem) {
-            fa_load_a<HD>(q_frag[0], q_tile, 16 * warp);
-            fa_load_a<HD>(do_frag[0], do_tile, 16 * warp);
-        }
+        if (k0 == 0 && !a_in_smem)
+FA_UNROLL
+            for (int m = 0; m < MT; m++) {
+                fa_load_a<HD>(q_frag[m], q_tile, 16 * (MT * warp + m));
+                fa_load_a<HD>(do_frag[m], do_tile, 16 * (MT * warp + m));
+            }
         fa_key_subtiles<KS>(k0, warp_row0, 16 * MT, T, [&](int kh, int n_tiles) {
             int ks0 = k0 + kh;
             float s[MT][NJ][4], ds[MT][NJ][4];
