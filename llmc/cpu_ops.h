@@ -47,8 +47,9 @@ static inline float cpu_expf(float x) {
 /* CPU_OPS_VECTOR marks the per-row / per-range inner functions of the ops: GCC compiles them
  * for AVX-512, AVX2 and the baseline and picks one at load time from the CPU (the build does not
  * use -march). The OpenMP parallel loops stay in the op functions and call these (the loop
- * bodies OpenMP outlines would not be cloned). */
-#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__) && defined(__x86_64__)
+ * bodies OpenMP outlines would not be cloned). Not under ThreadSanitizer, which instruments the load-time
+ * resolvers that then run before it starts. */
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__) && defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
 #define CPU_OPS_VECTOR __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define CPU_OPS_VECTOR

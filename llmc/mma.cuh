@@ -137,6 +137,7 @@ inline void ldmatrix_fn(const Warp& wp) {
 
 template <int num, bool trans>
 inline void ldmatrix(const char* op, uint32_t* r, const void* row, const char* file, int line) {
+    race_row_read(row, num);
     warp_collective(op, 0xffffffffu, ldmatrix_fn<num, trans>, &row, r, file, line);
 }
 

@@ -37,6 +37,28 @@
 #include <sanitizer/common_interface_defs.h>
 #endif
 
+#if defined(__SANITIZE_THREAD__)
+#define CUDASIM_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CUDASIM_TSAN 1
+#endif
+#endif
+#ifdef CUDASIM_TSAN
+/* not instrumented: accesses in a function (and its OpenMP regions) that only the race check's annotations order */
+#define CUDASIM_NO_TSAN __attribute__((no_sanitize("thread")))
+#include <sanitizer/tsan_interface.h>
+/* ThreadSanitizer entry points its header does not declare */
+extern "C" {
+void __tsan_ignore_thread_begin(void);
+void __tsan_ignore_thread_end(void);
+void __tsan_read_range(void* addr, unsigned long size);
+}
+#endif
+#ifndef CUDASIM_NO_TSAN
+#define CUDASIM_NO_TSAN
+#endif
+
 #ifdef CUDASIM_ASM_SWITCH
 /* cudasim_switch_context(save, load): pushes the callee-saved registers (rbp rbx r12-r15) on the current
  * stack, stores rsp into *save, loads rsp = load, pops the registers saved there and returns into that
@@ -81,6 +103,7 @@ struct Fiber {
     unsigned linear; /* x + y*bx + z*bx*by; lane = linear % 32, warp = linear / 32 */
     /* deferred cp.async: copies pending in the executor's cp_pending slots of this thread, groups committed */
     unsigned cp_count, cp_commits;
+    void* race_fiber; /* race check (ThreadSanitizer builds): this slot's TSan fiber */
 };
 
 /* The launch's scheduling mode (CUDASIM_SCHEDULE, CUDASIM_CP_ASYNC; read once per launch by launch_mode). */
@@ -153,14 +176,68 @@ struct Executor {
     void* sched_fake_stack = nullptr;
     void* sched_stack_lo = nullptr;
     size_t sched_stack_size = 0;
+#ifdef CUDASIM_TSAN
+    /* race check: the OS thread's own TSan fiber; sync addresses: block start (the executor's clock to the
+     * block's fibers), threads done (every fiber's clock back to the executor); barrier arrivals at
+     * __syncthreads (race_block) and __syncwarp (race_warp[w]); race_wake[t]: what thread t acquires when a
+     * barrier releases it */
+    void* race_sched = nullptr;
+    char race_block_start = 0, race_done = 0, race_block = 0;
+    char race_warp[kMaxThreadsPerBlock / 32] = {}, race_wake[kMaxThreadsPerBlock] = {};
+#endif
 
-    ~Executor() {
-        if (stack_region) munmap(stack_region, region_bytes);
-    }
+    ~Executor();
 };
 
 inline thread_local Executor* t_exec = nullptr;
 inline thread_local Fiber* t_cur = nullptr;
+
+/* ---- race check (sim-test-races: the simulator built with -fsanitize=thread). Each simulated thread is a
+ * ThreadSanitizer fiber, switched without synchronisation, so TSan reports two threads' accesses to one
+ * address, one of them a write and not both atomic, that no happens-before edge orders, in whatever order
+ * they ran. The edges are those CUDA guarantees: __syncthreads (the block), __syncwarp (its mask's lanes),
+ * a launch's start (after the host's earlier work) and end (before the host goes on); shuffles, ballots,
+ * mma and ldmatrix exchange registers, not memory, and order nothing. ldmatrix counts as each lane reading
+ * its own row, cp.async as its thread's write of the destination and read of the source; the simulator's
+ * own bookkeeping is not tracked (Untracked). Blocks that run one after another on one OS thread are
+ * ordered, as if the GPU had run them in turn (so shared memory and fiber stacks, reused, start clean):
+ * races between blocks show between blocks on different OS threads, which the launch deals round-robin
+ * (block b on thread b % CUDASIM_THREADS), so neighbouring blocks are checked against each other. Without
+ * TSan all of this is empty. ---- */
+#ifdef CUDASIM_TSAN
+struct Untracked {
+    Untracked() { __tsan_ignore_thread_begin(); }
+    ~Untracked() { __tsan_ignore_thread_end(); }
+    Untracked(const Untracked&) = delete;
+    Untracked& operator=(const Untracked&) = delete;
+};
+/* a thread arrives at __syncthreads (warp < 0) or at warp w's __syncwarp */
+inline void race_arrive(Executor* ex, int warp) { __tsan_release(warp < 0 ? &ex->race_block : &ex->race_warp[warp]); }
+/* the last arrival: takes every arrival's clock and hands it to the threads ids[0..n) it releases */
+inline void race_complete(Executor* ex, int warp, const unsigned* ids, unsigned n) {
+    __tsan_acquire(warp < 0 ? &ex->race_block : &ex->race_warp[warp]);
+    for (unsigned i = 0; i < n; i++) __tsan_release(&ex->race_wake[ids[i]]);
+}
+inline void race_complete_warp(Executor* ex, unsigned w, unsigned mask) {
+    unsigned ids[32], n = 0;
+    for (unsigned m = mask; m; m &= m - 1) ids[n++] = 32 * w + (unsigned)__builtin_ctz(m);
+    race_complete(ex, (int)w, ids, n);
+}
+inline void race_resume(Executor* ex, Fiber* f) { __tsan_acquire(&ex->race_wake[f->linear]); }
+/* ldmatrix: the lanes that give a row address read its 16 bytes */
+inline void race_row_read(const void* row, int matrices) {
+    if ((int)(t_cur->linear % 32) < 8 * matrices) __tsan_read_range(const_cast<void*>(row), 16);
+}
+#else
+struct Untracked {
+    Untracked() {}
+};
+inline void race_arrive(Executor*, int) {}
+inline void race_complete(Executor*, int, const unsigned*, unsigned) {}
+inline void race_complete_warp(Executor*, unsigned, unsigned) {}
+inline void race_resume(Executor*, Fiber*) {}
+inline void race_row_read(const void*, int) {}
+#endif
 
 /* ---- failure reports ---- */
 
@@ -222,11 +299,12 @@ __attribute__((noreturn)) inline void deadlock(Executor* ex) {
 
 /* ---- fiber switching ---- */
 
-inline void push_ready(Executor* ex, unsigned linear) {
+/* (not instrumented: thread_exit, which the race check cannot bracket as untracked, uses them) */
+CUDASIM_NO_TSAN inline void push_ready(Executor* ex, unsigned linear) {
     ex->ready[(ex->ready_head + ex->ready_count) % kMaxThreadsPerBlock] = linear;
     ex->ready_count++;
 }
-inline Fiber* pop_ready(Executor* ex) {
+CUDASIM_NO_TSAN inline Fiber* pop_ready(Executor* ex) {
     Fiber* f = &ex->fibers[ex->ready[ex->ready_head]];
     ex->ready_head = (ex->ready_head + 1) % kMaxThreadsPerBlock;
     ex->ready_count--;
@@ -234,9 +312,12 @@ inline Fiber* pop_ready(Executor* ex) {
 }
 
 /* switches from `from` (nullptr: the OS thread's context; dying: never resumed) to `to` (nullptr: the
- * OS thread's context) */
-inline void switch_fiber(Executor* ex, Fiber* from, Fiber* to, bool dying) {
+ * OS thread's context); callers are untracked by the race check */
+CUDASIM_NO_TSAN inline void switch_fiber(Executor* ex, Fiber* from, Fiber* to, bool dying) {
     t_cur = to;
+#ifdef CUDASIM_TSAN
+    __tsan_switch_to_fiber(to ? to->race_fiber : ex->race_sched, __tsan_switch_to_fiber_no_sync);
+#endif
 #ifdef CUDASIM_ASAN
     void** fake = dying ? nullptr : (from ? &from->asan_fake_stack : &ex->sched_fake_stack);
     if (to) __sanitizer_start_switch_fiber(fake, to->stack_lo, ex->stack_bytes);
@@ -288,7 +369,10 @@ inline void block_current(Executor* ex, Fiber* f) {
 }
 
 /* a thread returned from the kernel */
-[[noreturn]] inline void thread_exit(Executor* ex, Fiber* f) {
+CUDASIM_NO_TSAN [[noreturn]] inline void thread_exit(Executor* ex, Fiber* f) {
+#ifdef CUDASIM_TSAN
+    __tsan_release(&ex->race_done);
+#endif
     unsigned lane = f->linear % 32;
     Warp& wp = ex->warps[f->linear / 32];
     if (ex->bar_arrived) {
@@ -320,11 +404,14 @@ inline void block_current(Executor* ex, Fiber* f) {
     __builtin_unreachable();
 }
 
-inline void fiber_main(void) {
+CUDASIM_NO_TSAN inline void fiber_main(void) {
 #ifdef CUDASIM_ASAN
     __sanitizer_finish_switch_fiber(nullptr, nullptr, nullptr);
 #endif
     Executor* ex = t_exec;
+#ifdef CUDASIM_TSAN
+    __tsan_acquire(&ex->race_block_start);
+#endif
     ex->entry(ex->entry_ctx);
     thread_exit(ex, t_cur);
 }
@@ -352,9 +439,21 @@ inline void reserve_fibers(Executor* ex, unsigned n) {
         char* slot = ex->stack_region + (size_t)i * ex->slot_bytes;
         if (mprotect(slot, page, PROT_NONE) != 0) fail("mprotect of a fiber guard page failed: %s", strerror(errno));
         ex->fibers[i].stack_lo = slot + page;
+#ifdef CUDASIM_TSAN
+        if (i >= ex->capacity) ex->fibers[i].race_fiber = __tsan_create_fiber(0);
+#endif
     }
     ex->capacity = n;
 }
+
+inline Executor::~Executor() {
+    if (stack_region) munmap(stack_region, region_bytes);
+#ifdef CUDASIM_TSAN
+    for (unsigned i = 0; i < capacity; i++) __tsan_destroy_fiber(fibers[i].race_fiber);
+#endif
+}
+
+
 
 inline Executor* this_thread_executor() {
     static thread_local Executor* ex = nullptr;
@@ -383,6 +482,13 @@ inline void init_ucontext(Executor* ex, Fiber* f) {
 
 /* runs block `b` (linear block index, x fastest) of the current launch to completion */
 inline void run_block(Executor* ex, unsigned long long b) {
+#ifdef CUDASIM_TSAN
+    /* the blocks that ran before on this OS thread, the launch and the host's work before it happen before
+     * this block */
+    __tsan_acquire(&ex->race_done);
+    __tsan_release(&ex->race_block_start);
+#endif
+    Untracked untracked;
     dim3 g = ex->grid_dim, bd = ex->block_dim;
     ex->block_idx = uint3{(unsigned)(b % g.x), (unsigned)(b / g.x % g.y), (unsigned)(b / ((unsigned long long)g.x * g.y))};
     unsigned n = bd.x * bd.y * bd.z;
@@ -432,6 +538,7 @@ inline void run_block(Executor* ex, unsigned long long b) {
  * order; reverse/shuffle: every thread of the block, the last arrival included, is made ready in the mode's
  * order of thread indices (O(block) per barrier) and the queue's head runs ---- */
 inline void syncthreads_at(const char* file, int line) {
+    Untracked untracked;
     Executor* ex = t_exec;
     Fiber* f = t_cur;
     if (ex->exited) {
@@ -448,11 +555,14 @@ inline void syncthreads_at(const char* file, int line) {
         fail("waits at __syncthreads (%s:%d) while thread (%u,%u,%u) waits at __syncthreads (%s:%d): divergent barrier",
              file, line, t.x, t.y, t.z, ex->bar_file, ex->bar_line);
     }
+    race_arrive(ex, -1);
     if (ex->bar_arrived + 1 < ex->nthreads) {
         ex->bar_waiters[ex->bar_arrived++] = f->linear;
         block_current(ex, f);
+        race_resume(ex, f);
         return;
     }
+    race_complete(ex, -1, ex->bar_waiters, ex->bar_arrived);
     if (ex->mode.schedule == SCHEDULE_FIFO) {
         for (unsigned i = 0; i < ex->bar_arrived; i++) push_ready(ex, ex->bar_waiters[i]);
         ex->bar_arrived = 0;
@@ -475,7 +585,10 @@ inline unsigned lanes_in_warp(const Executor* ex, unsigned w) {
  * pointers; the last lane to arrive runs fn for all lanes and wakes the others (fifo: it goes on, the others
  * queue in lane order; reverse/shuffle: all lanes of the mask, itself included, queue in the mode's order
  * of lanes, behind the threads already ready). */
+inline void syncwarp_fn(const Warp& wp) { (void)wp; }
+
 inline void warp_collective(const char* op, unsigned mask, WarpFn fn, const void* in, void* out, const char* file, int line) {
+    Untracked untracked;
     Executor* ex = t_exec;
     Fiber* f = t_cur;
     unsigned lane = f->linear % 32, w = f->linear / 32;
@@ -501,12 +614,16 @@ inline void warp_collective(const char* op, unsigned mask, WarpFn fn, const void
     wp.in[lane] = in;
     wp.out[lane] = out;
     wp.arrived |= 1u << lane;
+    bool orders_memory = fn == syncwarp_fn;
+    if (orders_memory) race_arrive(ex, (int)w);
     if (wp.arrived != mask) {
         block_current(ex, f);
+        if (orders_memory) race_resume(ex, f);
         return;
     }
     fn(wp);
     wp.arrived = 0;
+    if (orders_memory) race_complete_warp(ex, w, mask);
     if (ex->mode.schedule == SCHEDULE_FIFO) {
         for (unsigned others = mask & ~(1u << lane); others; others &= others - 1)
             push_ready(ex, 32 * w + (unsigned)__builtin_ctz(others));
@@ -616,8 +733,6 @@ inline void ballot_fn(const Warp& wp) {
     }
     for (unsigned m = wp.mask; m; m &= m - 1) *(unsigned*)wp.out[__builtin_ctz(m)] = ballot;
 }
-inline void syncwarp_fn(const Warp& wp) { (void)wp; }
-
 /* ---- launches ---- */
 
 /* per-kernel dynamic shared memory limits set by cudaFuncSetAttribute */
@@ -645,11 +760,11 @@ inline cudaError_t check_launch(const void* kernel, dim3 grid, dim3 block, size_
     return cudaSuccess;
 }
 
-inline int os_threads_for(unsigned long long nblocks) {
+/* the OS threads a launch runs on: CUDASIM_THREADS, else OpenMP's default */
+inline int os_threads_setting() {
     const char* s = getenv("CUDASIM_THREADS");
     long n = s ? atol(s) : omp_get_max_threads();
-    if (n < 1) n = 1;
-    return (unsigned long long)n > nblocks ? (int)nblocks : (int)n;
+    return n < 1 ? 1 : (int)n;
 }
 
 /* a whole string of decimal digits that fits 64 bits */
@@ -700,8 +815,17 @@ inline void run_blocks_here(const char* text, void (*entry)(void*), void* ctx, L
     ex->block_dim = block;
     if (posix_memalign(&ex->dyn_smem, 128, smem ? smem : 1) != 0) fail("out of memory for %zu bytes of shared memory", smem);
     memset(ex->dyn_smem, 0xFF, smem); /* leftovers on a GPU: NaN here, so a read before a write shows */
-    t_exec = ex;
+#ifdef CUDASIM_TSAN
+    ex->race_sched = __tsan_get_current_fiber();
+#endif
+    {
+        Untracked untracked; /* fibers read t_exec before their first synchronisation */
+        t_exec = ex;
+    }
     for (unsigned long long b = begin; b < end; b += step) run_block(ex, b);
+#ifdef CUDASIM_TSAN
+    __tsan_acquire(&ex->race_done); /* every thread of the launch that ran here happens before what follows */
+#endif
     t_exec = nullptr;
     free(ex->dyn_smem);
     ex->dyn_smem = nullptr;
@@ -709,20 +833,40 @@ inline void run_blocks_here(const char* text, void (*entry)(void*), void* ctx, L
     ex->cp_pending = nullptr;
 }
 
-/* Runs kernel(args...) over grid x block; configuration errors are recorded for cudaGetLastError and
- * nothing runs. Blocks are dealt round-robin over the OS threads (block b on thread b % n), so which
- * thread runs a block is fixed; each block's result does not depend on it. */
-/* runs a launch's blocks: over OS threads when there are enough blocks */
-inline void run_grid(const char* text, void (*entry)(void*), void* call, LaunchMode mode, dim3 grid, dim3 block, size_t smem) {
+/* Runs a launch's blocks, dealt round-robin over the OS threads (block b on thread b % n). The team always
+ * has the set size (threads past the last block idle): libgomp ends the threads a smaller team leaves out and
+ * starts new ones for the next larger team, and each new OS thread needs a new executor. A one-block launch
+ * runs on the calling thread. (Not instrumented by the race check: only its annotations order the region.) */
+CUDASIM_NO_TSAN inline void run_grid(const char* text, void (*entry)(void*), void* call, LaunchMode mode, dim3 grid, dim3 block, size_t smem) {
     unsigned long long nblocks = (unsigned long long)grid.x * grid.y * grid.z;
-    int nt = os_threads_for(nblocks);
-    if (nt <= 1) {
+    int nt = os_threads_setting();
+    if (nt == 1 || nblocks == 1) {
         run_blocks_here(text, entry, call, mode, grid, block, smem, 0, 1, nblocks);
         return;
     }
+#ifdef CUDASIM_TSAN
+    /* OpenMP's own synchronisation is invisible to TSan: the host (inside the region, so after it wrote the
+     * region's shared variables) to the OS threads, before they read them; and back */
+    static char race_fork, race_join;
+#endif
 #pragma omp parallel num_threads(nt)
-    run_blocks_here(text, entry, call, mode, grid, block, smem, (unsigned long long)omp_get_thread_num(),
-                    (unsigned long long)omp_get_num_threads(), nblocks);
+    {
+#ifdef CUDASIM_TSAN
+#pragma omp master
+        __tsan_release(&race_fork);
+#pragma omp barrier
+        __tsan_acquire(&race_fork);
+#endif
+        if ((unsigned long long)omp_get_thread_num() < nblocks)
+            run_blocks_here(text, entry, call, mode, grid, block, smem, (unsigned long long)omp_get_thread_num(),
+                            (unsigned long long)omp_get_num_threads(), nblocks);
+#ifdef CUDASIM_TSAN
+        __tsan_release(&race_join);
+#endif
+    }
+#ifdef CUDASIM_TSAN
+    __tsan_acquire(&race_join);
+#endif
 }
 
 /* Runs kernel(args...) over grid x block on `stream` (now, or queued: CUDASIM_STREAMS, cudasim_runtime.h);

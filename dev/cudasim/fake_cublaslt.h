@@ -369,7 +369,10 @@ enum { FAKEBLAS_IB = 64, FAKEBLAS_JB = 4 }; /* output tile: IB rows x JB columns
  * Ap is op(A) packed column-major with mp (a multiple of IB) rows, Bp is op(B) packed with each
  * column contiguous and at least j0 + JB columns; the ii loop has a fixed trip count so it
  * vectorises. One call owns one tile; the caller parallelises over tiles. */
+/* (not cloned under ThreadSanitizer, which instruments the load-time resolver that then runs before it starts) */
+#if !defined(__SANITIZE_THREAD__)
 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
 inline void fakeblas_tile(float* __restrict__ acc, const float* __restrict__ Ap, int64_t mp, int i0,
                           const float* __restrict__ Bp, int k, int j0) {
     float* __restrict__ acc0 = acc;

@@ -1,0 +1,39 @@
+# (named to sort after flash_attention.mk and gpu.mk: the rules below use their header lists)
+# The CUDA simulator's race check: the simulator built with ThreadSanitizer (-fsanitize=thread), each simulated
+# thread a TSan fiber, __syncthreads / __syncwarp / launch boundaries the only orderings (dev/cudasim/cudasim_exec.h).
+# Unlike the schedule modes it does not depend on the order the threads happen to run in.
+#   make sim-test-races   planted races reported and their fixed kernels not (dev/cudasim/tests/test_races.cu), then
+#                         under the race check on 3 OS threads: the flash-attention kernels (--race: one shape per
+#                         kernel instance, TSan is slow), every other kernel (dev/cuda/test_kernels.cu), and the bf16
+#                         model test (test_gpt.cu: every kernel of a training step, determinism, resume) on the
+#                         smallest reference state
+SIM_TSAN_CXXFLAGS ?= -O1 -g -std=c++17 -Wall -Wextra -Wno-unused-parameter -I. -DCUDASIM -fopenmp -fsanitize=thread
+# halt at the first report with a known status; OpenMP's own regions in the tests run on one thread (TSan cannot
+# see libgomp's synchronisation); the simulator spreads blocks over 3 OS threads
+SIM_TSAN_RUN_ENV ?= TSAN_OPTIONS=halt_on_error=1:exitcode=66:history_size=4:atexit_sleep_ms=0 OMP_NUM_THREADS=1 CUDASIM_THREADS=3
+RACE_STATE := build/references/c_L1_H1_C32_T16_V129
+
+build/racecheck/test_races: dev/cudasim/tests/test_races.cu $(CUDASIM_HEADERS)
+	@mkdir -p build/racecheck
+	$(CXX) $(SIM_TSAN_CXXFLAGS) -x c++ $< -x none $(SIM_LDLIBS) -o $@
+build/racecheck/test_flash_attention: dev/cuda/test_flash_attention.cu $(FLASH_ATTENTION_DEPS)
+	@mkdir -p build/racecheck
+	$(CXX) $(SIM_TSAN_CXXFLAGS) -x c++ $< -x none $(SIM_LDLIBS) -o $@
+build/racecheck/test_kernels: dev/cuda/test_kernels.cu $(GPU_HEADERS)
+	@mkdir -p build/racecheck
+	$(CXX) $(SIM_TSAN_CXXFLAGS) -DPRECISION_FP32 -x c++ $< -x none $(SIM_LDLIBS) -o $@
+build/racecheck/test_gpt_sim: test_gpt.cu train_gpt.cu $(GPU_HEADERS)
+	@mkdir -p build/racecheck
+	$(CXX) $(SIM_TSAN_CXXFLAGS) -x c++ $< -x none $(SIM_LDLIBS) -o $@
+
+RACE_PROGRAMS := build/racecheck/test_races build/racecheck/test_flash_attention build/racecheck/test_kernels build/racecheck/test_gpt_sim
+ALL_TARGETS += $(RACE_PROGRAMS)
+
+sim-test-races: $(RACE_PROGRAMS) build/references/.stamp
+	$(SIM_TSAN_RUN_ENV) ./build/racecheck/test_races "./build/racecheck/test_flash_attention --race" \
+		./build/racecheck/test_kernels "./build/racecheck/test_gpt_sim $(RACE_STATE) 0"
+
+SIM_TEST_TARGETS += sim-test-races
+TEST_TARGETS += sim-test-races
+
+.PHONY: sim-test-races
