@@ -2,11 +2,13 @@
 # The CUDA simulator's race check: the simulator built with ThreadSanitizer (-fsanitize=thread), each simulated
 # thread a TSan fiber, __syncthreads / __syncwarp / launch boundaries the only orderings (dev/cudasim/cudasim_exec.h).
 # Unlike the schedule modes it does not depend on the order the threads happen to run in.
-#   make sim-test-races   planted races reported and their fixed kernels not (dev/cudasim/tests/test_races.cu), then
-#                         under the race check on 3 OS threads: the flash-attention kernels (--race: one shape per
-#                         kernel instance, TSan is slow), every other kernel (dev/cuda/test_kernels.cu), and the bf16
-#                         model test (test_gpt.cu: every kernel of a training step, determinism, resume) on the
-#                         smallest reference state
+#   make sim-test-races   planted races reported and their fixed kernels not (dev/cudasim/tests/test_races.cu:
+#                         shared and global memory, warps, cp.async, streams), then under the race check on 3 OS
+#                         threads: the flash-attention kernels (--race: one shape per kernel instance, TSan is slow),
+#                         every other kernel (dev/cuda/test_kernels.cu), the bf16 model test (test_gpt.cu: every
+#                         kernel of a training step, determinism, resume) on the smallest reference state, and the
+#                         data-parallel trainer on 2 ranks with ZeRO-1 (dev/cuda/race_dist.sh: the communication
+#                         stream against the compute stream)
 SIM_TSAN_CXXFLAGS ?= -O1 -g -std=c++17 -Wall -Wextra -Wno-unused-parameter -I. -DCUDASIM -fopenmp -fsanitize=thread
 # halt at the first report with a known status; OpenMP's own regions in the tests run on one thread (TSan cannot
 # see libgomp's synchronisation); the simulator spreads blocks over 3 OS threads
@@ -25,13 +27,18 @@ build/racecheck/test_kernels: dev/cuda/test_kernels.cu $(GPU_HEADERS)
 build/racecheck/test_gpt_sim: test_gpt.cu train_gpt.cu $(GPU_HEADERS)
 	@mkdir -p build/racecheck
 	$(CXX) $(SIM_TSAN_CXXFLAGS) -x c++ $< -x none $(SIM_LDLIBS) -o $@
+build/racecheck/train_gpt_sim_dist: train_gpt.cu $(GPU_HEADERS)
+	@mkdir -p build/racecheck
+	$(MPICXX) $(SIM_TSAN_CXXFLAGS) -DUSE_NCCL -DUSE_MPI -x c++ $< -x none $(SIM_LDLIBS) -o $@
 
-RACE_PROGRAMS := build/racecheck/test_races build/racecheck/test_flash_attention build/racecheck/test_kernels build/racecheck/test_gpt_sim
+RACE_PROGRAMS := build/racecheck/test_races build/racecheck/test_flash_attention build/racecheck/test_kernels \
+                 build/racecheck/test_gpt_sim build/racecheck/train_gpt_sim_dist
 ALL_TARGETS += $(RACE_PROGRAMS)
 
 sim-test-races: $(RACE_PROGRAMS) build/references/.stamp
 	$(SIM_TSAN_RUN_ENV) ./build/racecheck/test_races "./build/racecheck/test_flash_attention --race" \
-		./build/racecheck/test_kernels "./build/racecheck/test_gpt_sim $(RACE_STATE) 0"
+		./build/racecheck/test_kernels "./build/racecheck/test_gpt_sim $(RACE_STATE) 0" \
+		"MPIRUN='$(MPIRUN)' MPIRUN_FLAGS='$(MPIRUN_FLAGS)' bash dev/cuda/race_dist.sh build/racecheck/train_gpt_sim_dist"
 
 SIM_TEST_TARGETS += sim-test-races
 TEST_TARGETS += sim-test-races

@@ -54,13 +54,15 @@
  *   - Out-of-bounds global accesses are caught by AddressSanitizer (the sim tests build with
  *     -fsanitize=address,undefined; fiber switches are annotated for ASan).
  * Race check (make sim-test-races): built with -fsanitize=thread instead, each simulated thread is a
- * ThreadSanitizer fiber and only the orderings CUDA guarantees (__syncthreads, __syncwarp, launch start and
- * end) are happens-before edges, so two threads' unordered accesses to one address (one a write, not both
- * atomic) are reported whatever order the fibers ran in: a missing barrier before a shared-memory read, a
- * read of another thread's cp.async data after only its own wait, two threads or blocks writing one global
- * element. Shuffles, ballots, mma and ldmatrix order no memory. Blocks run in turn on one OS thread are
- * ordered; blocks on different OS threads (block b on b % CUDASIM_THREADS) are checked against each other.
- * Details in cudasim_exec.h.
+ * ThreadSanitizer fiber, and each stream's work runs as a fiber of its own; only the orderings CUDA
+ * guarantees (__syncthreads, __syncwarp, stream order, event waits, host synchronisation, the legacy
+ * stream's implicit ordering) are happens-before edges, so two unordered accesses to one address (one a
+ * write, not both atomic) are reported whatever order the fibers ran in: a missing barrier before a
+ * shared-memory read, a read of another thread's cp.async data after only its own wait, two threads or
+ * blocks writing one global element, a missing event wait between streams or host synchronisation.
+ * Shuffles, ballots, mma and ldmatrix order no memory. Blocks run in turn on one OS thread are ordered;
+ * blocks on different OS threads (block b on b % CUDASIM_THREADS) are checked against each other. Details
+ * in cudasim_exec.h (device side) and cudasim_race.h (streams).
  * Limits (documented, not hidden): one pending rendezvous per warp, so two disjoint lane groups of one
  * warp doing warp operations with different masks at the same time are reported as a mask mismatch;
  * a shuffle reading a lane outside the mask gets 0xFFFF... (NaN for floats) instead of undefined data;
@@ -72,8 +74,7 @@
  *
  * Global mutable state (all documented here): the allocation table (cudasim_runtime.h, mutex-guarded), the
  * per-function dynamic-smem limits set by cudaFuncSetAttribute (mutex-guarded), and thread_local: the last
- * error, the current executor and fiber. The race-check build adds two static bytes in run_grid whose addresses
- * are TSan sync objects (never written). Each executor holds the current launch's schedule mode, its shuffle
+ * error, the current executor and fiber; in the race-check build, the stream whose work runs (cudasim_race.h). Each executor holds the current launch's schedule mode, its shuffle
  * generator and deferred cp.async slots (allocated per launch, freed at its end).
  */
 #ifndef CUDASIM_H
@@ -149,6 +150,7 @@ struct dim3 {
 };
 
 #include "cudasim_bf16.h"
+#include "cudasim_race.h"
 #include "cudasim_runtime.h"
 #include "cudasim_exec.h"
 #include "cudasim_device.h"

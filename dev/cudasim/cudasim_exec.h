@@ -37,27 +37,6 @@
 #include <sanitizer/common_interface_defs.h>
 #endif
 
-#if defined(__SANITIZE_THREAD__)
-#define CUDASIM_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define CUDASIM_TSAN 1
-#endif
-#endif
-#ifdef CUDASIM_TSAN
-/* not instrumented: accesses in a function (and its OpenMP regions) that only the race check's annotations order */
-#define CUDASIM_NO_TSAN __attribute__((no_sanitize("thread")))
-#include <sanitizer/tsan_interface.h>
-/* ThreadSanitizer entry points its header does not declare */
-extern "C" {
-void __tsan_ignore_thread_begin(void);
-void __tsan_ignore_thread_end(void);
-void __tsan_read_range(void* addr, unsigned long size);
-}
-#endif
-#ifndef CUDASIM_NO_TSAN
-#define CUDASIM_NO_TSAN
-#endif
 
 #ifdef CUDASIM_ASM_SWITCH
 /* cudasim_switch_context(save, load): pushes the callee-saved registers (rbp rbx r12-r15) on the current
@@ -103,7 +82,7 @@ struct Fiber {
     unsigned linear; /* x + y*bx + z*bx*by; lane = linear % 32, warp = linear / 32 */
     /* deferred cp.async: copies pending in the executor's cp_pending slots of this thread, groups committed */
     unsigned cp_count, cp_commits;
-    void* race_fiber; /* race check (ThreadSanitizer builds): this slot's TSan fiber */
+    void* race_fiber; /* race check (ThreadSanitizer builds): this slot's TSan fiber in the launch's context */
 };
 
 /* The launch's scheduling mode (CUDASIM_SCHEDULE, CUDASIM_CP_ASYNC; read once per launch by launch_mode). */
@@ -177,13 +156,19 @@ struct Executor {
     void* sched_stack_lo = nullptr;
     size_t sched_stack_size = 0;
 #ifdef CUDASIM_TSAN
-    /* race check: the OS thread's own TSan fiber; sync addresses: block start (the executor's clock to the
-     * block's fibers), threads done (every fiber's clock back to the executor); barrier arrivals at
-     * __syncthreads (race_block) and __syncwarp (race_warp[w]); race_wake[t]: what thread t acquires when a
-     * barrier releases it */
-    void* race_sched = nullptr;
-    char race_block_start = 0, race_done = 0, race_block = 0;
-    char race_warp[kMaxThreadsPerBlock / 32] = {}, race_wake[kMaxThreadsPerBlock] = {};
+    /* race check, per context (the stream whose work the launch is; cudasim_race.h): the TSan fibers of this OS
+     * thread's own context (sched: created on the OS threads that help the host) and of the thread slots; sync
+     * addresses: block start, threads done, arrivals at __syncthreads (block) and __syncwarp (warp[w]), and
+     * wake[t], what thread t acquires when a barrier releases it */
+    struct RaceCtx {
+        void* sched = nullptr;
+        std::vector<void*> slots;
+        char block_start = 0, done = 0, block = 0, warp[kMaxThreadsPerBlock / 32] = {}, wake[kMaxThreadsPerBlock] = {};
+    };
+    std::map<const void*, RaceCtx> race_ctx;
+    RaceCtx* race = nullptr;      /* the launch's context */
+    void* race_own = nullptr;     /* the fiber this OS thread had before the launch */
+    void* race_sched = nullptr;   /* the fiber the block's threads return to */
 #endif
 
     ~Executor();
@@ -192,46 +177,38 @@ struct Executor {
 inline thread_local Executor* t_exec = nullptr;
 inline thread_local Fiber* t_cur = nullptr;
 
-/* ---- race check (sim-test-races: the simulator built with -fsanitize=thread). Each simulated thread is a
- * ThreadSanitizer fiber, switched without synchronisation, so TSan reports two threads' accesses to one
- * address, one of them a write and not both atomic, that no happens-before edge orders, in whatever order
- * they ran. The edges are those CUDA guarantees: __syncthreads (the block), __syncwarp (its mask's lanes),
- * a launch's start (after the host's earlier work) and end (before the host goes on); shuffles, ballots,
- * mma and ldmatrix exchange registers, not memory, and order nothing. ldmatrix counts as each lane reading
- * its own row, cp.async as its thread's write of the destination and read of the source; the simulator's
- * own bookkeeping is not tracked (Untracked). Blocks that run one after another on one OS thread are
- * ordered, as if the GPU had run them in turn (so shared memory and fiber stacks, reused, start clean):
- * races between blocks show between blocks on different OS threads, which the launch deals round-robin
- * (block b on thread b % CUDASIM_THREADS), so neighbouring blocks are checked against each other. Without
- * TSan all of this is empty. ---- */
+/* ---- race check (sim-test-races: the simulator built with -fsanitize=thread; the host side, streams, in
+ * cudasim_race.h). Each simulated thread is a ThreadSanitizer fiber, switched without synchronisation, so TSan
+ * reports two threads' accesses to one address, one of them a write and not both atomic, that no
+ * happens-before edge orders, in whatever order they ran. The edges are those CUDA guarantees: __syncthreads
+ * (the block), __syncwarp (its mask's lanes), a launch's start (after its stream's earlier work) and end
+ * (before what waits for it); shuffles, ballots, mma and ldmatrix exchange registers, not memory, and order
+ * nothing. ldmatrix counts as each lane reading its own row, cp.async as its thread's write of the
+ * destination and read of the source; the simulator's own bookkeeping is not tracked (Untracked). Blocks
+ * that run one after another on one OS thread are ordered, as if the GPU had run them in turn (so shared
+ * memory and fiber stacks, reused, start clean): races between blocks show between blocks on different OS
+ * threads, which the launch deals round-robin (block b on thread b % CUDASIM_THREADS), so neighbouring blocks
+ * are checked against each other. Every TSan fiber serves one stream (RaceCtx), so launches on different
+ * streams are ordered only by what orders the streams. Without TSan all of this is empty. ---- */
 #ifdef CUDASIM_TSAN
-struct Untracked {
-    Untracked() { __tsan_ignore_thread_begin(); }
-    ~Untracked() { __tsan_ignore_thread_end(); }
-    Untracked(const Untracked&) = delete;
-    Untracked& operator=(const Untracked&) = delete;
-};
 /* a thread arrives at __syncthreads (warp < 0) or at warp w's __syncwarp */
-inline void race_arrive(Executor* ex, int warp) { __tsan_release(warp < 0 ? &ex->race_block : &ex->race_warp[warp]); }
+inline void race_arrive(Executor* ex, int warp) { __tsan_release(warp < 0 ? &ex->race->block : &ex->race->warp[warp]); }
 /* the last arrival: takes every arrival's clock and hands it to the threads ids[0..n) it releases */
 inline void race_complete(Executor* ex, int warp, const unsigned* ids, unsigned n) {
-    __tsan_acquire(warp < 0 ? &ex->race_block : &ex->race_warp[warp]);
-    for (unsigned i = 0; i < n; i++) __tsan_release(&ex->race_wake[ids[i]]);
+    __tsan_acquire(warp < 0 ? &ex->race->block : &ex->race->warp[warp]);
+    for (unsigned i = 0; i < n; i++) __tsan_release(&ex->race->wake[ids[i]]);
 }
 inline void race_complete_warp(Executor* ex, unsigned w, unsigned mask) {
     unsigned ids[32], n = 0;
     for (unsigned m = mask; m; m &= m - 1) ids[n++] = 32 * w + (unsigned)__builtin_ctz(m);
     race_complete(ex, (int)w, ids, n);
 }
-inline void race_resume(Executor* ex, Fiber* f) { __tsan_acquire(&ex->race_wake[f->linear]); }
+inline void race_resume(Executor* ex, Fiber* f) { __tsan_acquire(&ex->race->wake[f->linear]); }
 /* ldmatrix: the lanes that give a row address read its 16 bytes */
 inline void race_row_read(const void* row, int matrices) {
     if ((int)(t_cur->linear % 32) < 8 * matrices) __tsan_read_range(const_cast<void*>(row), 16);
 }
 #else
-struct Untracked {
-    Untracked() {}
-};
 inline void race_arrive(Executor*, int) {}
 inline void race_complete(Executor*, int, const unsigned*, unsigned) {}
 inline void race_complete_warp(Executor*, unsigned, unsigned) {}
@@ -371,7 +348,7 @@ inline void block_current(Executor* ex, Fiber* f) {
 /* a thread returned from the kernel */
 CUDASIM_NO_TSAN [[noreturn]] inline void thread_exit(Executor* ex, Fiber* f) {
 #ifdef CUDASIM_TSAN
-    __tsan_release(&ex->race_done);
+    __tsan_release(&ex->race->done);
 #endif
     unsigned lane = f->linear % 32;
     Warp& wp = ex->warps[f->linear / 32];
@@ -410,7 +387,7 @@ CUDASIM_NO_TSAN inline void fiber_main(void) {
 #endif
     Executor* ex = t_exec;
 #ifdef CUDASIM_TSAN
-    __tsan_acquire(&ex->race_block_start);
+    __tsan_acquire(&ex->race->block_start);
 #endif
     ex->entry(ex->entry_ctx);
     thread_exit(ex, t_cur);
@@ -439,9 +416,6 @@ inline void reserve_fibers(Executor* ex, unsigned n) {
         char* slot = ex->stack_region + (size_t)i * ex->slot_bytes;
         if (mprotect(slot, page, PROT_NONE) != 0) fail("mprotect of a fiber guard page failed: %s", strerror(errno));
         ex->fibers[i].stack_lo = slot + page;
-#ifdef CUDASIM_TSAN
-        if (i >= ex->capacity) ex->fibers[i].race_fiber = __tsan_create_fiber(0);
-#endif
     }
     ex->capacity = n;
 }
@@ -449,7 +423,10 @@ inline void reserve_fibers(Executor* ex, unsigned n) {
 inline Executor::~Executor() {
     if (stack_region) munmap(stack_region, region_bytes);
 #ifdef CUDASIM_TSAN
-    for (unsigned i = 0; i < capacity; i++) __tsan_destroy_fiber(fibers[i].race_fiber);
+    for (auto& ctx : race_ctx) {
+        if (ctx.second.sched) __tsan_destroy_fiber(ctx.second.sched);
+        for (void* slot : ctx.second.slots) __tsan_destroy_fiber(slot);
+    }
 #endif
 }
 
@@ -482,13 +459,13 @@ inline void init_ucontext(Executor* ex, Fiber* f) {
 
 /* runs block `b` (linear block index, x fastest) of the current launch to completion */
 inline void run_block(Executor* ex, unsigned long long b) {
+    Untracked untracked;
 #ifdef CUDASIM_TSAN
     /* the blocks that ran before on this OS thread, the launch and the host's work before it happen before
      * this block */
-    __tsan_acquire(&ex->race_done);
-    __tsan_release(&ex->race_block_start);
+    __tsan_acquire(&ex->race->done);
+    __tsan_release(&ex->race->block_start);
 #endif
-    Untracked untracked;
     dim3 g = ex->grid_dim, bd = ex->block_dim;
     ex->block_idx = uint3{(unsigned)(b % g.x), (unsigned)(b / g.x % g.y), (unsigned)(b / ((unsigned long long)g.x * g.y))};
     unsigned n = bd.x * bd.y * bd.z;
@@ -797,40 +774,118 @@ inline LaunchMode launch_mode() {
     return m;
 }
 
-/* runs `blocks` blocks on the calling OS thread's executor; the launch fields are per executor */
-inline void run_blocks_here(const char* text, void (*entry)(void*), void* ctx, LaunchMode mode, dim3 grid, dim3 block,
-                            size_t smem, unsigned long long begin, unsigned long long step, unsigned long long end) {
-    Executor* ex = this_thread_executor();
-    unsigned nthreads = block.x * block.y * block.z;
-    reserve_fibers(ex, nthreads);
-    ex->mode = mode;
-    if (mode.cp_async_deferred) {
-        ex->cp_pending = (CpAsyncCopy*)malloc((size_t)nthreads * kMaxCpAsyncPending * sizeof(CpAsyncCopy));
-        if (!ex->cp_pending) fail("out of memory for the deferred cp.async copies of %u threads", nthreads);
-    }
-    ex->kernel_text = text;
-    ex->entry = entry;
-    ex->entry_ctx = ctx;
-    ex->grid_dim = grid;
-    ex->block_dim = block;
-    if (posix_memalign(&ex->dyn_smem, 128, smem ? smem : 1) != 0) fail("out of memory for %zu bytes of shared memory", smem);
-    memset(ex->dyn_smem, 0xFF, smem); /* leftovers on a GPU: NaN here, so a read before a write shows */
 #ifdef CUDASIM_TSAN
-    ex->race_sched = __tsan_get_current_fiber();
-#endif
+/* the race check's context of a launch of stream `key` on this OS thread (n threads a block): the stream's own
+ * fiber on the thread that runs its work, else this OS thread's fiber for that stream; its slot fibers; the
+ * launch's start (fork, released by the host thread) acquired */
+CUDASIM_NO_TSAN inline void race_enter(Executor* ex, const void* key, unsigned n, const char* fork) {
+    Executor::RaceCtx* rc;
     {
-        Untracked untracked; /* fibers read t_exec before their first synchronisation */
-        t_exec = ex;
+        Untracked untracked;
+        rc = &ex->race_ctx[key];
+        while (rc->slots.size() < n) rc->slots.push_back(__tsan_create_fiber(0));
+        if (t_race_stream != key && !rc->sched) rc->sched = __tsan_create_fiber(0);
     }
-    for (unsigned long long b = begin; b < end; b += step) run_block(ex, b);
-#ifdef CUDASIM_TSAN
-    __tsan_acquire(&ex->race_done); /* every thread of the launch that ran here happens before what follows */
+    ex->race = rc;
+    ex->race_own = __tsan_get_current_fiber();
+    if (t_race_stream != key) __tsan_switch_to_fiber(rc->sched, __tsan_switch_to_fiber_no_sync);
+    ex->race_sched = __tsan_get_current_fiber();
+    race_acquire(fork);
+    for (unsigned i = 0; i < n; i++) ex->fibers[i].race_fiber = rc->slots[i];
+}
+/* every thread of the launch that ran here happens before what follows */
+CUDASIM_NO_TSAN inline void race_settle(Executor* ex) { __tsan_acquire(&ex->race->done); }
+/* and before the join; this OS thread's own fiber again */
+CUDASIM_NO_TSAN inline void race_leave(Executor* ex, const char* join) {
+    race_release(join);
+    if (ex->race_sched != ex->race_own) __tsan_switch_to_fiber(ex->race_own, __tsan_switch_to_fiber_no_sync);
+    ex->race = nullptr;
+}
+#else
+inline void race_enter(Executor*, const void*, unsigned, const char*) {}
+inline void race_settle(Executor*) {}
+inline void race_leave(Executor*, const char*) {}
 #endif
-    t_exec = nullptr;
-    free(ex->dyn_smem);
-    ex->dyn_smem = nullptr;
-    free(ex->cp_pending);
-    ex->cp_pending = nullptr;
+
+#ifdef CUDASIM_TSAN
+#ifndef CUDASIM_ASM_SWITCH
+#error "the race check (ThreadSanitizer) needs the x86-64 context switch (not CUDASIM_UCONTEXT)"
+#endif
+constexpr size_t kRaceStackBytes = (size_t)8 << 20; /* a stream's work: launches, the fake libraries, MPI */
+struct RaceStackCall {
+    void (*fn)(void*);
+    void* arg;
+    void* back_sp;
+};
+inline thread_local RaceStackCall* t_race_call = nullptr;
+/* entered on a stream's stack through cudasim_fiber_trampoline: runs the call, then goes back for good */
+CUDASIM_NO_TSAN inline void race_stack_main(void) {
+    RaceStackCall* c = t_race_call;
+    c->fn(c->arg);
+    void* abandoned;
+    cudasim_switch_context(&abandoned, c->back_sp);
+    __builtin_unreachable();
+}
+CUDASIM_NO_TSAN inline void race_run_on_stack(RaceStream& r, void (*fn)(void*), void* arg) {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    if (!r.stack) {
+        void* m = mmap(nullptr, kRaceStackBytes + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m == MAP_FAILED) fail("cannot map a stream's stack for the race check: %s", strerror(errno));
+        if (mprotect(m, page, PROT_NONE) != 0) fail("mprotect of a stream stack's guard page failed: %s", strerror(errno));
+        r.stack = (char*)m + page;
+    }
+    if (r.running) fail("race check: a stream's work queued more work on the same stream and ran it at once");
+    r.running = true;
+    /* a saved context as run_block prepares a fiber's: r13 = race_stack_main, then the trampoline */
+    void** sp = (void**)(r.stack + kRaceStackBytes - 72);
+    for (int i = 0; i < 6; i++) sp[i] = nullptr;
+    sp[2] = (void*)&race_stack_main;
+    sp[6] = (void*)&cudasim_fiber_trampoline;
+    RaceStackCall call{fn, arg, nullptr}, *prev = t_race_call;
+    t_race_call = &call;
+    cudasim_switch_context(&call.back_sp, sp);
+    t_race_call = prev;
+    r.running = false;
+}
+#endif
+
+/* runs `blocks` blocks on the calling OS thread's executor; the launch fields are per executor. race_key,
+ * race_fork, race_join: the race check's stream and the launch's sync addresses (none on one OS thread) */
+inline void run_blocks_here(const char* text, void (*entry)(void*), void* ctx, LaunchMode mode, dim3 grid, dim3 block,
+                            size_t smem, unsigned long long begin, unsigned long long step, unsigned long long end,
+                            const void* race_key, const char* race_fork, const char* race_join) {
+    Executor* ex;
+    unsigned nthreads = block.x * block.y * block.z;
+    {
+        Untracked untracked;
+        ex = this_thread_executor();
+    }
+    race_enter(ex, race_key, nthreads, race_fork);
+    {
+        Untracked untracked; /* the executor's bookkeeping (its fibers are tracked, each for itself) */
+        reserve_fibers(ex, nthreads);
+        ex->mode = mode;
+        if (mode.cp_async_deferred) {
+            ex->cp_pending = (CpAsyncCopy*)malloc((size_t)nthreads * kMaxCpAsyncPending * sizeof(CpAsyncCopy));
+            if (!ex->cp_pending) fail("out of memory for the deferred cp.async copies of %u threads", nthreads);
+        }
+        ex->kernel_text = text;
+        ex->entry = entry;
+        ex->entry_ctx = ctx;
+        ex->grid_dim = grid;
+        ex->block_dim = block;
+        if (posix_memalign(&ex->dyn_smem, 128, smem ? smem : 1) != 0) fail("out of memory for %zu bytes of shared memory", smem);
+        memset(ex->dyn_smem, 0xFF, smem); /* leftovers on a GPU: NaN here, so a read before a write shows */
+        t_exec = ex;
+        for (unsigned long long b = begin; b < end; b += step) run_block(ex, b);
+        race_settle(ex);
+        t_exec = nullptr;
+        free(ex->dyn_smem);
+        ex->dyn_smem = nullptr;
+        free(ex->cp_pending);
+        ex->cp_pending = nullptr;
+    }
+    race_leave(ex, race_join);
 }
 
 /* Runs a launch's blocks, dealt round-robin over the OS threads (block b on thread b % n). The team always
@@ -840,33 +895,27 @@ inline void run_blocks_here(const char* text, void (*entry)(void*), void* ctx, L
 CUDASIM_NO_TSAN inline void run_grid(const char* text, void (*entry)(void*), void* call, LaunchMode mode, dim3 grid, dim3 block, size_t smem) {
     unsigned long long nblocks = (unsigned long long)grid.x * grid.y * grid.z;
     int nt = os_threads_setting();
+    const void* key = race_current_stream();
     if (nt == 1 || nblocks == 1) {
-        run_blocks_here(text, entry, call, mode, grid, block, smem, 0, 1, nblocks);
+        run_blocks_here(text, entry, call, mode, grid, block, smem, 0, 1, nblocks, key, nullptr, nullptr);
         return;
     }
-#ifdef CUDASIM_TSAN
-    /* OpenMP's own synchronisation is invisible to TSan: the host (inside the region, so after it wrote the
-     * region's shared variables) to the OS threads, before they read them; and back */
-    static char race_fork, race_join;
-#endif
+    /* OpenMP's own synchronisation is invisible to TSan: the launch's start and end through two addresses of
+     * the launch's own call object (released by the host thread inside the region: after it wrote the
+     * region's shared variables) */
+    const char *fork = (const char*)call, *join = fork + 1;
 #pragma omp parallel num_threads(nt)
     {
 #ifdef CUDASIM_TSAN
 #pragma omp master
-        __tsan_release(&race_fork);
+        race_release(fork);
 #pragma omp barrier
-        __tsan_acquire(&race_fork);
 #endif
         if ((unsigned long long)omp_get_thread_num() < nblocks)
             run_blocks_here(text, entry, call, mode, grid, block, smem, (unsigned long long)omp_get_thread_num(),
-                            (unsigned long long)omp_get_num_threads(), nblocks);
-#ifdef CUDASIM_TSAN
-        __tsan_release(&race_join);
-#endif
+                            (unsigned long long)omp_get_num_threads(), nblocks, key, fork, join);
     }
-#ifdef CUDASIM_TSAN
-    __tsan_acquire(&race_join);
-#endif
+    race_acquire(join);
 }
 
 /* Runs kernel(args...) over grid x block on `stream` (now, or queued: CUDASIM_STREAMS, cudasim_runtime.h);
@@ -887,7 +936,8 @@ inline void launch(const char* text, void (*kernel)(P...), dim3 grid, dim3 block
     auto call = std::make_shared<Call>(Call{kernel, std::tuple<std::decay_t<P>...>(std::forward<A>(args)...)});
     void (*entry)(void*) = [](void* c) { std::apply(((Call*)c)->kernel, ((Call*)c)->params); };
     LaunchMode mode = launch_mode();
-    enqueue(stream, [=] { run_grid(text, entry, call.get(), mode, grid, block, smem); });
+    /* the closure holds the only reference, so the host frees the call with the closure (untracked) */
+    enqueue(stream, [call = std::move(call), text, entry, mode, grid, block, smem] { run_grid(text, entry, call.get(), mode, grid, block, smem); });
 }
 
 inline void* dynamic_smem() { return t_exec->dyn_smem; }

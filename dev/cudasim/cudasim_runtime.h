@@ -97,11 +97,13 @@ typedef enum cudaDeviceAttr {
 
 typedef struct CUstream_st* cudaStream_t;
 typedef struct CUevent_st* cudaEvent_t;
-/* queue: deferred work not yet run; enqueued/executed: tickets (counts) of work queued and run so far */
+/* queue: deferred work not yet run; enqueued/executed: tickets (counts) of work queued and run so far (in
+ * both modes); race: the race check's context (cudasim_race.h) */
 struct CUstream_st {
     unsigned flags;
     std::deque<std::function<void()>> queue;
     unsigned long long enqueued, executed;
+    cudasim::RaceStream race;
 };
 /* the last record: its stream and ticket (recorded = 1 once that work ran, recorded_ms its time) */
 struct CUevent_st {
@@ -179,8 +181,8 @@ inline bool is_pinned(const void* p) {
 /* ---- deferred streams (CUDASIM_STREAMS=deferred; see the top comment) ----
  * Global state: the mode (and deferred:shuffle's generator), the legacy default stream, the list of
  * created streams and the lock over all queues (recursive: running one stream's work may run another's
- * first); the table of pinned host allocations. Streams are not freed in deferred mode (cudaStreamDestroy
- * runs their work), so the tickets other work holds never dangle. */
+ * first); the table of pinned host allocations. Streams are not freed (cudaStreamDestroy runs their work),
+ * so the tickets other work and events hold never dangle. */
 enum StreamMode { STREAMS_SYNC, STREAMS_DEFERRED, STREAMS_OTHERS_FIRST, STREAMS_SHUFFLE };
 struct StreamSetting {
     StreamMode mode;
@@ -214,9 +216,12 @@ inline bool others_first() {
     return ((z ^ (z >> 31)) >> 63) != 0;
 }
 inline std::recursive_mutex& stream_lock() { static std::recursive_mutex m; return m; }
-inline CUstream_st* legacy_stream() { static CUstream_st s{0, {}, 0, 0}; return &s; }
+inline CUstream_st* legacy_stream() { static CUstream_st s{0, {}, 0, 0, {}}; return &s; }
 inline std::vector<CUstream_st*>& created_streams() { static std::vector<CUstream_st*> v; return v; }
 inline CUstream_st* stream_of(cudaStream_t s) { return s ? s : legacy_stream(); }
+
+/* the race check: what waits for st's work up to ticket acquires that work's clock */
+inline void race_wait_for(CUstream_st* st, unsigned long long ticket) { race_acquire(race_token(st->race, ticket)); }
 
 /* runs st's queued work up to and including ticket */
 inline void run_until(CUstream_st* st, unsigned long long ticket) {
@@ -226,13 +231,20 @@ inline void run_until(CUstream_st* st, unsigned long long ticket) {
         st->queue.pop_front();
         st->executed++;
         work();
+        Untracked untracked; /* the work's objects, which its stream read, are the host's to free */
+        work = nullptr;
     }
 }
 inline void run_all(CUstream_st* st) { run_until(st, st->enqueued); }
-inline void run_everything() {
+/* the host waits for the whole device */
+inline void device_sync() {
     std::lock_guard<std::recursive_mutex> guard(stream_lock());
     run_all(legacy_stream());
-    for (CUstream_st* st : created_streams()) run_all(st);
+    race_wait_for(legacy_stream(), legacy_stream()->enqueued);
+    for (CUstream_st* st : created_streams()) {
+        run_all(st);
+        race_wait_for(st, st->enqueued);
+    }
 }
 /* the host waits for st's work up to ticket: deferred:others-first runs the other streams' work first */
 inline void host_wait(CUstream_st* st, unsigned long long ticket) {
@@ -243,31 +255,45 @@ inline void host_wait(CUstream_st* st, unsigned long long ticket) {
             if (other != st) run_all(other);
     }
     run_until(st, ticket);
+    race_wait_for(st, ticket);
 }
 
-/* Queues work on stream s (runs it now in sync mode) and returns its ticket. Work on the legacy stream
- * first runs the blocking streams' earlier work; work on a blocking stream first runs the legacy stream's. */
-inline unsigned long long enqueue(cudaStream_t s, std::function<void()> work) {
-    if (!deferred_streams()) {
-        work();
-        return 0;
-    }
+/* work on one stream up to a ticket */
+typedef std::vector<std::pair<CUstream_st*, unsigned long long>> StreamPoints;
+
+/* Queues work on stream s (runs it now in sync mode) and returns its ticket. It runs after the work of
+ * `after` (a cudaStreamWaitEvent's record); work on the legacy stream after the blocking streams' earlier
+ * work, work on a blocking stream after the legacy stream's. The waiting and the queues are the host's;
+ * the work itself runs as the stream in the race check. */
+inline unsigned long long enqueue(cudaStream_t s, std::function<void()> work, StreamPoints after = {}) {
     std::lock_guard<std::recursive_mutex> guard(stream_lock());
     CUstream_st* st = stream_of(s);
-    std::vector<std::pair<CUstream_st*, unsigned long long>> before;
+    StreamPoints before = std::move(after);
     if (st == legacy_stream()) {
         for (CUstream_st* other : created_streams())
             if (!(other->flags & cudaStreamNonBlocking)) before.push_back({other, other->enqueued});
     } else if (!(st->flags & cudaStreamNonBlocking)) {
         before.push_back({legacy_stream(), legacy_stream()->enqueued});
     }
-    if (before.empty()) st->queue.push_back(std::move(work));
-    else
-        st->queue.push_back([before, work = std::move(work)] {
-            for (const auto& b : before) run_until(b.first, b.second);
-            work();
-        });
-    return ++st->enqueued;
+    const char* token = race_new_token(st->race);
+    std::function<void()> item = [st, before = std::move(before), token, work = std::move(work)] {
+        std::vector<const char*> waits;
+        for (const auto& b : before) {
+            run_until(b.first, b.second);
+            waits.push_back(race_token(b.first->race, b.second));
+        }
+        race_as_stream(st->race, st, token, waits, work);
+    };
+    unsigned long long ticket = ++st->enqueued;
+    if (deferred_streams()) {
+        st->queue.push_back(std::move(item));
+    } else {
+        st->executed++;
+        item();
+        Untracked untracked; /* the work's objects, which its stream read, are the host's to free */
+        item = nullptr;
+    }
+    return ticket;
 }
 
 } /* namespace cudasim */
@@ -380,7 +406,7 @@ template <typename T>
 inline cudaError_t cudaMalloc(T** ptr, size_t bytes) { return cudaMalloc((void**)ptr, bytes); }
 inline cudaError_t cudaFree(void* ptr) {
     if (ptr == NULL) return cudaSuccess;
-    if (cudasim::deferred_streams()) cudasim::run_everything(); /* cudaFree synchronises the device */
+    cudasim::device_sync(); /* cudaFree synchronises the device */
     cudasim::AllocTable& t = cudasim::alloc_table();
     std::lock_guard<std::mutex> guard(t.lock);
     auto it = t.sizes.find(ptr);
@@ -402,7 +428,7 @@ inline cudaError_t cudaMallocHost(void** ptr, size_t bytes) {
 template <typename T>
 inline cudaError_t cudaMallocHost(T** ptr, size_t bytes) { return cudaMallocHost((void**)ptr, bytes); }
 inline cudaError_t cudaFreeHost(void* ptr) {
-    if (cudasim::deferred_streams()) cudasim::run_everything();
+    cudasim::device_sync();
     {
         cudasim::PinnedTable& t = cudasim::pinned_table();
         std::lock_guard<std::mutex> guard(t.lock);
@@ -428,13 +454,13 @@ inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cud
     bool host_src = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyHostToHost;
     bool host_dst = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyHostToHost;
     CUstream_st* st = cudasim::stream_of(stream);
-    if (!cudasim::deferred_streams() || (host_src && host_dst)) {
-        if (cudasim::deferred_streams()) cudasim::host_wait(st, st->enqueued);
+    if (host_src && host_dst) {
+        cudasim::host_wait(st, st->enqueued);
         memmove(dst, src, bytes);
         return cudaSuccess;
     }
     unsigned long long ticket;
-    if (host_src && !cudasim::is_pinned(src)) {
+    if (cudasim::deferred_streams() && host_src && !cudasim::is_pinned(src)) {
         std::vector<char> staged((const char*)src, (const char*)src + bytes);
         ticket = cudasim::enqueue(stream, [dst, staged = std::move(staged)] { memcpy(dst, staged.data(), staged.size()); });
     } else {
@@ -447,7 +473,7 @@ inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cud
 inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
     cudaError_t err = cudaMemcpyAsync(dst, src, bytes, kind, 0);
     CUstream_st* legacy = cudasim::legacy_stream();
-    if (err == cudaSuccess && cudasim::deferred_streams()) cudasim::host_wait(legacy, legacy->enqueued);
+    if (err == cudaSuccess) cudasim::host_wait(legacy, legacy->enqueued);
     return err;
 }
 inline cudaError_t cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t stream = 0) {
@@ -460,39 +486,31 @@ inline cudaError_t cudaMemset(void* dst, int value, size_t bytes) { return cudaM
 
 /* ---- streams and events (see the top comment: sync or deferred) ---- */
 inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned flags) {
-    *s = new CUstream_st{flags, {}, 0, 0};
-    if (cudasim::deferred_streams()) {
-        std::lock_guard<std::recursive_mutex> guard(cudasim::stream_lock());
-        cudasim::created_streams().push_back(*s);
-    }
+    *s = new CUstream_st{flags, {}, 0, 0, {}};
+    std::lock_guard<std::recursive_mutex> guard(cudasim::stream_lock());
+    cudasim::created_streams().push_back(*s);
     return cudaSuccess;
 }
 inline cudaError_t cudaStreamCreate(cudaStream_t* s) { return cudaStreamCreateWithFlags(s, cudaStreamDefault); }
 inline cudaError_t cudaStreamDestroy(cudaStream_t s) {
     if (!s) return cudasim::set_error(cudaErrorInvalidResourceHandle);
-    if (cudasim::deferred_streams()) cudasim::run_all(s); /* kept: later work may hold its tickets */
-    else delete s;
+    cudasim::run_all(s); /* kept: later work and events may hold its tickets */
     return cudaSuccess;
 }
 /* the legacy stream's synchronisation also waits for the blocking streams (their earlier work) */
 inline cudaError_t cudaStreamSynchronize(cudaStream_t s) {
-    if (!cudasim::deferred_streams()) return cudaSuccess;
     if (s) cudasim::host_wait(s, s->enqueued);
     else cudasim::host_wait(cudasim::legacy_stream(), cudasim::enqueue(0, [] {}));
     return cudaSuccess;
 }
 inline cudaError_t cudaDeviceSynchronize(void) {
-    if (cudasim::deferred_streams()) cudasim::run_everything();
+    cudasim::device_sync();
     return cudaSuccess;
 }
 /* s's later work first runs the work of e's last record */
 inline cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags = 0) {
     if (!e) return cudasim::set_error(cudaErrorInvalidResourceHandle);
-    if (cudasim::deferred_streams() && e->stream) {
-        CUstream_st* st = e->stream;
-        unsigned long long ticket = e->ticket;
-        cudasim::enqueue(s, [st, ticket] { cudasim::run_until(st, ticket); });
-    }
+    if (e->stream) cudasim::enqueue(s, [] {}, {{e->stream, e->ticket}});
     return cudaSuccess;
 }
 inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned flags) {
@@ -518,7 +536,7 @@ inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s = 0) {
 }
 inline cudaError_t cudaEventSynchronize(cudaEvent_t e) {
     if (!e) return cudasim::set_error(cudaErrorInvalidResourceHandle);
-    if (cudasim::deferred_streams() && e->stream) cudasim::host_wait(e->stream, e->ticket);
+    if (e->stream) cudasim::host_wait(e->stream, e->ticket);
     return cudaSuccess;
 }
 /* deferred: the recorded work runs now (a host polling the event would otherwise wait forever) */

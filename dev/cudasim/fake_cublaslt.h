@@ -503,15 +503,21 @@ static inline cublasStatus_t fakeblas_run(const fakeblas_gemm* g, const char* fu
     return CUBLAS_STATUS_SUCCESS;
 }
 
-/* Runs a validated problem on `stream`: now, or queued (CUDASIM_STREAMS=deferred, cudasim_runtime.h), where a
- * failure (its line already printed) exits with status 1. */
+/* Runs a validated problem on `stream`: now, returning its status, or queued (CUDASIM_STREAMS=deferred,
+ * cudasim_runtime.h), where a failure (its line already printed) exits with status 1. The work holds its own
+ * copy of the problem (the race check: the stream reads nothing on the caller's stack), and a status comes
+ * back untracked (a return value, not memory the stream shares with the host). */
 static inline cublasStatus_t fakeblas_submit(const fakeblas_gemm* g, const char* function, cudaStream_t stream) {
-    if (!cudasim::deferred_streams()) return fakeblas_run(g, function);
+    cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
+    cublasStatus_t* result = cudasim::deferred_streams() ? NULL : &status;
     fakeblas_gemm copy = *g;
-    cudasim::enqueue(stream, [copy, function] {
-        if (fakeblas_run(&copy, function) != CUBLAS_STATUS_SUCCESS) exit(1);
+    cudasim::enqueue(stream, [copy, function, result] {
+        cublasStatus_t s = fakeblas_run(&copy, function);
+        if (!result && s != CUBLAS_STATUS_SUCCESS) exit(1);
+        cudasim::Untracked untracked;
+        if (result) *result = s;
     });
-    return CUBLAS_STATUS_SUCCESS;
+    return status;
 }
 
 /* Checks the parts every entry point shares: types, compute type, dimensions against leading

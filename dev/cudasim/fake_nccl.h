@@ -338,17 +338,22 @@ static inline ncclResult_t fakenccl_execute(const fakenccl_op* o) {
     return result;
 }
 
-/* Checks a collective's arguments; runs it, or queues it inside a group. */
-/* runs o now, or queues it on its stream (CUDASIM_STREAMS=deferred) */
+/* runs o now, returning its result, or queues it on its stream (CUDASIM_STREAMS=deferred), where a failure
+ * exits; the work holds its own copy of o, and a result comes back untracked (as fakeblas_submit) */
 static inline ncclResult_t fakenccl_run(const fakenccl_op* o) {
-    if (!cudasim::deferred_streams()) return fakenccl_execute(o);
+    ncclResult_t status = ncclSuccess;
+    ncclResult_t* result = cudasim::deferred_streams() ? NULL : &status;
     fakenccl_op copy = *o;
-    cudasim::enqueue(o->stream, [copy] {
-        if (fakenccl_execute(&copy) != ncclSuccess) exit(1);
+    cudasim::enqueue(o->stream, [copy, result] {
+        ncclResult_t r = fakenccl_execute(&copy);
+        if (!result && r != ncclSuccess) exit(1);
+        cudasim::Untracked untracked;
+        if (result) *result = r;
     });
-    return ncclSuccess;
+    return status;
 }
 
+/* Checks a collective's arguments; runs it, or queues it inside a group. */
 static inline ncclResult_t fakenccl_submit(fakenccl_kind kind, const void* send, void* recv, size_t count, ncclDataType_t type,
                                            ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
     const char* fn = fakenccl_kind_names[kind];
@@ -477,7 +482,7 @@ inline ncclResult_t ncclCommFinalize(ncclComm_t comm) {
 }
 inline ncclResult_t ncclCommDestroy(ncclComm_t comm) {
     if (!comm) return ncclSuccess; /* as NCCL: destroying NULL is a no-op */
-    if (cudasim::deferred_streams()) cudasim::run_everything(); /* its queued operations first */
+    cudasim::device_sync(); /* its queued operations first */
     if (comm->mpi != MPI_COMM_NULL) FAKENCCL_MPI(MPI_Comm_free(&comm->mpi));
     free(comm);
     return ncclSuccess;

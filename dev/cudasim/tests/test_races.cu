@@ -10,7 +10,11 @@
  *   - global memory: one block's threads writing one element; blocks adding to one element with a plain
  *     add / with atomicAdd, on 3 OS threads (blocks that run in turn on one OS thread are ordered);
  *   - no false reports: shared memory reused by the next block on the same OS thread, and the host writing
- *     and reading buffers between launches that read and write them.
+ *     and reading buffers between launches that read and write them;
+ *   - streams: a kernel reading what a kernel on another non-blocking stream wrote, without / with an event
+ *     wait; the host copying a non-blocking stream's result on the legacy stream, without / with a stream
+ *     synchronisation; a blocking stream's result copied on the legacy stream (ordered by CUDA); the host
+ *     rewriting pinned memory an asynchronous copy reads, before / after synchronising.
  * Each case runs in a child process (CUDASIM_THREADS as given); a race must end it with TSan's exit code
  * (TSAN_OPTIONS=halt_on_error=1:exitcode=66, set by `make sim-test-races`) and a report that names the
  * kernel; a clean case must exit 0 with no report. Then the test programs named on the command line (race
@@ -97,10 +101,12 @@ __global__ void increment_kernel(int* out, const int* in) {
     out[i] = in[i] + 1;
 }
 
+/* zeroed device memory; the memset (legacy stream) is waited for, so non-blocking streams may use it */
 static int* device_ints(int n) {
     int* p;
     cudaCheck(cudaMalloc(&p, n * sizeof(int)));
     cudaCheck(cudaMemset(p, 0, n * sizeof(int)));
+    cudaCheck(cudaDeviceSynchronize());
     return p;
 }
 
@@ -214,10 +220,68 @@ static void global_memory_cases(TestCounts& tc) {
 }
 
 /* usage: test_races [test program...] */
+/* stream cases: one kernel or copy on each side of an ordering that `order` supplies or not */
+static void stream_cases(TestCounts& tc) {
+    const int n = GRID * BLOCK;
+    for (int wait = 0; wait < 2; wait++) {
+        check_case(tc, wait ? "streams: a kernel reads another stream's result after cudaStreamWaitEvent"
+                            : "streams: a kernel reads another non-blocking stream's result, no event wait",
+                   "3", !wait, "increment_kernel", [=] {
+            cudaStream_t s1, s2;
+            cudaEvent_t done;
+            cudaCheck(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
+            cudaCheck(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+            cudaCheck(cudaEventCreate(&done));
+            int *a = device_ints(n), *b = device_ints(n), *c = device_ints(n);
+            launch_kernel(increment_kernel, GRID, BLOCK, 0, s1, b, (const int*)a);
+            cudaCheck(cudaEventRecord(done, s1));
+            if (wait) cudaCheck(cudaStreamWaitEvent(s2, done, 0));
+            launch_kernel(increment_kernel, GRID, BLOCK, 0, s2, c, (const int*)b);
+            cudaCheck(cudaDeviceSynchronize());
+        });
+        check_case(tc, wait ? "streams: the host copies a non-blocking stream's result after cudaStreamSynchronize"
+                            : "streams: the host copies a non-blocking stream's result, not synchronised",
+                   "3", !wait, "increment_kernel", [=] {
+            cudaStream_t s1;
+            cudaCheck(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
+            int *a = device_ints(n), *b = device_ints(n);
+            launch_kernel(increment_kernel, GRID, BLOCK, 0, s1, b, (const int*)a);
+            if (wait) cudaCheck(cudaStreamSynchronize(s1));
+            std::vector<int> h(n);
+            cudaCheck(cudaMemcpy(h.data(), b, n * sizeof(int), cudaMemcpyDeviceToHost));
+            cudaCheck(cudaStreamSynchronize(s1));
+        });
+        check_case(tc, wait ? "streams: the host rewrites pinned memory after the copy that reads it is done"
+                            : "streams: the host rewrites pinned memory an asynchronous copy reads",
+                   "3", !wait, "memmove", [=] {
+            cudaStream_t s1;
+            cudaCheck(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
+            int* h;
+            cudaCheck(cudaMallocHost(&h, n * sizeof(int)));
+            for (int i = 0; i < n; i++) h[i] = i;
+            int* a = device_ints(n);
+            cudaCheck(cudaMemcpyAsync(a, h, n * sizeof(int), cudaMemcpyHostToDevice, s1));
+            if (wait) cudaCheck(cudaStreamSynchronize(s1));
+            for (int i = 0; i < n; i++) h[i] = -i;
+            cudaCheck(cudaStreamSynchronize(s1));
+        });
+    }
+    check_case(tc, "streams: a blocking stream's result copied on the legacy stream (ordered by CUDA)", "3", false,
+               "increment_kernel", [=] {
+        cudaStream_t s1;
+        cudaCheck(cudaStreamCreate(&s1));
+        int *a = device_ints(n), *b = device_ints(n);
+        launch_kernel(increment_kernel, GRID, BLOCK, 0, s1, b, (const int*)a);
+        std::vector<int> h(n);
+        cudaCheck(cudaMemcpy(h.data(), b, n * sizeof(int), cudaMemcpyDeviceToHost));
+    });
+}
+
 int main(int argc, char** argv) {
     TestCounts tc;
     shared_memory_cases(tc);
     global_memory_cases(tc);
+    stream_cases(tc);
     for (int i = 1; i < argc; i++) check_program_under(tc, argv[i], "");
     return finish(tc);
 }
