@@ -130,24 +130,20 @@ static void shared_memory_cases(TestCounts& tc) {
     for (int k = 0; k < 3; k++) {
         int sync = k > 0;
         const char* threads = settings[k];
-        check_case(tc, sync ? "dynamic shared: neighbour read after __syncthreads" : "dynamic shared: neighbour read without __syncthreads",
-                   threads, !sync, "smem_neighbour_kernel", [=] {
-            int* out = device_ints(GRID * BLOCK);
-            launch_kernel(smem_neighbour_kernel, GRID, BLOCK, BLOCK * sizeof(int), 0, out, sync);
-            cudaCheck(cudaDeviceSynchronize());
-        });
-        check_case(tc, sync ? "static shared: neighbour read after __syncthreads" : "static shared: neighbour read without __syncthreads",
-                   threads, !sync, "static_neighbour_kernel", [=] {
-            int* out = device_ints(GRID * BLOCK);
-            launch_kernel(static_neighbour_kernel, GRID, BLOCK, 0, 0, out, sync);
-            cudaCheck(cudaDeviceSynchronize());
-        });
-        check_case(tc, sync ? "warp: neighbour read after a shuffle and __syncwarp" : "warp: neighbour read after a shuffle only",
-                   threads, !sync, "warp_neighbour_kernel", [=] {
-            int* out = device_ints(GRID * BLOCK);
-            launch_kernel(warp_neighbour_kernel, GRID, BLOCK, BLOCK * sizeof(int), 0, out, sync);
-            cudaCheck(cudaDeviceSynchronize());
-        });
+        /* kernel(out, sync) over GRID x BLOCK with smem bytes of dynamic shared memory */
+        auto neighbour_case = [&](const char* fixed, const char* racy, const char* name, void (*kernel)(int*, int), size_t smem) {
+            check_case(tc, sync ? fixed : racy, threads, !sync, name, [=] {
+                int* out = device_ints(GRID * BLOCK);
+                launch_kernel(kernel, GRID, BLOCK, smem, 0, out, sync);
+                cudaCheck(cudaDeviceSynchronize());
+            });
+        };
+        neighbour_case("dynamic shared: neighbour read after __syncthreads", "dynamic shared: neighbour read without __syncthreads",
+                       "smem_neighbour_kernel", smem_neighbour_kernel, BLOCK * sizeof(int));
+        neighbour_case("static shared: neighbour read after __syncthreads", "static shared: neighbour read without __syncthreads",
+                       "static_neighbour_kernel", static_neighbour_kernel, 0);
+        neighbour_case("warp: neighbour read after a shuffle and __syncwarp", "warp: neighbour read after a shuffle only",
+                       "warp_neighbour_kernel", warp_neighbour_kernel, BLOCK * sizeof(int));
         check_case(tc, sync ? "ldmatrix of a tile the warp wrote, after __syncwarp" : "ldmatrix of a tile the warp wrote, no __syncwarp",
                    threads, !sync, "ldmatrix_kernel", [=] {
             uint32_t* out;
