@@ -296,6 +296,25 @@ static void test_watchdog(void) {
                   "watchdog, --dist-timeout 1, no heartbeat: exit %d (expected %d) after %.2f s (bound [1, 2) s)", code, PG_WATCHDOG_EXIT,
                   secs);
     }
+    /* process_group_finish ends the watchdog: the struct may then go (here: overwritten, as a returned frame's
+     * would be) and the process outlive the timeout (exit handlers) without a false "no progress" exit */
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (!freopen("/dev/null", "w", stderr)) _exit(99);
+        clear_launcher_env();
+        ProcessGroup pg;
+        process_group_init(&pg, NULL, NULL, "auto", "", 1.0);
+        process_group_watchdog_start(&pg);
+        process_group_finish(&pg);
+        memset(&pg, 0, sizeof pg);
+        usleep(1500000);
+        _exit(0);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    check(code == 0, "watchdog ended by process_group_finish: the struct overwritten, 1.5 s idle with --dist-timeout 1: exit %d", code);
 }
 
 int main(void) {

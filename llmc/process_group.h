@@ -26,8 +26,9 @@
  * Watchdog (process_group_watchdog_start): a thread that exits the process with status 3 and one
  * line on stderr when the trainer has not called process_group_heartbeat for --dist-timeout seconds
  * — a rank blocked in a collective whose peer died. The launcher (mpirun, srun --kill-on-bad-exit,
- * torchrun, --nproc) then stops the others. State: the ProcessGroup struct the caller owns; the
- * heartbeat is read and written atomically.
+ * torchrun, --nproc) then stops the others. process_group_finish ends and joins it (last: it still
+ * guards MPI_Finalize), so it never reads the struct after the caller's frame is gone. State: the
+ * ProcessGroup struct the caller owns; the heartbeat and the stop flag are read and written atomically.
  */
 #ifndef LLMC_PROCESS_GROUP_H
 #define LLMC_PROCESS_GROUP_H
@@ -76,6 +77,7 @@ typedef struct {
     int64_t heartbeat_ns; /* atomic: CLOCK_MONOTONIC of the last heartbeat */
     pthread_t watchdog;
     int watchdog_running;
+    int watchdog_stop;    /* atomic: process_group_finish asks the watchdog to end */
 } ProcessGroup;
 
 static inline int64_t pg_now_ns_(void) {
@@ -293,6 +295,7 @@ static inline void* pg_watchdog_main_(void* arg) {
     int64_t limit = (int64_t)(pg->timeout_s * 1e9);
     for (;;) {
         usleep(200000);
+        if (__atomic_load_n(&pg->watchdog_stop, __ATOMIC_ACQUIRE)) return NULL;
         int64_t idle = pg_now_ns_() - __atomic_load_n(&pg->heartbeat_ns, __ATOMIC_RELAXED);
         if (idle > limit) {
             fprintf(stderr, "error: rank %d of %d: no progress for %.0f s (--dist-timeout): a peer rank died or hangs; exiting\n",
@@ -307,8 +310,8 @@ static inline void* pg_watchdog_main_(void* arg) {
 /* Starts the watchdog (top comment); the heartbeat starts now. */
 static inline void process_group_watchdog_start(ProcessGroup* pg) {
     process_group_heartbeat(pg);
+    __atomic_store_n(&pg->watchdog_stop, 0, __ATOMIC_RELAXED);
     if (pthread_create(&pg->watchdog, NULL, pg_watchdog_main_, pg) != 0) fatalf("cannot start the watchdog thread");
-    pthread_detach(pg->watchdog);
     pg->watchdog_running = 1;
 }
 
@@ -318,6 +321,11 @@ static inline void process_group_finish(ProcessGroup* pg) {
 #if defined(USE_MPI)
     if (pg->mpi_started) mpiCheck(MPI_Finalize());
 #endif
+    if (pg->watchdog_running) {
+        __atomic_store_n(&pg->watchdog_stop, 1, __ATOMIC_RELEASE);
+        if (pthread_join(pg->watchdog, NULL) != 0) fatalf("cannot join the watchdog thread");
+        pg->watchdog_running = 0;
+    }
 }
 
 #endif /* LLMC_PROCESS_GROUP_H */

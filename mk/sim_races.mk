@@ -3,7 +3,8 @@
 # thread a TSan fiber, __syncthreads / __syncwarp / launch boundaries the only orderings (dev/cudasim/cudasim_exec.h).
 # Unlike the schedule modes it does not depend on the order the threads happen to run in.
 #   make sim-test-races   planted races reported and their fixed kernels not (dev/cudasim/tests/test_races.cu:
-#                         shared and global memory, warps, cp.async, streams), then under the race check on 3 OS
+#                         shared and global memory, warps, cp.async, streams; again with deferred streams, where
+#                         work runs late and out of order), then under the race check on 3 OS
 #                         threads: the flash-attention kernels (--race: one shape per kernel instance, TSan is slow),
 #                         every other kernel (dev/cuda/test_kernels.cu), the bf16 model test (test_gpt.cu: every
 #                         kernel of a training step, determinism, resume) on the smallest reference state, and the
@@ -36,7 +37,8 @@ RACE_PROGRAMS := build/racecheck/test_races build/racecheck/test_flash_attention
 ALL_TARGETS += $(RACE_PROGRAMS)
 
 sim-test-races: $(RACE_PROGRAMS) build/references/.stamp
-	$(SIM_TSAN_RUN_ENV) ./build/racecheck/test_races "./build/racecheck/test_flash_attention --race" \
+	$(SIM_TSAN_RUN_ENV) ./build/racecheck/test_races "CUDASIM_STREAMS=deferred:others-first ./build/racecheck/test_races" \
+		"./build/racecheck/test_flash_attention --race" \
 		./build/racecheck/test_kernels "./build/racecheck/test_gpt_sim $(RACE_STATE) 0" \
 		"MPIRUN='$(MPIRUN)' MPIRUN_FLAGS='$(MPIRUN_FLAGS)' bash dev/cuda/race_dist.sh build/racecheck/train_gpt_sim_dist"
 

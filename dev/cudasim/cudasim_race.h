@@ -6,8 +6,8 @@
  * Contexts: the host thread, and each stream, whose work (kernels, copies, memsets, the fake libraries'
  * calls) runs as that stream's own TSan fiber (race_as_stream), whichever host call happens to execute it.
  * Happens-before edges, each through a sync address of its own (a token, one per piece of work):
- *   - the host to a piece of work: released when the host runs it (synchronous streams: when it queues it),
- *     acquired when it starts;
+ *   - the host to a piece of work: released when the host queues it (after building it), acquired when it
+ *     starts;
  *   - a stream's work runs in order (one fiber);
  *   - a piece of work to what waits for it: released when it ends, acquired by the host when it
  *     synchronises with it (stream, event, device synchronisation, a blocking copy, cudaFree), by the work
@@ -75,21 +75,21 @@ inline void race_release(const char* token) {
 inline void race_acquire(const char* token) {
     if (token) __tsan_acquire(const_cast<char*>(token));
 }
-/* a new piece of work on the stream: its token */
+/* a new piece of work on the stream: its token (and the stream's fiber, made now: TSan orders a new fiber after
+ * what its maker did so far, and the host makes it when it queues the stream's first work) */
 inline const char* race_new_token(RaceStream& r) {
+    if (!r.fiber) r.fiber = __tsan_create_fiber(0);
     r.tokens.push_back(0);
     return &r.tokens.back();
 }
-/* Runs fn as the stream (key: the stream): the host's clock now (it queued fn; with deferred streams, its
- * later work too, which the check then misses) and the clocks of the work fn waits for are acquired, and at
- * the end the stream's clock is released into fn's token. The host resolves the tokens and keeps the
- * queues: the stream's fiber runs nothing of the runtime's bookkeeping. */
+/* Runs fn as the stream (key: the stream): fn's token (the host's clock when it queued fn) and the tokens of
+ * the work fn waits for are acquired, and at the end the stream's clock is released into fn's token. The
+ * host resolves the tokens and keeps the queues: the stream's fiber runs nothing of the runtime's
+ * bookkeeping. */
 template <typename F>
 inline void race_as_stream(RaceStream& r, const void* key, const char* token, const std::vector<const char*>& waits, F& fn) {
-    if (!r.fiber) r.fiber = __tsan_create_fiber(0);
     void* prev = __tsan_get_current_fiber();
     const void* prev_key = t_race_stream;
-    race_release(token);
     __tsan_switch_to_fiber(r.fiber, __tsan_switch_to_fiber_no_sync);
     {
         Untracked untracked; /* the host's bookkeeping */

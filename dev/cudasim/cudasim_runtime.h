@@ -284,6 +284,7 @@ inline unsigned long long enqueue(cudaStream_t s, std::function<void()> work, St
         }
         race_as_stream(st->race, st, token, waits, work);
     };
+    race_release(token); /* the host's work so far happens before this work */
     unsigned long long ticket = ++st->enqueued;
     if (deferred_streams()) {
         st->queue.push_back(std::move(item));
