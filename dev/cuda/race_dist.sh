@@ -8,7 +8,7 @@ set -u
 . "$(dirname "$0")/../testlib.sh"
 test_begin
 mpi_begin
-export CUDASIM_THREADS=2
+export CUDASIM_THREADS=2 CUDASIM_CP_ASYNC=deferred
 bin=$1
 model="--n-layer 2 --n-head 2 --n-embd 64 --vocab-size 256 -t 32 --mock-data -s 0 -v 0 -l 3e-3 -u 2 -d 384"
 mpi 2 "$tmp/z1.log" "$bin" $model -b 6 -x 2 -z 1 --dist-init mpi

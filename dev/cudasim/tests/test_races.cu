@@ -6,7 +6,8 @@
  *   - warp level: lane l reads lane l^1's slot after a shuffle (which orders no memory), without / with
  *     __syncwarp; ldmatrix of a tile the lanes wrote, without / with __syncwarp;
  *   - cp.async: thread t reads thread t+1's copied chunk after its own wait, without / with __syncthreads,
- *     copies at issue and deferred;
+ *     copies at issue and deferred; and after a __syncthreads that comes before the copies' wait / after it
+ *     (deferred copies: the copy is the thread's write at its wait);
  *   - global memory: one block's threads writing one element; blocks adding to one element with a plain
  *     add / with atomicAdd, on 3 OS threads (blocks that run in turn on one OS thread are ordered);
  *   - no false reports: shared memory reused by the next block on the same OS thread, and the host writing
@@ -83,6 +84,19 @@ __global__ void cp_async_neighbour_kernel(float* out, const float* in, int sync)
     cp_async_wait<0>();
     if (sync) __syncthreads();
     out[blockIdx.x * BLOCK + t] = s[4 * ((t + 1) % BLOCK)];
+}
+
+/* thread t copies its chunk with cp.async, then a __syncthreads, then it reads thread t+1's chunk, and only then waits
+ * for its own copy (with_wait_first: waits before the barrier, the fix). A GPU may land t+1's copy after t's read. */
+__global__ void cp_async_barrier_kernel(float* out, const float* in, int wait_first) {
+    DYNAMIC_SMEM(float, s);
+    int t = threadIdx.x;
+    cp_async_16(s + 4 * t, in + 4 * (blockIdx.x * BLOCK + t));
+    cp_async_commit();
+    if (wait_first) cp_async_wait<0>();
+    __syncthreads();
+    out[blockIdx.x * BLOCK + t] = s[4 * ((t + 1) % BLOCK)];
+    cp_async_wait<0>();
 }
 
 /* every thread of the block writes out[0] */
@@ -165,6 +179,17 @@ static void shared_memory_cases(TestCounts& tc) {
                 cudaCheck(cudaDeviceSynchronize());
             });
         }
+        check_case(tc, sync ? "cp.async (deferred): neighbour's chunk read after the wait and a __syncthreads"
+                            : "cp.async (deferred): neighbour's chunk read after a __syncthreads before the wait",
+                   threads, !sync, "cp_async_barrier_kernel", [=] {
+            setenv("CUDASIM_CP_ASYNC", "deferred", 1);
+            float *in, *out;
+            cudaCheck(cudaMalloc(&in, GRID * BLOCK * 4 * sizeof(float)));
+            cudaCheck(cudaMemset(in, 0, GRID * BLOCK * 4 * sizeof(float)));
+            cudaCheck(cudaMalloc(&out, GRID * BLOCK * sizeof(float)));
+            launch_kernel(cp_async_barrier_kernel, GRID, BLOCK, BLOCK * 4 * sizeof(float), 0, out, (const float*)in, sync);
+            cudaCheck(cudaDeviceSynchronize());
+        });
     }
 }
 
