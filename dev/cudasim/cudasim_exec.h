@@ -121,11 +121,22 @@ struct Warp {
     void* out[32];
 };
 
-struct Executor {
-    /* fiber stacks: one mapping, `capacity` slots of (guard page + stack_bytes) */
-    char* stack_region = nullptr;
+/* fiber stacks: one mapping, `capacity` slots of (guard page + stack_bytes) */
+struct FiberStacks {
+    char* region = nullptr;
     size_t stack_bytes = 0, slot_bytes = 0, region_bytes = 0;
     unsigned capacity = 0;
+    FiberStacks() = default;
+    FiberStacks(const FiberStacks&) = delete;
+    FiberStacks& operator=(const FiberStacks&) = delete;
+    ~FiberStacks() {
+        if (region) munmap(region, region_bytes);
+    }
+};
+
+struct Executor {
+    FiberStacks stacks;
+    size_t stack_bytes = 0; /* the launch's fibers' stack size */
     Fiber fibers[kMaxThreadsPerBlock];
     unsigned ready[kMaxThreadsPerBlock]; /* FIFO ring of fiber indices */
     unsigned ready_head = 0, ready_count = 0;
@@ -163,6 +174,7 @@ struct Executor {
     struct RaceCtx {
         void* sched = nullptr;
         std::vector<void*> slots;
+        FiberStacks stacks; /* two streams' blocks on this OS thread are not ordered: stacks of their own */
         char block_start = 0, done = 0, block = 0, warp[kMaxThreadsPerBlock / 32] = {}, wake[kMaxThreadsPerBlock] = {};
     };
     std::map<const void*, RaceCtx> race_ctx;
@@ -188,8 +200,11 @@ inline thread_local Fiber* t_cur = nullptr;
  * that run one after another on one OS thread are ordered, as if the GPU had run them in turn (so shared
  * memory and fiber stacks, reused, start clean): races between blocks show between blocks on different OS
  * threads, which the launch deals round-robin (block b on thread b % CUDASIM_THREADS), so neighbouring blocks
- * are checked against each other. Every TSan fiber serves one stream (RaceCtx), so launches on different
- * streams are ordered only by what orders the streams. Without TSan all of this is empty. ---- */
+ * are checked against each other. Every TSan fiber, and every fiber stack, serves one stream (RaceCtx), so
+ * launches on different streams are ordered only by what orders the streams. Limit: static __shared__
+ * arrays are one copy per OS thread, so kernels that use them on two unordered streams would be reported
+ * (the project's kernels with static shared memory all run on the compute stream). Without TSan all of this
+ * is empty. ---- */
 #ifdef CUDASIM_TSAN
 /* a thread arrives at __syncthreads (warp < 0) or at warp w's __syncwarp */
 inline void race_arrive(Executor* ex, int warp) { __tsan_release(warp < 0 ? &ex->race->block : &ex->race->warp[warp]); }
@@ -401,27 +416,28 @@ inline size_t stack_kib_setting() {
     return kb >= 16 ? (size_t)kb : 16;
 }
 
-/* makes room for n fiber stacks (one mapping; the lowest page of each slot is a guard page) */
-inline void reserve_fibers(Executor* ex, unsigned n) {
-    if (n <= ex->capacity) return;
-    if (ex->stack_region) munmap(ex->stack_region, ex->region_bytes);
+/* makes room for n fiber stacks in s (one mapping; the lowest page of each slot is a guard page) and gives the
+ * executor's first n fibers those stacks */
+inline void reserve_fibers(Executor* ex, FiberStacks& s, unsigned n) {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    ex->stack_bytes = (stack_kib_setting() * 1024 + page - 1) / page * page;
-    ex->slot_bytes = ex->stack_bytes + page;
-    ex->region_bytes = ex->slot_bytes * n;
-    void* region = mmap(nullptr, ex->region_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (region == MAP_FAILED) fail("cannot map %zu bytes of fiber stacks: %s", ex->region_bytes, strerror(errno));
-    ex->stack_region = (char*)region;
-    for (unsigned i = 0; i < n; i++) {
-        char* slot = ex->stack_region + (size_t)i * ex->slot_bytes;
-        if (mprotect(slot, page, PROT_NONE) != 0) fail("mprotect of a fiber guard page failed: %s", strerror(errno));
-        ex->fibers[i].stack_lo = slot + page;
+    if (n > s.capacity) {
+        if (s.region) munmap(s.region, s.region_bytes);
+        s.stack_bytes = (stack_kib_setting() * 1024 + page - 1) / page * page;
+        s.slot_bytes = s.stack_bytes + page;
+        s.region_bytes = s.slot_bytes * n;
+        void* region = mmap(nullptr, s.region_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (region == MAP_FAILED) fail("cannot map %zu bytes of fiber stacks: %s", s.region_bytes, strerror(errno));
+        s.region = (char*)region;
+        for (unsigned i = 0; i < n; i++)
+            if (mprotect(s.region + (size_t)i * s.slot_bytes, page, PROT_NONE) != 0)
+                fail("mprotect of a fiber guard page failed: %s", strerror(errno));
+        s.capacity = n;
     }
-    ex->capacity = n;
+    ex->stack_bytes = s.stack_bytes;
+    for (unsigned i = 0; i < n; i++) ex->fibers[i].stack_lo = s.region + (size_t)i * s.slot_bytes + page;
 }
 
 inline Executor::~Executor() {
-    if (stack_region) munmap(stack_region, region_bytes);
 #ifdef CUDASIM_TSAN
     for (auto& ctx : race_ctx) {
         if (ctx.second.sched) __tsan_destroy_fiber(ctx.second.sched);
@@ -429,8 +445,6 @@ inline Executor::~Executor() {
     }
 #endif
 }
-
-
 
 inline Executor* this_thread_executor() {
     static thread_local Executor* ex = nullptr;
@@ -623,13 +637,17 @@ inline void cp_async_issue(void* dst, const void* src, const char* file, int lin
         memcpy(dst, src, 16);
         return;
     }
-    if (f->cp_count == kMaxCpAsyncPending)
-        fail("cp_async_16 (%s:%d): %u copies already pending in this thread (the simulator's bound): wait for older groups",
-             file, line, kMaxCpAsyncPending);
-    ex->cp_pending[(size_t)f->linear * kMaxCpAsyncPending + f->cp_count++] = CpAsyncCopy{dst, src, f->cp_commits, line, file};
+    {
+        Untracked untracked; /* the simulator's bookkeeping; the copy's accesses (here, at the wait) are the thread's */
+        if (f->cp_count == kMaxCpAsyncPending)
+            fail("cp_async_16 (%s:%d): %u copies already pending in this thread (the simulator's bound): wait for older groups",
+                 file, line, kMaxCpAsyncPending);
+        ex->cp_pending[(size_t)f->linear * kMaxCpAsyncPending + f->cp_count++] = CpAsyncCopy{dst, src, f->cp_commits, line, file};
+    }
     memset(dst, 0xff, 16);
 }
 inline void cp_async_commit_group() {
+    Untracked untracked;
     if (t_exec->mode.cp_async_deferred) t_cur->cp_commits++;
 }
 /* completes the thread's copies of every group with at least `newest` committed groups after it */
@@ -637,10 +655,16 @@ inline void cp_async_wait_groups(unsigned newest) {
     if (!t_exec->mode.cp_async_deferred) return;
     Fiber* f = t_cur;
     CpAsyncCopy* q = t_exec->cp_pending + (size_t)f->linear * kMaxCpAsyncPending;
-    unsigned done = 0;
-    for (; done < f->cp_count && f->cp_commits - q[done].group > newest; done++) memcpy(q[done].dst, q[done].src, 16);
-    memmove(q, q + done, (f->cp_count - done) * sizeof *q);
-    f->cp_count -= done;
+    unsigned done = 0, count;
+    {
+        Untracked untracked;
+        count = f->cp_count;
+        while (done < count && f->cp_commits - q[done].group > newest) done++;
+    }
+    for (unsigned i = 0; i < done; i++) memcpy(q[i].dst, q[i].src, 16);
+    Untracked untracked;
+    memmove(q, q + done, (count - done) * sizeof *q);
+    f->cp_count = count - done;
 }
 
 /* ---- shuffles: the PTX shfl.sync definition. With segment mask s = 32 - width:
@@ -801,8 +825,11 @@ CUDASIM_NO_TSAN inline void race_leave(Executor* ex, const char* join) {
     if (ex->race_sched != ex->race_own) __tsan_switch_to_fiber(ex->race_own, __tsan_switch_to_fiber_no_sync);
     ex->race = nullptr;
 }
+/* each context's fibers have stacks of their own */
+inline FiberStacks& fiber_stacks(Executor* ex) { return ex->race->stacks; }
 #else
 inline void race_enter(Executor*, const void*, unsigned, const char*) {}
+inline FiberStacks& fiber_stacks(Executor* ex) { return ex->stacks; }
 inline void race_settle(Executor*) {}
 inline void race_leave(Executor*, const char*) {}
 #endif
@@ -863,7 +890,7 @@ inline void run_blocks_here(const char* text, void (*entry)(void*), void* ctx, L
     race_enter(ex, race_key, nthreads, race_fork);
     {
         Untracked untracked; /* the executor's bookkeeping (its fibers are tracked, each for itself) */
-        reserve_fibers(ex, nthreads);
+        reserve_fibers(ex, fiber_stacks(ex), nthreads);
         ex->mode = mode;
         if (mode.cp_async_deferred) {
             ex->cp_pending = (CpAsyncCopy*)malloc((size_t)nthreads * kMaxCpAsyncPending * sizeof(CpAsyncCopy));

@@ -14,7 +14,9 @@
  *     and reading buffers between launches that read and write them;
  *   - streams: a kernel reading what a kernel on another non-blocking stream wrote, without / with an event
  *     wait; the host copying a non-blocking stream's result on the legacy stream, without / with a stream
- *     synchronisation; a blocking stream's result copied on the legacy stream (ordered by CUDA); the host
+ *     synchronisation; a blocking stream's result copied on the legacy stream (ordered by CUDA); cp.async and
+ *     warp kernels on two unordered streams with disjoint outputs (the simulator's per-thread bookkeeping and
+ *     the fibers' stacks are not theirs to share); the host
  *     rewriting pinned memory an asynchronous copy reads, before / after synchronising.
  * Each case runs in a child process (CUDASIM_THREADS as given); a race must end it with TSan's exit code
  * (TSAN_OPTIONS=halt_on_error=1:exitcode=66, set by `make sim-test-races`) and a report that names the
@@ -287,6 +289,25 @@ static void stream_cases(TestCounts& tc) {
             cudaCheck(cudaStreamSynchronize(s1));
         });
     }
+    check_case(tc, "streams: cp.async and warp kernels on two unordered streams, disjoint outputs", "3", false,
+               "cp_async_neighbour_kernel", [=] {
+        setenv("CUDASIM_CP_ASYNC", "deferred", 1);
+        cudaStream_t s1, s2;
+        cudaCheck(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
+        cudaCheck(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+        float *in, *out1, *out2;
+        cudaCheck(cudaMalloc(&in, GRID * BLOCK * 4 * sizeof(float)));
+        cudaCheck(cudaMemset(in, 0, GRID * BLOCK * 4 * sizeof(float)));
+        cudaCheck(cudaDeviceSynchronize());
+        cudaCheck(cudaMalloc(&out1, GRID * BLOCK * sizeof(float)));
+        cudaCheck(cudaMalloc(&out2, GRID * BLOCK * sizeof(float)));
+        launch_kernel(cp_async_neighbour_kernel, GRID, BLOCK, BLOCK * 4 * sizeof(float), s1, out1, (const float*)in, 1);
+        launch_kernel(cp_async_neighbour_kernel, GRID, BLOCK, BLOCK * 4 * sizeof(float), s2, out2, (const float*)in, 1);
+        int *w1 = device_ints(GRID * BLOCK), *w2 = device_ints(GRID * BLOCK);
+        launch_kernel(warp_neighbour_kernel, GRID, BLOCK, BLOCK * sizeof(int), s1, w1, 1);
+        launch_kernel(warp_neighbour_kernel, GRID, BLOCK, BLOCK * sizeof(int), s2, w2, 1);
+        cudaCheck(cudaDeviceSynchronize());
+    });
     check_case(tc, "streams: a blocking stream's result copied on the legacy stream (ordered by CUDA)", "3", false,
                "increment_kernel", [=] {
         cudaStream_t s1;
