@@ -126,6 +126,17 @@ static int* device_ints(int n) {
     return p;
 }
 
+/* kernel(out, in, flag) over GRID x BLOCK on `stream` with fresh buffers: in zeroed (the memset waited for), out
+ * one float a thread */
+static void cp_async_launch(void (*kernel)(float*, const float*, int), cudaStream_t stream, int flag) {
+    float *in, *out;
+    cudaCheck(cudaMalloc(&in, GRID * BLOCK * 4 * sizeof(float)));
+    cudaCheck(cudaMemset(in, 0, GRID * BLOCK * 4 * sizeof(float)));
+    cudaCheck(cudaDeviceSynchronize());
+    cudaCheck(cudaMalloc(&out, GRID * BLOCK * sizeof(float)));
+    launch_kernel(kernel, GRID, BLOCK, BLOCK * 4 * sizeof(float), stream, out, (const float*)in, flag);
+}
+
 /* runs fn in a child with `threads` OS threads: a race must be reported in `kernel`, or nothing at all */
 template <typename F>
 static void check_case(TestCounts& tc, const char* what, const char* threads, bool racy, const char* kernel, F fn) {
@@ -173,11 +184,7 @@ static void shared_memory_cases(TestCounts& tc) {
                      sync ? "after __syncthreads" : "after the own wait only");
             check_case(tc, what, threads, !sync, "cp_async_neighbour_kernel", [=] {
                 setenv("CUDASIM_CP_ASYNC", deferred ? "deferred" : "issue", 1);
-                float *in, *out;
-                cudaCheck(cudaMalloc(&in, GRID * BLOCK * 4 * sizeof(float)));
-                cudaCheck(cudaMemset(in, 0, GRID * BLOCK * 4 * sizeof(float)));
-                cudaCheck(cudaMalloc(&out, GRID * BLOCK * sizeof(float)));
-                launch_kernel(cp_async_neighbour_kernel, GRID, BLOCK, BLOCK * 4 * sizeof(float), 0, out, (const float*)in, sync);
+                cp_async_launch(cp_async_neighbour_kernel, 0, sync);
                 cudaCheck(cudaDeviceSynchronize());
             });
         }
@@ -185,11 +192,7 @@ static void shared_memory_cases(TestCounts& tc) {
                             : "cp.async (deferred): neighbour's chunk read after a __syncthreads before the wait",
                    threads, !sync, "cp_async_barrier_kernel", [=] {
             setenv("CUDASIM_CP_ASYNC", "deferred", 1);
-            float *in, *out;
-            cudaCheck(cudaMalloc(&in, GRID * BLOCK * 4 * sizeof(float)));
-            cudaCheck(cudaMemset(in, 0, GRID * BLOCK * 4 * sizeof(float)));
-            cudaCheck(cudaMalloc(&out, GRID * BLOCK * sizeof(float)));
-            launch_kernel(cp_async_barrier_kernel, GRID, BLOCK, BLOCK * 4 * sizeof(float), 0, out, (const float*)in, sync);
+            cp_async_launch(cp_async_barrier_kernel, 0, sync);
             cudaCheck(cudaDeviceSynchronize());
         });
     }
@@ -295,14 +298,8 @@ static void stream_cases(TestCounts& tc) {
         cudaStream_t s1, s2;
         cudaCheck(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
         cudaCheck(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
-        float *in, *out1, *out2;
-        cudaCheck(cudaMalloc(&in, GRID * BLOCK * 4 * sizeof(float)));
-        cudaCheck(cudaMemset(in, 0, GRID * BLOCK * 4 * sizeof(float)));
-        cudaCheck(cudaDeviceSynchronize());
-        cudaCheck(cudaMalloc(&out1, GRID * BLOCK * sizeof(float)));
-        cudaCheck(cudaMalloc(&out2, GRID * BLOCK * sizeof(float)));
-        launch_kernel(cp_async_neighbour_kernel, GRID, BLOCK, BLOCK * 4 * sizeof(float), s1, out1, (const float*)in, 1);
-        launch_kernel(cp_async_neighbour_kernel, GRID, BLOCK, BLOCK * 4 * sizeof(float), s2, out2, (const float*)in, 1);
+        cp_async_launch(cp_async_neighbour_kernel, s1, 1);
+        cp_async_launch(cp_async_neighbour_kernel, s2, 1);
         int *w1 = device_ints(GRID * BLOCK), *w2 = device_ints(GRID * BLOCK);
         launch_kernel(warp_neighbour_kernel, GRID, BLOCK, BLOCK * sizeof(int), s1, w1, 1);
         launch_kernel(warp_neighbour_kernel, GRID, BLOCK, BLOCK * sizeof(int), s2, w2, 1);
