@@ -223,6 +223,13 @@ inline CUstream_st* stream_of(cudaStream_t s) { return s ? s : legacy_stream(); 
 /* the race check: what waits for st's work up to ticket acquires that work's clock */
 inline void race_wait_for(CUstream_st* st, unsigned long long ticket) { race_acquire(race_token(st->race, ticket)); }
 
+/* runs a piece of work and frees it: its objects, which its stream read, are the host's to free (untracked) */
+inline void run_work(std::function<void()>& work) {
+    work();
+    Untracked untracked;
+    work = nullptr;
+}
+
 /* runs st's queued work up to and including ticket */
 inline void run_until(CUstream_st* st, unsigned long long ticket) {
     std::lock_guard<std::recursive_mutex> guard(stream_lock());
@@ -230,9 +237,7 @@ inline void run_until(CUstream_st* st, unsigned long long ticket) {
         std::function<void()> work = std::move(st->queue.front());
         st->queue.pop_front();
         st->executed++;
-        work();
-        Untracked untracked; /* the work's objects, which its stream read, are the host's to free */
-        work = nullptr;
+        run_work(work);
     }
 }
 inline void run_all(CUstream_st* st) { run_until(st, st->enqueued); }
@@ -290,9 +295,7 @@ inline unsigned long long enqueue(cudaStream_t s, std::function<void()> work, St
         st->queue.push_back(std::move(item));
     } else {
         st->executed++;
-        item();
-        Untracked untracked; /* the work's objects, which its stream read, are the host's to free */
-        item = nullptr;
+        run_work(item);
     }
     return ticket;
 }
