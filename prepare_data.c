@@ -15,7 +15,9 @@
  * <|endoftext|> followed by its tokens; shards hold --shard-tokens tokens (the last one fewer), and
  * a document may continue into the next shard. Document i (0-based, in input order) goes to val
  * when floor((i+1)·f) > floor(i·f) for f = --val-fraction: one document in every 1/f, evenly spread.
- * Stale train_/val_ shards of an earlier run beyond the ones written are removed at the end.
+ * Shards are written as DIR/<name>_NNNNNN.bin.tmp and renamed once the whole input is written, so a
+ * failed run (a broken JSON line, a full disk) leaves the directory as it was; then stale train_/val_
+ * shards of an earlier run beyond the ones written are removed.
  *
  * Deterministic: the shards depend only on the inputs and flags, never on --threads. Parallelism:
  * the input is read in batches of about 64 MiB, cut into chunks of about 1 MiB at JSON-line ends,
@@ -362,9 +364,12 @@ static const char* json_line_field(const unsigned char* s, size_t n, const char*
         for (;;) {
             json_ws(&c);
             if (c.i >= n || s[c.i] != '"') return "expected a string key";
-            size_t key_start = c.i + 1;
-            if (!json_string(&c, NULL, NULL)) return c.error;
-            int is_field = c.i - 1 - key_start == field_len && memcmp(s + key_start, field, field_len) == 0;
+            /* the key is compared decoded ("te\u0078t" names text); it is decoded after the field's value
+             * found so far, which fits: decoding never lengthens a string, and out holds a line */
+            unsigned char* key = out + (found ? *len : 0);
+            size_t key_len = 0;
+            if (!json_string(&c, key, &key_len)) return c.error;
+            int is_field = key_len == field_len && memcmp(key, field, field_len) == 0;
             json_ws(&c);
             if (c.i >= n || s[c.i] != ':') return "expected ':' after a key";
             c.i++;
@@ -503,21 +508,28 @@ static void encode_chunk(const Chunk* ch, Encoded* e, const Tokenizer* t, const 
 
 /* First cut point at or after `from` in s[0..n) (n is what has been read of the file so far) at
  * which a chunk may end: after a JSON line's '\n'; after a separator line (then the next chunk
- * starts a document); or inside a document where tokenizer_can_cut holds. Returns 0 if none. */
+ * starts a document); or inside a document where tokenizer_can_cut holds. Returns 0 if none.
+ * A separator line that holds s[from - 1] counts: the document after it must start one. */
 static size_t find_cut(const unsigned char* s, size_t n, size_t from, int jsonl, const char* sep, int* starts_document) {
     if (from < 1) from = 1;
     if (jsonl) {
         const unsigned char* nl = from - 1 < n ? (const unsigned char*)memchr(s + from - 1, '\n', n - from + 1) : NULL;
         return nl ? (size_t)(nl - s) + 1 : 0;
     }
-    for (size_t p = from; p < n; p++) {
-        if (s[p - 1] != '\n') continue;
+    size_t p = from;
+    if (sep) { /* back to the start of the line holding s[from - 1], if it is short enough to be a separator */
+        size_t lo = from > strlen(sep) + 2 ? from - strlen(sep) - 2 : 0, q = from - 1;
+        while (q > lo && s[q - 1] != '\n') q--;
+        if (q == 0 || s[q - 1] == '\n') p = q;
+    }
+    for (; p < n; p++) {
+        if (p > 0 && s[p - 1] != '\n') continue;
         size_t next;
-        if (sep && p < n && is_separator_line(s, n, p, sep, &next) && next < n && s[next - 1] == '\n') {
+        if (sep && is_separator_line(s, n, p, sep, &next) && next < n && s[next - 1] == '\n') {
             *starts_document = 1;
             return next;
         }
-        if (tokenizer_can_cut(s, n, p)) {
+        if (p >= from && tokenizer_can_cut(s, n, p)) {
             *starts_document = 0;
             return p;
         }
@@ -541,13 +553,25 @@ typedef struct {
     size_t buffered;
 } ShardWriter;
 
-/* The writers whose .tmp files are removed if the program exits with an error (atexit). This is
- * the program's only mutable global: exit() gives no other way to reach them. */
+/* DIR/<name>_NNNNNN.bin, with suffix (".tmp": where the shard is written until the run succeeds) */
+static void shard_path(const ShardWriter* w, int k, const char* suffix, char* path, size_t size) {
+    snprintf(path, size, "%s/%s_%06d.bin%s", w->dir, w->name, k, suffix);
+}
+
+/* The writers whose .tmp files are removed if the program exits with an error (atexit): a failed run
+ * leaves the directory as it was. This is the program's only mutable global: exit() gives no other
+ * way to reach them. After a successful run the .tmp files are renamed, so nothing is left to remove. */
 static ShardWriter* open_writers_[2];
 
 static void remove_tmp_files(void) {
-    for (int i = 0; i < 2; i++)
-        if (open_writers_[i] && open_writers_[i]->open) unlink(open_writers_[i]->file.tmp_path);
+    for (int i = 0; i < 2; i++) {
+        const ShardWriter* w = open_writers_[i];
+        for (int k = 0; w && k < w->shards_done + w->open; k++) {
+            char path[4200];
+            shard_path(w, k, ".tmp", path, sizeof(path));
+            unlink(path);
+        }
+    }
 }
 
 static void shard_flush(ShardWriter* w) {
@@ -566,16 +590,27 @@ static void shard_finish(ShardWriter* w) {
     h[8] = 2;
     fseek_check(w->file.f, 0, SEEK_SET, w->file.tmp_path);
     fwrite_check(h, 4, HEADER_WORDS, w->file.f, w->file.tmp_path);
-    atomic_commit(&w->file);
+    fclose_sync_check(w->file.f, w->file.tmp_path);
+    w->file.f = NULL;
     w->open = 0;
     w->shards_done++;
+}
+
+/* once the whole input is written: every complete shard, kept as .tmp so far, goes under its name */
+static void shard_commit_all(const ShardWriter* w) {
+    for (int k = 0; k < w->shards_done; k++) {
+        char tmp[4200], path[4200];
+        shard_path(w, k, ".tmp", tmp, sizeof(tmp));
+        shard_path(w, k, "", path, sizeof(path));
+        if (rename(tmp, path) != 0) fatalf("%s: rename from %s failed: %s", path, tmp, strerror(errno));
+    }
 }
 
 static void shard_write(ShardWriter* w, const int* tokens, size_t n) {
     for (size_t i = 0; i < n; i++) {
         if (!w->open) {
-            char path[4096];
-            snprintf(path, sizeof(path), "%s/%s_%06d.bin", w->dir, w->name, w->shards_done);
+            char path[4200];
+            shard_path(w, w->shards_done, "", path, sizeof(path));
             atomic_open(&w->file, path);
             w->open = 1;
             w->in_shard = 0;
@@ -616,12 +651,12 @@ static void write_chunk(Output* out, const Encoded* e, size_t chunk_bytes, int e
     out->bytes_done += (long long)chunk_bytes;
 }
 
-/* removes DIR/<name>_NNNNNN.bin for NNNNNN >= first (left from an earlier, larger run) */
-static int remove_stale_shards(const char* dir, const char* name, int first) {
+/* removes w's DIR/<name>_NNNNNN.bin beyond the shards this run wrote (left from an earlier, larger run) */
+static int remove_stale_shards(const ShardWriter* w) {
     int removed = 0;
-    for (int k = first;; k++) {
-        char path[4096];
-        snprintf(path, sizeof(path), "%s/%s_%06d.bin", dir, name, k);
+    for (int k = w->shards_done;; k++) {
+        char path[4200];
+        shard_path(w, k, "", path, sizeof(path));
         if (unlink(path) != 0) break;
         removed++;
     }
@@ -815,7 +850,9 @@ int main(int argc, char** argv) {
     if (train->total == 0) fatalf("%s: every document went to val (%lld documents, --val-fraction %g)", o.inputs[0], out.documents, o.val_fraction);
     if (train->open) shard_finish(train);
     if (val->open) shard_finish(val);
-    int stale = remove_stale_shards(o.output_dir, "train", train->shards_done) + remove_stale_shards(o.output_dir, "val", val->shards_done);
+    shard_commit_all(train);
+    shard_commit_all(val);
+    int stale = remove_stale_shards(train) + remove_stale_shards(val);
     double elapsed = now_seconds() - start;
     fprintf(stderr, "%s%lld documents from %d files (%.1f MB) in %.2f s, %.1f MB/s, %ld threads\n", progress_tty ? "\r" : "",
             out.documents, files.count, out.bytes_done / 1e6, elapsed, out.bytes_done / 1e6 / elapsed, o.threads);

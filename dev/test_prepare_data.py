@@ -5,9 +5,11 @@
   * JSON lines written by Python's json (escapes, surrogate pairs, nested values, other fields,
     blank lines) equal tiktoken on each decoded "text" field, with the documented val rule;
   * shards are byte-identical with --threads 1 and 2, and stale shards of an earlier run go away;
+  * a separator line at any offset around the 1 MiB chunk boundary (also across it) starts a document;
+  * a JSON key written with escapes names the field, as in Python's json;
   * bad input (missing file, directory without text, broken JSON line, missing field, unwritable
     output directory, bad tokenizer files, bad ids): non-zero exit, one line naming the file (and
-    line), no *.tmp left, every shard left under a final name complete (header, length, CRC).
+    line), no *.tmp left, and a failed run leaves the directory's earlier shards as they were.
 Ends with "N passed, M failed".
 """
 import glob
@@ -97,6 +99,19 @@ def main():
         check(r.returncode == 0 and names == ["train_000000.bin", "val_000000.bin"],
               f"a second run into the same directory leaves only its own shards: {names}")
 
+        # a separator line starting at 2^20 - k: before, across and at prepare_data's 1 MiB chunk boundary
+        filler = (b"w" * 99 + b"\n") * 10485
+        for sep, k in [("%", 0), ("%", 1), ("%", 2), ("%%", 1), ("%%", 3), ("----", 5)]:
+            first = filler + b"y" * (1048576 - len(filler) - 1 - k) + b"\n"
+            rest = [b"second doc\n", b"third doc\n" + b"more text here\n" * 2000]
+            text = first + (sep.encode() + b"\n").join([b""] + rest)
+            path = os.path.join(tmp, "boundary.txt")
+            open(path, "wb").write(text)
+            d = os.path.join(tmp, "boundary")
+            r = prepare("--input", path, "--output-dir", d, "--doc-separator", sep, "--val-fraction", "0")
+            check(r.returncode == 0, f"separator {sep!r} line at 2^20 - {k}: exit {r.returncode} {r.stderr.strip()[-200:]}")
+            compare_splits(f"separator {sep!r} line at 2^20 - {k}: 3 documents", d, expected_split([first] + rest, 0))
+
         # JSON lines
         rng = random.Random(7)
         words = ["hello", " world", "naïve", "日本語", "😀", "'s", "\n", "\t", "\"quoted\"", "back\\slash", "\u2028", "123", "  "]
@@ -113,6 +128,12 @@ def main():
         r = prepare("--input", jsonl, "--output-dir", os.path.join(tmp, "json"), "--val-fraction", "0.1")
         check(r.returncode == 0, f"prepare_data on {len(docs)} JSON lines: exit {r.returncode} {r.stderr.strip()[-200:]}")
         compare_splits("JSON lines", os.path.join(tmp, "json"), expected_split(docs, 0.1))
+        escaped = os.path.join(tmp, "escaped_key.jsonl")
+        open(escaped, "w").write('{"te\\u0078t": "hello", "t\\u00e9xt": "x"}\n{"text": "a", "text": "last wins"}\n')
+        r = prepare("--input", escaped, "--output-dir", os.path.join(tmp, "escaped"), "--val-fraction", "0")
+        check(r.returncode == 0, f"JSON keys with escapes: exit {r.returncode} {r.stderr.strip()[-200:]}")
+        compare_splits("JSON keys with escapes, a repeated key (Python's json.loads)", os.path.join(tmp, "escaped"),
+                       expected_split([json.loads(line)["text"].encode() for line in open(escaped)], 0))
 
         # bad input
         expect_failure("missing input file", prepare("--input", os.path.join(tmp, "nope.txt"), "--output-dir", tmp), "nope.txt")
@@ -124,11 +145,14 @@ def main():
         good = [json.dumps({"text": "line %d " % i * 50}) for i in range(4000)]
         open(broken, "w").write("\n".join(good + ['{"text": "unterminated}'] + good[:5]) + "\n")
         out_dir = os.path.join(tmp, "broken_out")
+        earlier = prepare("--input", jsonl, "--output-dir", out_dir, "--shard-tokens", "20000", "--val-fraction", "0.1")
+        before = shard_bytes(out_dir)
         r = prepare("--input", broken, "--output-dir", out_dir, "--shard-tokens", "20000")
         expect_failure("broken JSON line", r, f"broken.jsonl:{len(good) + 1}:")
         intact, what = shards_intact(out_dir)
-        check(intact, f"after the failure every shard under a final name is complete and no .tmp is left "
-                      f"({len(glob.glob(os.path.join(out_dir, '*.bin')))} complete shards; {what or 'none bad'})")
+        check(earlier.returncode == 0 and intact and shard_bytes(out_dir) == before and len(before) > 2,
+              f"after the failure the directory holds the earlier run's {len(before)} shards, unchanged, and no .tmp "
+              f"({len(shard_bytes(out_dir))} shards; {what or 'none bad'})")
         nofield = os.path.join(tmp, "nofield.jsonl")
         open(nofield, "w").write('{"text": "a"}\n{"body": "b"}\n')
         expect_failure("JSON line without the field", prepare("--input", nofield, "--output-dir", tmp), "nofield.jsonl:2:")
