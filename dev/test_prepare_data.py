@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Tests of ./prepare_data and the tools' bad-input handling.
 
-  * one 2.6 MB document (cut into chunks inside prepare_data) equals tiktoken on the whole text;
+  * one 2.6 MB document (cut into chunks inside prepare_data) equals tiktoken on the whole text, and so
+    does a 2.9 MB one of non-ASCII lines (CJK, Cyrillic, emoji; now also cut at its newlines);
   * JSON lines written by Python's json (escapes, surrogate pairs, nested values, other fields,
     blank lines) equal tiktoken on each decoded "text" field, with the documented val rule;
   * shards are byte-identical with --threads 1 and 2, and stale shards of an earlier run go away;
@@ -81,6 +82,16 @@ def main():
         r = prepare("--input", big, "--output-dir", os.path.join(tmp, "big"), "--val-fraction", "0")
         check(r.returncode == 0, f"prepare_data on one {len(corpus)}-byte document: exit {r.returncode}")
         compare_splits("one 2.6 MB document (chunked)", os.path.join(tmp, "big"), {"train": [EOT] + ref_encode(corpus), "val": []})
+
+        rng = random.Random(11)
+        pieces = ["日本語の文章", "Привет", "мир", "😀", "中文", "é", "ß", "١٢٣", "'s", "\u3000", "\u00a0", " ", "\t", "!"]
+        lines = ["".join(rng.choice(pieces) for _ in range(rng.randrange(1, 40))) for _ in range(30000)]
+        wide = "\n".join(lines).encode("utf-8")
+        path = os.path.join(tmp, "wide.txt")
+        open(path, "wb").write(wide)
+        r = prepare("--input", path, "--output-dir", os.path.join(tmp, "wide"), "--val-fraction", "0")
+        check(r.returncode == 0, f"prepare_data on one {len(wide)}-byte non-ASCII document: exit {r.returncode}")
+        compare_splits("one non-ASCII document (chunked)", os.path.join(tmp, "wide"), {"train": [EOT] + ref_encode(wide), "val": []})
 
         # determinism over thread counts, separators inside a large file
         outs = []

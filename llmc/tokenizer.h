@@ -386,12 +386,23 @@ static inline size_t tokenizer_next_piece(const unsigned char* s, size_t n, size
     return j;                  /* \s */
 }
 
+/* Whether the character that s[e] ends, as the encoder decodes s, is White_Space, given that s[e + 1]
+ * is ASCII. An ASCII or lead byte always starts a character (an invalid sequence is one byte of class
+ * other), so the character holding s[e] starts at the last such byte at most 3 back, if it ends at e. */
+static inline int tokenizer_space_ends_at(const unsigned char* s, size_t n, size_t e) {
+    size_t q = e, len;
+    while (q > 0 && e - q < 3 && (s[q] & 0xC0) == 0x80) q--;
+    return tokenizer_char_class(s, n, q, &len) == UCLASS_SPACE && q + len == e + 1;
+}
+
 /* True if a document may be cut before s[p] without changing its tokens: the text before p,
- * encoded alone, gives the same tokens as in the whole. Holds when s[p-2] and s[p] are ASCII
- * non-space printable characters and s[p-1] is '\n': that newline is then a piece of its own in
- * both, and no piece looks behind its start. */
+ * encoded alone, gives the same tokens as in the whole. Holds when s[p-1] is '\n' and neither the
+ * character before it nor the one at p is White_Space (any script, or an invalid byte): that newline
+ * is then a piece of its own in both, and no piece looks behind its start. */
 static inline int tokenizer_can_cut(const unsigned char* s, size_t n, size_t p) {
-    return p >= 2 && p < n && s[p - 1] == '\n' && s[p - 2] > 0x20 && s[p - 2] < 0x7F && s[p] > 0x20 && s[p] < 0x7F;
+    size_t len;
+    return p >= 2 && p < n && s[p - 1] == '\n' && !tokenizer_space_ends_at(s, n, p - 2) &&
+           tokenizer_char_class(s, n, p, &len) != UCLASS_SPACE;
 }
 
 /* ----------------------------------------------------------------------------
