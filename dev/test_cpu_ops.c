@@ -406,6 +406,27 @@ static void test_elementwise(void) {
     const double h = 1e-5;
     for (size_t i = 0; i < N; i++) ref[i] = dout[i] * (ref_gelu((double)x[i] + h) - ref_gelu((double)x[i] - h)) / (2 * h);
     report_grad("gelu_backward vs finite differences", dx, dx0, ref, N, 1e-6);
+    /* large magnitudes: exp(2u) saturates; gelu(x) -> x and gelu'(x) -> 1 above, both -> 0 below */
+    enum { NL = 18 };
+    float big[NL] = {8, 9.95f, 10, 12, 20, 87, 100, 1e3f, 1e4f}, big_out[NL], big_dx[NL] = {0}, ones[NL];
+    double big_ref[NL], big_dref[NL];
+    for (int i = 0; i < NL / 2; i++) big[NL / 2 + i] = -big[i];
+    for (int i = 0; i < NL; i++) {
+        ones[i] = 1.0f;
+        big_ref[i] = ref_gelu(big[i]);
+        double hb = 1e-6 * fabs(big[i]);
+        big_dref[i] = (ref_gelu(big[i] + hb) - ref_gelu(big[i] - hb)) / (2 * hb);
+    }
+    gelu_forward(big_out, big, NL);
+    gelu_backward(big_dx, big, ones, NL);
+    double worst_out = 0.0, worst_dx = 0.0; /* each element's error relative to max(|ref|, 1); NaN kept */
+    for (int i = 0; i < NL; i++) {
+        double eo = fabs(big_out[i] - big_ref[i]) / fmax(fabs(big_ref[i]), 1.0), ed = fabs(big_dx[i] - big_dref[i]);
+        if (!(eo <= worst_out)) worst_out = eo;
+        if (!(ed <= worst_dx)) worst_dx = ed;
+    }
+    report("gelu_forward at +-8, 9.95, 10, 12, 20, 87, 100, 1e3, 1e4 (-> x or 0)", worst_out, 1e-6);
+    report("gelu_backward at the same points (-> 1 or 0)", worst_dx, 1e-5);
 
     float *b = rand_floats(N, 1), *db0 = rand_floats(N, 1), *db = copy_floats(db0, N);
     residual_forward(out, x, b, N);

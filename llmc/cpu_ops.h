@@ -299,7 +299,7 @@ CPU_OPS_VECTOR static inline void gelu_forward_range(float* out, const float* in
     for (size_t i = i0; i < i1; i++) {
         float x = inp[i];
         float e = cpu_expf(2.0f * GELU_SCALE * (x + 0.044715f * x * x * x));
-        out[i] = x * e / (e + 1.0f);
+        out[i] = x * (e / (e + 1.0f)); /* σ first: x·E overflows from x ≈ 10 */
     }
 }
 static inline void gelu_forward(float* out, const float* inp, size_t N) {

@@ -1,9 +1,10 @@
 /*
  * llmc/gelu.cuh — GELU, tanh approximation, elementwise; forward and backward.
  *   gelu(x) = x/2·(1 + tanh u),  u = sqrt(2/π)·(x + 0.044715·x³)
- * Written with E = exp(2u) as x·E/(E+1) and gelu'(x) = σ(2u) + 2x·σ(2u)/(E+1)·du/dx, the same
- * cancellation-free form as llmc/cpu_ops.h. The matmuls fuse GELU into cuBLASLt epilogues where they
- * can (llmc/matmul.cuh); these kernels serve the other cases and recomputation (-r 1).
+ * Written with E = exp(2u) as x·(E/(E+1)) (σ(2u) = E/(E+1) first: x·E overflows for x >= 10) and
+ * gelu'(x) = σ(2u) + 2x·σ(2u)/(E+1)·du/dx, the same cancellation-free form as llmc/cpu_ops.h. The
+ * matmuls fuse GELU into cuBLASLt epilogues where they can (llmc/matmul.cuh); these kernels serve the
+ * other cases and recomputation (-r 1).
  * One thread per work item of a VectorSplit (llmc/cuda_utils.cuh): a 16-byte pack of PACKX elements of
  * every array (one vector load per input, one store), or, at an unaligned head or the tail, one element;
  * n and the arrays' alignment may be anything.
@@ -18,7 +19,7 @@
 
 __device__ inline float gelu_value(float x) {
     float e = expf(fminf(2.0f * GELU_SQRT_2_OVER_PI * (x + 0.044715f * x * x * x), 88.0f));
-    return x * e / (e + 1.0f);
+    return x * (e / (e + 1.0f)); /* σ first: x·E overflows from x ≈ 10 */
 }
 
 __device__ inline float gelu_derivative(float x) {

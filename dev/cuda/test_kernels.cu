@@ -301,9 +301,12 @@ int main(void) {
     {
         size_t n = 1000;
         Buf x = buf_random(n, 4.0f), y = buf_random(n, 1.0f), dy = buf_random(n, 1.0f), dx = buf_random(n, 1.0f);
+        const float big[] = {8, 9.95f, 10, 12, 20, 87, 100, 1e3f, 1e4f}; /* exp(2u) saturates; x·exp(2u) overflows */
+        for (size_t i = 0; i < sizeof(big) / sizeof(big[0]); i++) x.h[2 * i] = big[i], x.h[2 * i + 1] = -big[i];
+        cudaCheck(cudaMemcpy(x.d, x.h, n * sizeof(float), cudaMemcpyHostToDevice));
         gelu_forward(y.d, x.d, n, s);
         gelu_forward(y.h, x.h, n);
-        check("gelu_forward n=1000", y.d, y.h, n);
+        check("gelu_forward n=1000, 18 of them at +-8 .. 1e4", y.d, y.h, n);
         gelu_backward(dx.d, x.d, dy.d, n, s);
         memset(dx.h, 0, n * sizeof(float));
         gelu_backward(dx.h, x.h, dy.h, n);
