@@ -809,9 +809,6 @@ static size_t gpt_first_nonfinite_param(GPT* m) {
 int main(int argc, char** argv) {
     TrainArgs args;
     flags_parse(&args, argc, argv, "train_gpt");
-    if (args.zero == 2) fatalf("--zero 2 (sharded gradients) is not implemented: use -z 1 (sharded optimizer state) or -z 0");
-    if (strcmp(args.grad_comm, "bf16") != 0 && strcmp(args.grad_comm, "fp32") != 0)
-        fatalf("--grad-comm %s: expected bf16 or fp32", args.grad_comm);
     flags_reject(&args, "threads", "--threads sets the CPU trainer's OpenMP threads; the GPU trainer's host side does not use them");
     int save_error_continue;
     int bad_flags = train_check_run_flags(&args, &save_error_continue);
@@ -898,7 +895,6 @@ int main(int argc, char** argv) {
     double batch_ratio = (double)total_batch / (double)ref_batch, lr_factor = 1.0;
     if (strcmp(args.lr_scale, "linear") == 0) lr_factor = batch_ratio;
     else if (strcmp(args.lr_scale, "sqrt") == 0) lr_factor = sqrt(batch_ratio);
-    else if (strcmp(args.lr_scale, "none") != 0) fatalf("--lr-scale %s: expected none, linear or sqrt", args.lr_scale);
     Schedule sched = train_schedule(&args, (float)(args.lr * lr_factor), max_steps);
     OptimizerConfig oc = {args.beta1, args.beta2, args.eps, args.weight_decay, args.grad_clip};
     TrainState run = train_run_state(&args, model.num_params, &sched);

@@ -50,6 +50,13 @@ expect_error "vocabulary flag differs from the model file" "vocab" ./train_gpt_c
 expect_error "total batch not a multiple of B*T" "total-batch 1000" ./train_gpt_cpu $small $data $quiet -d 1000
 expect_error "ZeRO is rejected on the CPU" "zero" ./train_gpt_cpu $small $data $quiet -z 1
 expect_error "heads do not divide channels" "(head|divis)" ./train_gpt_cpu --n-layer 1 --n-head 5 --n-embd 32 --vocab-size 256 $data $quiet
+expect_error "beta1 of 1 (bias correction 1/0)" "beta1 and --beta2 must be below 1" ./train_gpt_cpu $small $data $quiet --beta1 1
+expect_error "beta2 of 1" "beta1 and --beta2 must be below 1" ./train_gpt_cpu $small $data $quiet --beta2 1
+expect_error "eps of 0 (0/0 for a zero gradient)" "eps must be above 0" ./train_gpt_cpu $small $data $quiet --eps 0
+expect_error "total batch 0" "total-batch 0" ./train_gpt_cpu $small $data $quiet -d 0
+expect_error "mock data with shards" "mock-data.*train-data" ./train_gpt_cpu $small $data $quiet --mock-data
+expect_error "a prompt with sampling off" "prompt.*sample-every 0" ./train_gpt_cpu $small $data $quiet --prompt hello
+expect_error "a tokenizer file that is missing" "tokenizer .*nope.bin" ./train_gpt_cpu $small $data -v 0 -s 5 --tokenizer "$tmp/nope.bin"
 
 # ---------------------------------------------------------------- exact resume
 check_resume ./train_gpt_cpu $small $data -v 4 -m 2 -s 4 -g 8 -x 8 -l 3e-3 -u 2 -d 256

@@ -33,6 +33,7 @@ typedef enum { FLAG_STR, FLAG_INT, FLAG_FLOAT, FLAG_BOOL, FLAG_SCHED } FlagType;
 #define FLAG_CTYPE_FLAG_BOOL int
 #define FLAG_CTYPE_FLAG_SCHED const char*
 #define FLAG_INT_MAX 2147483647.0
+#define TRAIN_DEFAULT_TOKENIZER "data/gpt2_tokenizer.bin" /* a missing file is fine here: samples print as ids */
 
 /* X(field, short, long, type, default, min, max, help); short is NULL where there is none */
 #define TRAIN_FLAGS(X)                                                                                                               \
@@ -87,7 +88,7 @@ typedef enum { FLAG_STR, FLAG_INT, FLAG_FLOAT, FLAG_BOOL, FLAG_SCHED } FlagType;
       "stop when the val loss has not improved for N evaluations; best checkpoint in -o DIR/best (0: off)")                         \
     X(profile, NULL, "--profile", FLAG_INT, "0", 0, FLAG_INT_MAX,                                                                    \
       "time each op over N steps (after the first) and print a table (0: off)")                                                     \
-    X(zero, "-z", "--zero", FLAG_INT, "0", 0, 2, "ZeRO stage: 0 off, 1 shard optimizer state, 2 also gradients")                     \
+    X(zero, "-z", "--zero", FLAG_INT, "0", 0, 1, "ZeRO stage: 0 off, 1 shard optimizer state (stage 2 is not implemented)")                     \
     X(dist_init, NULL, "--dist-init", FLAG_STR, "auto", 0, 0, "multi-GPU: how ranks share the NCCL id: auto|mpi|file|tcp")             \
     X(dist_file, NULL, "--dist-file", FLAG_STR, "", 0, 0, "multi-GPU: id file for --dist-init file, new per job, on a shared disk")     \
     X(dist_timeout, NULL, "--dist-timeout", FLAG_FLOAT, "600", 1, 1e7,                                                               \
@@ -102,7 +103,7 @@ typedef enum { FLAG_STR, FLAG_INT, FLAG_FLOAT, FLAG_BOOL, FLAG_SCHED } FlagType;
     X(seed, NULL, "--seed", FLAG_INT, "1337", 0, FLAG_INT_MAX, "random seed (init, data order, sampling)")                           \
     X(mock_data, NULL, "--mock-data", FLAG_BOOL, "0", 0, 1, "train on deterministic random tokens, no files")                        \
     X(shuffle, NULL, "--shuffle", FLAG_INT, "1", 0, 1, "1: shuffle shard and batch order each epoch; 0: read in order")             \
-    X(tokenizer, NULL, "--tokenizer", FLAG_STR, "data/gpt2_tokenizer.bin", 0, 0, "tokenizer file (GBPE), to print samples")          \
+    X(tokenizer, NULL, "--tokenizer", FLAG_STR, TRAIN_DEFAULT_TOKENIZER, 0, 0, "tokenizer file (GBPE), to print samples")          \
     X(threads, NULL, "--threads", FLAG_INT, "0", 0, 4096, "CPU threads (0: the OpenMP default)")
 
 #define FLAG_FIELD_(field, shrt, lng, type, def, lo, hi, help) FLAG_CTYPE_##type field;

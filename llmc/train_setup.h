@@ -28,19 +28,50 @@
 #include "llmc/flags.h"
 #include "llmc/health.h"
 
-/* --on-save-error stop|continue and --early-stop's need for validation. Returns 0, or 2 after printing
- * the error (the exit status of a bad flag); *save_error_continue: 1 for --on-save-error continue. */
-static inline int train_check_run_flags(const TrainArgs* args, int* save_error_continue) {
-    *save_error_continue = strcmp(args->on_save_error, "continue") == 0;
-    if (!*save_error_continue && strcmp(args->on_save_error, "stop") != 0) {
-        fprintf(stderr, "error: --on-save-error: bad value '%s': expected stop or continue (see --help)\n", args->on_save_error);
-        return 2;
+/* whether s is one of the NULL-terminated words; if not, prints "error: FLAG: bad value ..." naming them */
+static inline int train_flag_word_ok_(const char* flag, const char* s, const char* const* words) {
+    char expected[256] = "";
+    for (int i = 0; words[i]; i++) {
+        if (strcmp(s, words[i]) == 0) return 1;
+        snprintf(expected + strlen(expected), sizeof(expected) - strlen(expected), "%s%s", i ? "|" : "", words[i]);
     }
-    if (args->early_stop > 0 && ((!args->val_data[0] && !args->mock_data) || args->val_every == 0)) {
-        fprintf(stderr, "error: --early-stop %d needs validation: give --val-data and --val-every > 0 (see --help)\n", args->early_stop);
-        return 2;
-    }
+    fprintf(stderr, "error: %s: bad value '%s': expected %s (see --help)\n", flag, s, expected);
     return 0;
+}
+
+/* What the flag table's ranges cannot say: the word-valued flags, AdamW's betas below 1 (the bias
+ * correction divides by 1 - beta^t) and ε above 0 (a zero gradient's update is 0/0), --total-batch not
+ * 0, and the flags that contradict or need others. Returns 0, or 2 after printing the error (the exit
+ * status of a bad flag); *save_error_continue: 1 for --on-save-error continue. */
+static inline int train_check_run_flags(const TrainArgs* args, int* save_error_continue) {
+    static const char* const save_words[] = {"stop", "continue", NULL}, *const comm_words[] = {"bf16", "fp32", NULL},
+                             *const scale_words[] = {"none", "linear", "sqrt", NULL},
+                             *const init_words[] = {"auto", "mpi", "file", "tcp", NULL};
+    if (!train_flag_word_ok_("--on-save-error", args->on_save_error, save_words) ||
+        !train_flag_word_ok_("--grad-comm", args->grad_comm, comm_words) || !train_flag_word_ok_("--lr-scale", args->lr_scale, scale_words) ||
+        !train_flag_word_ok_("--dist-init", args->dist_init, init_words))
+        return 2;
+    *save_error_continue = strcmp(args->on_save_error, "continue") == 0;
+    const char* problem = NULL;
+    char text[4400];
+    if (args->beta1 >= 1.0f || args->beta2 >= 1.0f)
+        problem = "--beta1 and --beta2 must be below 1 (AdamW's bias correction divides by 1 - beta^step)";
+    else if (args->eps <= 0.0f) problem = "--eps must be above 0 (a parameter with a zero gradient would be updated by 0/0)";
+    else if (args->total_batch == 0) problem = "--total-batch 0: give the tokens per step, or -1 for B*T*world";
+    else if (args->mock_data && (args->train_data[0] || args->val_data[0]))
+        problem = "--mock-data trains and validates on synthetic tokens: it cannot be given with --train-data or --val-data";
+    else if (args->prompt[0] && args->sample_every == 0)
+        problem = "--prompt is the start of the samples, but --sample-every 0 turns sampling off";
+    else if (args->early_stop > 0 && ((!args->val_data[0] && !args->mock_data) || args->val_every == 0)) {
+        snprintf(text, sizeof(text), "--early-stop %d needs validation: give --val-data and --val-every > 0", args->early_stop);
+        problem = text;
+    } else if (strcmp(args->tokenizer, TRAIN_DEFAULT_TOKENIZER) != 0 && access(args->tokenizer, R_OK) != 0) {
+        snprintf(text, sizeof(text), "--tokenizer %s: cannot read it: %s", args->tokenizer, strerror(errno));
+        problem = text;
+    }
+    if (!problem) return 0;
+    fprintf(stderr, "error: %s (see --help)\n", problem);
+    return 2;
 }
 
 typedef enum { MODEL_FROM_SCRATCH, MODEL_FROM_PRESET, MODEL_FROM_FILE } ModelSource;

@@ -138,7 +138,7 @@ expect_error_log() { # NAME PATTERN LOG: non-zero exit recorded in LOG's last li
     else bad "$1: $(tail -3 "$3")"; fi
 }
 ./train_gpt_sim_dist $model -b 12 -x 1 -z 2 >"$tmp/z2.log" 2>&1; echo "rc $?" >>"$tmp/z2.log"
-expect_error_log "-z 2 is rejected" "error: --zero 2 .*not implemented" "$tmp/z2.log"
+expect_error_log "-z 2 is rejected" "error: --zero: bad value '2': expected an integer in \\[0, 1\\]" "$tmp/z2.log"
 mpi 2 "$tmp/split.log" ./train_gpt_sim_dist $model -b 4 -x 1; echo "rc $?" >>"$tmp/split.log"
 expect_error_log "a total batch 2 ranks cannot split" "error: --total-batch 384 is not a multiple of .* 4 x 32 x 2 = 256 tokens: 256 \(1 micro-steps\) or 512 \(2 micro-steps\) would be" "$tmp/split.log"
 mpi 2 "$tmp/lr.log" ./train_gpt_sim_dist $model -b 6 -x 3 --lr-scale linear --lr-ref-batch 192

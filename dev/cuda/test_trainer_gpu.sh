@@ -45,6 +45,9 @@ expect_error "max-seq-len flag differs from the model file" "init.bin.*maximum s
 expect_error "sequence longer than the model's" "seq-len 64.*32" ./train_gpt_sim $common -x 1 -t 64
 expect_error "batch too big for device memory (says how much)" "does not fit in device memory: needs [0-9.]+ GiB" \
     ./train_gpt_sim -e d12 --mock-data -b 512 -t 1024 -x 1 -s 0 -v 0
-expect_error "ZeRO stage 2 is rejected" "zero 2" ./train_gpt_sim $common -x 1 -z 2
+expect_error "ZeRO stage 2 is rejected (exit 2)" "zero: bad value '2'" ./train_gpt_sim $common -x 1 -z 2
+for flag in --grad-comm --lr-scale --dist-init; do
+    expect_error "$flag with an unknown word" "$flag: bad value 'bogus': expected [a-z0-9|]+ \\(see --help\\)" ./train_gpt_sim $common -x 1 $flag bogus
+done
 
 test_end
