@@ -436,6 +436,7 @@ int main(int argc, char** argv) {
     int accum = (int)(total_batch / (long long)tokens_per_micro);
     DataLoader train, val;
     int have_val = train_open_data(&args, B, T, c->vocab_size, 0, 1, accum, &train, &val);
+    int val_batches = have_val && args.val_every > 0 ? train_val_batches(&args, &val) : 0;
     int max_steps = args.max_steps;
     if (max_steps < 0) {
         max_steps = (int)dataloader_batches_per_epoch(&train);
@@ -445,8 +446,8 @@ int main(int argc, char** argv) {
 
     Schedule sched = train_schedule(&args, args.lr, max_steps);
     OptimizerConfig oc = {args.beta1, args.beta2, args.eps, args.weight_decay, args.grad_clip};
-    TrainState run = train_run_state(&args, model.num_params, &sched);
-    if (args.output_dir[0]) make_dir_check(args.output_dir);
+    TrainState run = train_run_state(&args, model.num_params, &sched, T, total_batch, &train);
+    if (args.output_dir[0]) train_lock_output_dir(args.output_dir);
 
     SampleSetup samples;
     sample_setup(&samples, args.sample_every > 0, args.tokenizer, args.prompt, c->vocab_size, T);
@@ -464,19 +465,14 @@ int main(int argc, char** argv) {
             float* params = train_resume_read_model(model_path, c, model.num_params);
             memcpy(model.params, params, model.num_params * sizeof(float));
             free(params);
-            TrainState st;
-            float *mm, *vv, *master;
-            state_file_read(state_path, &st, &mm, &vv, &master);
-            if (st.num_params != model.num_params || st.shard_count != model.num_params)
-                fatalf("%s: optimizer state holds %zu of %zu parameters, this run needs all %zu", state_path, st.shard_count,
-                       st.num_params, model.num_params);
-            if (state_compare(state_path, &st, &run, stdout) > 0)
-                printf("resume: warning: the settings above differ from the checkpoint's run; continuing with this run's\n");
-            free(master);
-            model.adam_m = mm;
-            model.adam_v = vv;
-            start_step = train_resume_restore(&st, &health, &health_config, &rng, &train);
-            printf("resume: step %d from %s\n", start_step, args.output_dir);
+            model.adam_m = (float*)malloc_check(model.num_params * sizeof(float));
+            model.adam_v = (float*)malloc_check(model.num_params * sizeof(float));
+            int saved_world;
+            TrainState st = train_resume_read_state(args.output_dir, last, &run, 0, model.num_params, model.adam_m, model.adam_v, &saved_world);
+            start_step = train_resume_restore(&st, &health, &health_config, &rng, &train, max_steps);
+            printf("resume: step %d from %s", start_step, args.output_dir);
+            if (saved_world != 1) printf(" (optimizer state of %d ranks)", saved_world);
+            printf("\n");
         }
     }
 
@@ -523,7 +519,7 @@ int main(int argc, char** argv) {
         int evaluated = train_eval_due(&args, have_val, step, max_steps);
         float val_loss = 0.0f;
         if (evaluated) {
-            val_loss = evaluate(&model, &val, args.val_batches);
+            val_loss = evaluate(&model, &val, val_batches);
             EarlyStopVerdict verdict = train_record_val(&args, &logger, &early, step, max_steps, val_loss);
             if (verdict == EARLY_STOP_IMPROVED && best_dir[0]) {
                 TrainState st = train_state_at(&run, step, &rng, &health, &train, &start.loader);

@@ -864,6 +864,7 @@ int main(int argc, char** argv) {
      * its slot j x world + r, so the data order does not depend on how the step is split over ranks */
     DataLoader train, val;
     int have_val = train_open_data(&args, B, T, config.vocab_size, rank, world, accum, &train, &val);
+    int val_batches = have_val && args.val_every > 0 ? train_val_batches(&args, &val) : 0;
     int max_steps = args.max_steps;
     if (max_steps < 0) max_steps = (int)dataloader_batches_per_epoch(&train);
 
@@ -897,8 +898,12 @@ int main(int argc, char** argv) {
     else if (strcmp(args.lr_scale, "sqrt") == 0) lr_factor = sqrt(batch_ratio);
     Schedule sched = train_schedule(&args, (float)(args.lr * lr_factor), max_steps);
     OptimizerConfig oc = {args.beta1, args.beta2, args.eps, args.weight_decay, args.grad_clip};
-    TrainState run = train_run_state(&args, model.num_params, &sched);
-    if (args.output_dir[0]) make_dir_check(args.output_dir);
+    TrainState run = train_run_state(&args, model.num_params, &sched, T, total_batch, &train);
+    if (args.output_dir[0]) { /* rank 0 holds the directory's lock; the others wait for it to exist */
+        if (rank == 0) train_lock_output_dir(args.output_dir);
+        dist_mean(&dist, 0.0f, model.stream);
+        make_dir_check(args.output_dir);
+    }
 
     SampleSetup samples;
     sample_setup(&samples, args.sample_every > 0, args.tokenizer, args.prompt, c->vocab_size, T);
@@ -915,30 +920,21 @@ int main(int argc, char** argv) {
         if (last < 0) {
             printf("resume: no complete checkpoint in %s, starting from scratch\n", args.output_dir);
         } else {
-            char model_path[4200], state_path[4200], done_path[4200], err[4600];
+            char model_path[4200], state_path[4200], done_path[4200];
             checkpoint_paths(model_path, state_path, done_path, sizeof(model_path), args.output_dir, last, 0);
-            int saved_world = 0;
-            if (checkpoint_read_marker(done_path, last, &saved_world, err, sizeof(err)) != 0) fatalf("%s", err);
-            size_t n = model.num_params;
-            float* params = train_resume_read_model(model_path, c, n);
+            float* params = train_resume_read_model(model_path, c, model.num_params);
             free(init);
             init = params;
             /* this rank's optimizer range, from the saved shards of any world size (llmc/zero.h) */
-            TrainState st;
             float* mm = (float*)malloc_check((model.opt.count + 1) * sizeof(float));
             float* vv = (float*)malloc_check((model.opt.count + 1) * sizeof(float));
-            zero_read_optimizer(args.output_dir, last, saved_world, n, model.opt.offset, model.opt.count, mm, vv, &st);
-            TrainState expected = run; /* the shard layout may differ: re-sharding is supported */
-            expected.world = st.world;
-            expected.shard_offset = st.shard_offset;
-            expected.shard_count = st.shard_count;
-            if (state_compare(state_path, &st, &expected, stdout) > 0)
-                printf("resume: warning: the settings above differ from the checkpoint's run; continuing with this run's\n");
+            int saved_world;
+            TrainState st = train_resume_read_state(args.output_dir, last, &run, model.opt.offset, model.opt.count, mm, vv, &saved_world);
             cudaCheck(cudaMemcpy(model.adam_m, mm, model.opt.count * sizeof(float), cudaMemcpyHostToDevice));
             cudaCheck(cudaMemcpy(model.adam_v, vv, model.opt.count * sizeof(float), cudaMemcpyHostToDevice));
             free(mm);
             free(vv);
-            start_step = train_resume_restore(&st, &health, &health_config, &rng, &train);
+            start_step = train_resume_restore(&st, &health, &health_config, &rng, &train, max_steps);
             printf("resume: step %d from %s", start_step, args.output_dir);
             if (saved_world != world) printf(" (optimizer state re-sharded from %d to %d ranks)", saved_world, world);
             printf("\n");
@@ -1002,7 +998,7 @@ int main(int argc, char** argv) {
         int evaluated = train_eval_due(&args, have_val, step, max_steps);
         float val_loss = 0.0f;
         if (evaluated) {
-            val_loss = evaluate(&model, &val, args.val_batches);
+            val_loss = evaluate(&model, &val, val_batches);
             EarlyStopVerdict verdict = train_record_val(&args, &logger, &early, step, max_steps, val_loss);
             if (verdict == EARLY_STOP_IMPROVED && best_dir[0]) {
                 TrainState st = train_state_at(&run, step, &rng, &health, &train, &start.loader);

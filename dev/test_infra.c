@@ -529,7 +529,7 @@ static void test_dataloader_errors(void) {
     tmp_path(path, sizeof(path), "short.bin");
     write_shard(path, 0, 16, 30000, 0, 0);
     snprintf(pattern, sizeof(pattern), "%s", path);
-    expect_failure("dataloader shard shorter than one batch", child_load_one, &args, 1, "has 16 tokens, one batch needs");
+    expect_failure("dataloader shard shorter than one batch", child_load_one, &args, 1, "has 16 tokens, one batch needs B x T x slots + 1");
 
     tmp_path(path, sizeof(path), "vocab.bin");
     write_shard(path, 1, 100, 10050, 0, 0); /* tokens 10000..10099, some >= 10050 */
@@ -706,7 +706,22 @@ static TrainState sample_state(int has_master) {
     st.eps = 1e-8f;
     st.grad_clip = 1.0f;
     st.has_master = has_master;
+    st.seq_len = 1024;
+    st.step_tokens = 524288;
+    st.shuffle = 1;
+    st.data_tokens = 0x987654321ull;
+    st.data_shards = 103;
     return st;
+}
+
+/* patch_word, then the state file's header CRC (word 255) made to match again */
+static void patch_state_word(const char* path, int word, int32_t value) {
+    patch_word(path, word, value);
+    int32_t h[HEADER_WORDS];
+    FILE* f = fopen_check(path, "rb");
+    fread_check(h, 4, HEADER_WORDS, f, path);
+    fclose_check(f, path);
+    patch_word(path, HEADER_WORDS - 1, (int32_t)crc32_update(0, h, (HEADER_WORDS - 1) * 4));
 }
 
 static void child_read_state(void* ctx) {
@@ -737,8 +752,9 @@ static void test_state_file(void) {
         uint32_t w[256];
         fread_check(w, 4, 256, f, path);
         fclose_check(f, path);
-        ok &= size == 1024 + (long long)n * 4 * (2 + has_master) && w[0] == 0x53545047u && w[5] == 123 && w[6] == 1 &&
-              w[7] == 3 && w[47] == (uint32_t)has_master;
+        ok &= size == 1024 + (long long)n * 4 * (2 + has_master) && w[0] == 0x53545047u && w[1] == 2 && w[5] == 123 && w[6] == 1 &&
+              w[7] == 3 && w[47] == (uint32_t)has_master && w[179] == 1024 && w[180] == 524288 && w[181] == 0 && w[182] == 1 &&
+              w[183] == 0 && w[184] == 0x87654321u && w[185] == 9 && w[186] == 103 && w[255] == crc32_update(0, w, 255 * 4);
         check(ok, "state file has_master=%d: round trip of every field and %zu-float arrays is exact, %lld bytes", has_master,
               n, size);
         free(m2);
@@ -747,10 +763,14 @@ static void test_state_file(void) {
         TrainState now = st;
         now.schedule.max_lr = 3e-4f;
         now.world = 2;
+        now.seq_len = 512;
+        now.step_tokens = 1 << 18;
+        now.data_tokens++;
         FILE* devnull = fopen_check("/dev/null", "w");
         int same = state_compare(path, &st, &st, devnull), diffs = state_compare(path, &st, &now, devnull);
         fclose_check(devnull, "/dev/null");
-        check(same == 0 && diffs == 2, "state_compare: identical runs 0 differences, changed lr and world -> %d", diffs);
+        check(same == 0 && diffs == 5, "state_compare: identical runs 0 differences, changed lr, world, T, tokens per step, data -> %d",
+              diffs);
         free(arrays);
     }
     tmp_path(bad, sizeof(bad), "state_cut.bin");
@@ -761,10 +781,11 @@ static void test_state_file(void) {
     expect_failure("state file corrupted v", child_read_state, bad, 1, "corrupt");
     struct { int word; int32_t value; const char* needle; } patches[] = {
         {6, 3, "rank 3 is not in [0, world=3)"}, {12, 4000, "outside the 5000 parameters"}, {36, 9, "schedule kind 9"},
-        {47, 2, "master-weights flag is 2"}, {44, 0x7FC00000, "not a finite float"}, {5, -1, "step -1"}};
+        {47, 2, "master-weights flag is 2"}, {44, 0x7FC00000, "not a finite float"}, {5, -1, "step -1"},
+        {179, 0, "seq_len 0"}, {182, 2, "shuffle 2"}};
     for (size_t i = 0; i < sizeof(patches) / sizeof(patches[0]); i++) {
         copy_file(path, bad, 0, -1);
-        patch_word(bad, patches[i].word, patches[i].value);
+        patch_state_word(bad, patches[i].word, patches[i].value);
         char what[128];
         snprintf(what, sizeof(what), "state file header word %d = %d", patches[i].word, patches[i].value);
         expect_failure(what, child_read_state, bad, 1, patches[i].needle);
@@ -772,6 +793,12 @@ static void test_state_file(void) {
     char model_path[512];
     tmp_path(model_path, sizeof(model_path), "model.bin");
     expect_failure("state file foreign (a model file)", child_read_state, model_path, 1, "not a training state file");
+    copy_file(path, bad, 0, -1);
+    patch_word(bad, 26, 7); /* the loader's batch: the position a flipped bit would silently move */
+    expect_failure("state file header word 26 changed (header CRC)", child_read_state, bad, 1, "header is corrupt");
+    char err[4600];
+    check(file_verify(bad, "training state file", GPTS_MAGIC, GPTS_VERSION, err, sizeof(err)) != 0 && strstr(err, "header is corrupt"),
+          "file_verify (checkpoint scan) of that state file: %s", err);
 }
 
 static void test_checkpoint_dir(void) {

@@ -4,7 +4,11 @@
 #   - SIGTERM, SIGUSR1, SIGINT: the run stops at the next micro-step, writes a checkpoint of the
 #     completed steps and exits 75; resuming it ends bit-identical to an uninterrupted run;
 #   - corrupted checkpoints (flipped byte, truncated state, malformed marker) are skipped, named,
-#     and the newest valid one is resumed; the result is still bit-identical;
+#     and the newest valid one is resumed; the result is still bit-identical; a changed byte in a
+#     state file's header (the data position) is caught by its header CRC; when no checkpoint is
+#     valid, -y 1 stops (exit 1) instead of starting from scratch over them; resuming a checkpoint
+#     at or past --max-steps says there is nothing left to train;
+#   - a second trainer started on a directory a running one writes stops at once (exit 1);
 #   - out of space (a file-size limit, ulimit -f): the write fails with a clear error, exit 74,
 #     the previous checkpoint stays valid and no .tmp is left; --on-save-error continue trains on;
 #   - divergence (a huge learning rate): the run stops with exit 65 and a message.
@@ -86,6 +90,44 @@ else
     bad "corrupted checkpoints: exit $rc, $skips skipped: $(grep '^resume' "$tmp/corrupt.log" | head -5)"
 fi
 if same_final "$tmp/ref" "$tmp/corrupt" 10; then ok "after skipping them the run ends bit-identical (step 10)"; else bad "after skipping: step 10 differs"; fi
+mkdir -p "$tmp/allbad"
+cp "$tmp/ref"/*_0000000[24]*.* "$tmp/allbad/"
+printf '\x7f' | dd of="$tmp/allbad/state_00000004_00000.bin" bs=1 seek=104 conv=notrunc status=none # word 26: the loader's batch
+head -c 3000 "$tmp/ref/model_00000002.bin" >"$tmp/allbad/model_00000002.bin"
+before=$(cat "$tmp/allbad"/* | md5sum)
+"${short[@]}" -o "$tmp/allbad" -n 2 -y 1 >"$tmp/allbad.log" 2>"$tmp/allbad.err"
+rc=$?
+if [ $rc -eq 1 ] && grep -q "^error: .*allbad: none of its 2 checkpoints is valid" "$tmp/allbad.err" &&
+    grep -q 'step 4: .*state_00000004_00000.bin: training state file header is corrupt' "$tmp/allbad.log" &&
+    [ "$(cat "$tmp/allbad"/* | md5sum)" = "$before" ]; then
+    ok "no valid checkpoint (a changed state header byte, a truncated model): -y 1 exits 1 and writes nothing: $(head -1 "$tmp/allbad.err")"
+else
+    bad "no valid checkpoint: exit $rc: $(head -c 300 "$tmp/allbad.err") $(grep '^resume' "$tmp/allbad.log")"
+fi
+mkdir -p "$tmp/past"
+cp "$tmp/ref"/*_00000010*.* "$tmp/past/"
+"${base[@]}" -x 6 -o "$tmp/past" -y 1 >"$tmp/past.log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q '^resume: the checkpoint is at step 10 and the run ends at step 6 (--max-steps): nothing left to train' "$tmp/past.log"; then
+    ok "resuming step 10 with -x 6: exit 0, says there is nothing left to train"
+else
+    bad "resuming past --max-steps: exit $rc: $(grep -m2 -E '^(resume|error)' "$tmp/past.log")"
+fi
+
+# ---------------------------------------------------------------- one trainer per output directory
+"${base[@]}" -x 100000 -o "$tmp/locked" >"$tmp/locked.log" 2>&1 &
+holder=$!
+for _ in $(seq 1 600); do grep -qE '^step +1/' "$tmp/locked.log" && break; sleep 0.1; done
+"${short[@]}" -o "$tmp/locked" >"$tmp/second.log" 2>"$tmp/second.err"
+rc=$?
+kill $holder 2>/dev/null
+wait $holder 2>/dev/null
+if [ $rc -eq 1 ] && grep -q "^error: .*locked: another trainer is writing to this output directory" "$tmp/second.err" &&
+    ! grep -qE '^step ' "$tmp/second.log"; then
+    ok "a second trainer on a directory in use: exit 1 before any step: $(head -1 "$tmp/second.err")"
+else
+    bad "a second trainer on a directory in use: exit $rc: $(head -c 300 "$tmp/second.err")"
+fi
 
 # ---------------------------------------------------------------- out of space: a file-size limit
 mkdir -p "$tmp/full"

@@ -83,6 +83,9 @@ expect_error --alone "negative temperature" "--temperature: bad value '-1'" ./sa
 expect_error --alone "token count not a number" "--tokens: bad value 'ten'" ./sample_gpt_cpu -e "$tmp/small.bin" -g ten
 expect_error --alone "unknown flag" "unknown flag '--topk'" ./sample_gpt_cpu -e "$tmp/small.bin" --topk 5
 expect_error --alone "missing value" "--seed: missing value" ./sample_gpt_cpu -e "$tmp/small.bin" --seed
+rcs=$(for bad in "--topk 5" "--seed" "-g ten" "--temperature -1"; do ./sample_gpt_cpu -e "$tmp/small.bin" $bad >/dev/null 2>&1; printf '%s ' $?; done)
+if [ "$rcs" = "2 2 2 2 " ]; then ok "a bad command line exits 2, as the trainers' (unknown flag, missing value, bad values)"
+else bad "bad command lines exit $rcs, not 2 2 2 2"; fi
 expect_error --alone "prompt, tokenizer does not match the model" "tokenizer has 50257 tokens but the model .* has 300" \
     ./sample_gpt_cpu -e "$tmp/small.bin" --prompt "hello"
 

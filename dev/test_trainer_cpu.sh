@@ -41,6 +41,18 @@ expect_error "shard with a wrong magic" "train_000.bin.*magic" ./train_gpt_cpu $
 expect_error "no shard matches" "nothing_here" ./train_gpt_cpu $small -i "$tmp/nothing_here_*.bin" $quiet -x 1
 write_shard "$tmp/badshard/big_vocab.bin" 50257 5000 random
 expect_error "shard vocabulary larger than the model's" "vocab" ./train_gpt_cpu $small -i "$tmp/badshard/big_vocab.bin" $quiet -x 1
+expect_error "validation shard vocabulary larger than the model's" "big_vocab.bin: the shards hold tokens up to 50257" \
+    ./train_gpt_cpu $small -i "$tmp/data/train_*.bin" -j "$tmp/badshard/big_vocab.bin" $quiet -x 1
+# --val-batches beyond the validation data (3000 tokens: 23 batches of 4 x 32): capped, not wrapped around
+./train_gpt_cpu $small $data -s 0 -v 1 -x 1 -m 50 >"$tmp/val50.log" 2>&1
+./train_gpt_cpu $small $data -s 0 -v 1 -x 1 -m 23 >"$tmp/val23.log" 2>&1
+v50=$(grep -m1 -oE 'val loss [0-9.]+' "$tmp/val50.log"); v23=$(grep -m1 -oE 'val loss [0-9.]+' "$tmp/val23.log")
+if grep -q '^validation: --val-batches 50, but the validation data holds 23 batches of 4 x 32 tokens: using 23' "$tmp/val50.log" &&
+    [ -n "$v50" ] && [ "$v50" = "$v23" ]; then
+    ok "--val-batches 50 on 23 batches of data: capped at 23 ($v50, as -m 23)"
+else
+    bad "--val-batches 50 on 23 batches: '$v50' vs -m 23 '$v23': $(grep -m1 '^validation' "$tmp/val50.log")"
+fi
 expect_error "bad integer flag" "batch-size.*abc" ./train_gpt_cpu $small $data -b abc
 expect_error "bad float flag" "lr.*nan" ./train_gpt_cpu $small $data -l nan
 expect_error "unknown flag with a suggestion" "did you mean --max-steps" ./train_gpt_cpu $small $data --max-step 3

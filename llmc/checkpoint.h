@@ -3,8 +3,8 @@
  * directories (formats in doc/formats.md: "Model file", "Training state", "Checkpoint directory").
  *
  * Every reader checks magic, version, length, each header field against the others, the
- * payload CRC and that every float is finite, and stops with one line naming the file and what
- * is wrong.
+ * payload CRC (and a training state's header CRC: its header is the run's position) and that every
+ * float is finite, and stops with one line naming the file and what is wrong.
  *
  * Writing (doc/reliability.md): every file goes to "<name>.tmp", is flushed and fsynced, then
  * verified — the tmp file is read back and its header, length and payload CRC checked against
@@ -33,7 +33,7 @@
 #define GPTM_MAGIC 0x4D545047u
 #define GPTM_VERSION 1
 #define GPTS_MAGIC 0x53545047u
-#define GPTS_VERSION 1
+#define GPTS_VERSION 2
 #define MODEL_DTYPE_FP32 1
 #define MODEL_DTYPE_BF16 2
 
@@ -202,6 +202,9 @@ static inline int file_verify(const char* path, const char* kind, uint32_t magic
     else if (fread(h, 4, HEADER_WORDS, f) != HEADER_WORDS) ckpt_error_(err, cap, "%s: header read failed", path);
     else if ((uint32_t)h[0] != magic) ckpt_error_(err, cap, "%s: not a %s: magic 0x%08x", path, kind, (uint32_t)h[0]);
     else if (h[1] != version) ckpt_error_(err, cap, "%s: %s version %d, expected %d", path, kind, h[1], version);
+    else if (magic == GPTS_MAGIC && (uint32_t)h[HEADER_WORDS - 1] != header_crc(h))
+        ckpt_error_(err, cap, "%s: %s header is corrupt: header CRC-32 0x%08x, word 255 says 0x%08x", path, kind, header_crc(h),
+                    (uint32_t)h[HEADER_WORDS - 1]);
     else if ((uint64_t)(sb.st_size - HEADER_BYTES) != header_payload_bytes(h))
         ckpt_error_(err, cap, "%s: %s is %s: header says %llu payload bytes, file has %lld", path, kind,
                     (uint64_t)(sb.st_size - HEADER_BYTES) < header_payload_bytes(h) ? "truncated" : "too long",
@@ -358,12 +361,20 @@ typedef struct {
     float weight_decay, beta1, beta2, eps, grad_clip;
     int has_master;             /* payload has fp32 master weights of the shard */
     HealthState health;         /* the health guard's window and skip counts (llmc/health.h) */
+    /* what the training loader's position counts in: sequence length, tokens per optimizer step (one
+     * loader batch), shuffle, mock data, and the training data's token and shard counts */
+    int seq_len;
+    uint64_t step_tokens;
+    int shuffle, mock;
+    uint64_t data_tokens;
+    int data_shards;
 } TrainState;
 
 /* header words of the health state: count, bad in a row, skipped, then the loss and norm windows */
 #define GPTS_HEALTH_WORD 48
 #define GPTS_HEALTH_LOSS_WORD (GPTS_HEALTH_WORD + 3)
 #define GPTS_HEALTH_NORM_WORD (GPTS_HEALTH_LOSS_WORD + HEALTH_WINDOW_MAX)
+#define GPTS_DATA_WORD (GPTS_HEALTH_NORM_WORD + HEALTH_WINDOW_MAX) /* seq_len, step_tokens, shuffle, mock, data */
 
 static inline void state_put_rng_(int32_t* h, int at, const Rng* r) {
     for (int i = 0; i < 4; i++) header_set_u64(h, at + 2 * i, r->s[i]);
@@ -404,6 +415,12 @@ static inline void state_header_fill_(int32_t* h, const TrainState* st) {
         header_set_f32(h, GPTS_HEALTH_LOSS_WORD + i, st->health.loss[i]);
         header_set_f32(h, GPTS_HEALTH_NORM_WORD + i, st->health.norm[i]);
     }
+    h[GPTS_DATA_WORD] = st->seq_len;
+    header_set_u64(h, GPTS_DATA_WORD + 1, st->step_tokens);
+    h[GPTS_DATA_WORD + 3] = st->shuffle;
+    h[GPTS_DATA_WORD + 4] = st->mock;
+    header_set_u64(h, GPTS_DATA_WORD + 5, st->data_tokens);
+    h[GPTS_DATA_WORD + 7] = st->data_shards;
 }
 
 /* Writes m, v (and master if st->has_master; it must then be non-NULL), shard_count floats each. */
@@ -421,6 +438,7 @@ static inline int state_file_try_write(const char* path, const TrainState* st, c
     uint32_t crc = 0;
     for (int i = 0; i < num_arrays; i++) crc = crc32_update(crc, arrays[i], n * sizeof(float));
     header_set_payload(h, (uint64_t)n * sizeof(float) * num_arrays, crc);
+    h[HEADER_WORDS - 1] = (int32_t)header_crc(h);
     const void* data[4] = {h, m, v, master};
     size_t bytes[4] = {HEADER_BYTES, n * sizeof(float), n * sizeof(float), n * sizeof(float)};
     return atomic_try_write(path, 1 + num_arrays, data, bytes, "training state file", GPTS_MAGIC, GPTS_VERSION, err, cap);
@@ -437,6 +455,9 @@ static inline void state_file_read(const char* path, TrainState* st, float** m, 
     int32_t h[HEADER_WORDS];
     FILE* f = fopen_check(path, "rb");
     header_read_check(f, path, "training state file", GPTS_MAGIC, GPTS_VERSION, h);
+    if ((uint32_t)h[HEADER_WORDS - 1] != header_crc(h))
+        fatalf("%s: training state header is corrupt: header CRC-32 0x%08x, word 255 says 0x%08x", path, header_crc(h),
+               (uint32_t)h[HEADER_WORDS - 1]);
     memset(st, 0, sizeof(*st));
     st->step = h[5];
     st->rank = h[6];
@@ -487,6 +508,16 @@ static inline void state_file_read(const char* path, TrainState* st, float** m, 
         if (!isfinite(hs->loss[i]) || !isfinite(hs->norm[i]))
             fatalf("%s: training state health window entry %d is not finite", path, i);
     }
+    st->seq_len = h[GPTS_DATA_WORD];
+    st->step_tokens = header_get_u64(h, GPTS_DATA_WORD + 1);
+    st->shuffle = h[GPTS_DATA_WORD + 3];
+    st->mock = h[GPTS_DATA_WORD + 4];
+    st->data_tokens = header_get_u64(h, GPTS_DATA_WORD + 5);
+    st->data_shards = h[GPTS_DATA_WORD + 7];
+    if (st->seq_len < 1 || st->step_tokens < (uint64_t)st->seq_len || (st->shuffle != 0 && st->shuffle != 1) ||
+        (st->mock != 0 && st->mock != 1) || st->data_shards < 0)
+        fatalf("%s: training state data fields (seq_len %d, tokens per step %llu, shuffle %d, mock %d, %d shards) are inconsistent",
+               path, st->seq_len, (unsigned long long)st->step_tokens, st->shuffle, st->mock, st->data_shards);
     uint64_t arrays = st->has_master ? 3 : 2;
     if (header_payload_bytes(h) != arrays * count * sizeof(float))
         fatalf("%s: training state payload is %llu bytes, %llu arrays of %llu floats need %llu", path,
@@ -551,6 +582,12 @@ static inline int state_compare(const char* path, const TrainState* saved, const
     STATE_CMP_F32_(eps)
     STATE_CMP_F32_(grad_clip)
     STATE_CMP_INT_(has_master)
+    STATE_CMP_INT_(seq_len)
+    STATE_CMP_INT_(step_tokens)
+    STATE_CMP_INT_(shuffle)
+    STATE_CMP_INT_(mock)
+    STATE_CMP_INT_(data_tokens)
+    STATE_CMP_INT_(data_shards)
 #undef STATE_CMP_INT_
 #undef STATE_CMP_F32_
     return diffs;
@@ -662,10 +699,12 @@ static inline int checkpoint_verify(const char* dir, int step, char* err, size_t
 }
 
 /* The newest checkpoint of dir that verifies (checkpoint_verify), walking back from the newest
- * marker and printing one line to report for each one skipped and why; −1 if none. */
-static inline int checkpoint_find_valid(const char* dir, FILE* report) {
+ * marker and printing one line to report for each one skipped and why; −1 if none. *markers: how
+ * many checkpoints (markers) there are, valid or not. */
+static inline int checkpoint_find_valid(const char* dir, FILE* report, int* markers) {
     int* steps;
     int n = checkpoint_list(dir, &steps), found = -1;
+    *markers = n;
     for (int i = 0; i < n && found < 0; i++) {
         char err[4600];
         if (checkpoint_verify(dir, steps[i], err, sizeof(err)) == 0) found = steps[i];

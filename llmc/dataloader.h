@@ -96,8 +96,9 @@ static inline size_t dataloader_shard_batches_(const DataLoader* dl, const char*
     size_t window = dataloader_window_(dl);
     size_t batches = ntok > 0 ? (size_t)((ntok - 1) / window) : 0;
     if (batches == 0)
-        fatalf("%s: token shard has %llu tokens, one batch needs B*T*world+1 = %zu (B=%d T=%d world=%d)", what,
-               (unsigned long long)ntok, window + 1, dl->B, dl->T, dl->world);
+        fatalf("%s: token shard has %llu tokens, one batch needs B x T x slots + 1 = %d x %d x %d + 1 = %zu (slots: ranks x "
+               "micro-steps per step)",
+               what, (unsigned long long)ntok, dl->B, dl->T, dl->world, window + 1);
     return batches;
 }
 

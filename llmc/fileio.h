@@ -163,6 +163,8 @@ static inline void header_set_payload(int32_t* h, uint64_t bytes, uint32_t crc) 
     h[3] = (int32_t)(uint32_t)(bytes & 0xFFFFFFFFu);
     h[4] = (int32_t)(uint32_t)(bytes >> 32);
 }
+/* CRC-32 of header words 0..254, which a kind that seals its header keeps in word 255 */
+static inline uint32_t header_crc(const int32_t* h) { return crc32_update(0, h, (HEADER_WORDS - 1) * 4); }
 static inline uint64_t header_get_u64(const int32_t* h, int lo) {
     return (uint64_t)(uint32_t)h[lo] | ((uint64_t)(uint32_t)h[lo + 1] << 32);
 }

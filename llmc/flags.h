@@ -65,7 +65,7 @@ typedef enum { FLAG_STR, FLAG_INT, FLAG_FLOAT, FLAG_BOOL, FLAG_SCHED } FlagType;
     X(eps, NULL, "--eps", FLAG_FLOAT, "1e-8", 0, 1e30, "AdamW epsilon")                                                              \
     X(grad_clip, NULL, "--grad-clip", FLAG_FLOAT, "1.0", 0, 1e30, "clip the global gradient L2 norm to this (0: off)")               \
     X(val_every, "-v", "--val-every", FLAG_INT, "20", 0, FLAG_INT_MAX, "validate every this many steps (0: never)")                  \
-    X(val_batches, "-m", "--val-batches", FLAG_INT, "20", 0, FLAG_INT_MAX, "validation batches per evaluation")                      \
+    X(val_batches, "-m", "--val-batches", FLAG_INT, "20", 1, FLAG_INT_MAX, "validation batches per evaluation")                      \
     X(sample_every, "-s", "--sample-every", FLAG_INT, "20", 0, FLAG_INT_MAX, "generate a sample every this many steps (0: never)")   \
     X(sample_tokens, "-g", "--sample-tokens", FLAG_INT, "64", 0, FLAG_INT_MAX, "tokens per generated sample")                        \
     X(temperature, NULL, "--temperature", FLAG_FLOAT, "1.0", 0, 1e30, "sampling temperature (0: argmax)")                            \

@@ -85,6 +85,13 @@ static inline int train_checkpoint_due(const TrainArgs* args, int completed, int
     return args->output_dir[0] && args->checkpoint_every > 0 && (completed % args->checkpoint_every == 0 || completed == max_steps);
 }
 
+/* "the last checkpoint is step S", or that there is none (saved_step < 0), for the stop messages */
+static inline const char* train_last_checkpoint_text(int saved_step, char* buf, size_t cap) {
+    if (saved_step < 0) snprintf(buf, cap, "no checkpoint has been written");
+    else snprintf(buf, cap, "the last checkpoint is step %d", saved_step);
+    return buf;
+}
+
 /* After a save failed (its error already printed): with --on-save-error continue, says the run goes on
  * without `what` and returns 0; with stop, prints the error naming the last checkpoint and returns
  * SAVE_FAILED_EXIT_STATUS (the loop then ends). */
@@ -93,7 +100,8 @@ static inline int train_save_failed(int save_error_continue, const char* what, i
         printf("checkpoint: continuing without %s (--on-save-error continue)\n", what);
         return 0;
     }
-    fprintf(stderr, "error: stopping (--on-save-error stop); the last checkpoint is step %d\n", saved_step);
+    char last[64];
+    fprintf(stderr, "error: stopping (--on-save-error stop); %s\n", train_last_checkpoint_text(saved_step, last, sizeof(last)));
     return SAVE_FAILED_EXIT_STATUS;
 }
 
@@ -165,8 +173,9 @@ static inline int train_nonfinite_param(const GPTConfig* c, size_t bad, const fl
     gpt_param_locate(c, bad, &tensor, &element);
     char value_text[48] = "";
     if (value) snprintf(value_text, sizeof(value_text), " (%g)", (double)*value);
-    fprintf(stderr, "error: step %d: the update made parameter %s[%zu] non-finite%s; stopping, the last checkpoint is step %d\n", step,
-            GPT_PARAM_NAMES[tensor], element, value_text, saved_step);
+    char last[64];
+    fprintf(stderr, "error: step %d: the update made parameter %s[%zu] non-finite%s; stopping, %s\n", step, GPT_PARAM_NAMES[tensor],
+            element, value_text, train_last_checkpoint_text(saved_step, last, sizeof(last)));
     return HEALTH_EXIT_STATUS;
 }
 
@@ -174,8 +183,9 @@ static inline int train_nonfinite_param(const GPTConfig* c, size_t bad, const fl
  * --max-bad-steps updates skipped in a row). */
 static inline int train_health_stop(const HealthState* health, const HealthConfig* config, int step, int saved_step) {
     if (!health_should_stop(health, config)) return 0;
-    fprintf(stderr, "error: step %d: %d updates skipped in a row (--max-bad-steps %d); stopping, the last checkpoint is step %d\n", step,
-            health->bad_in_row, config->max_bad_steps, saved_step);
+    char last[64];
+    fprintf(stderr, "error: step %d: %d updates skipped in a row (--max-bad-steps %d); stopping, %s\n", step, health->bad_in_row,
+            config->max_bad_steps, train_last_checkpoint_text(saved_step, last, sizeof(last)));
     return HEALTH_EXIT_STATUS;
 }
 

@@ -8,11 +8,15 @@
  *                             the config of the first two (and the checks and messages of all three)
  *   train_check_file_config   a model file's config against --vocab-size / --max-seq-len
  *   train_open_data           the training and validation loaders of a rank (mock data or shards)
+ *   train_val_batches         --val-batches, capped at what the validation data holds
  *   train_schedule            the learning-rate Schedule (the GPU trainer passes its batch-scaled max lr)
  *   train_run_state           the run-defining part of a checkpoint's TrainState
  *   train_rng_init            the run's Rng (sampling), seeded alike in both trainers
+ *   train_lock_output_dir     --output-dir for this run alone: a second trainer there stops at once
  *   train_resume_find         the newest valid checkpoint of --output-dir, for --resume 1
  *   train_resume_read_model   a checkpoint's fp32 weights, checked against this run's model config
+ *   train_resume_read_state   a rank's range of a checkpoint's optimizer state (any saved world size),
+ *                             and its settings compared with this run's
  *   train_resume_restore      health, Rng and training loader from a checkpoint's TrainState
  * What differs (ranks, ZeRO shards, how weights reach the device) stays in each trainer.
  * Static inline, valid C11 and C++; include after llmc/flags.h, llmc/health.h and llmc/checkpoint.h.
@@ -27,6 +31,8 @@
 #include "llmc/dataloader.h"
 #include "llmc/flags.h"
 #include "llmc/health.h"
+#include "llmc/zero.h"
+#include <sys/file.h>
 
 /* whether s is one of the NULL-terminated words; if not, prints "error: FLAG: bad value ..." naming them */
 static inline int train_flag_word_ok_(const char* flag, const char* s, const char* const* words) {
@@ -134,7 +140,19 @@ static inline int train_open_data(const TrainArgs* args, int B, int T, int vocab
         fatalf("%s: the shards hold tokens up to %d but the model's vocabulary is %d", args->train_data, train->vocab_size, vocab_size);
     if (!args->val_data[0]) return 0;
     dataloader_init(val, args->val_data, B, T, rank, world, 0, args->seed);
+    if (val->vocab_size > vocab_size)
+        fatalf("%s: the shards hold tokens up to %d but the model's vocabulary is %d", args->val_data, val->vocab_size, vocab_size);
     return 1;
+}
+
+/* Batches an evaluation averages: --val-batches, or all the validation data holds if that is fewer
+ * (read again from the start, the same batches would count twice), saying so once. */
+static inline int train_val_batches(const TrainArgs* args, const DataLoader* val) {
+    size_t available = dataloader_batches_per_epoch(val);
+    if ((size_t)args->val_batches <= available) return args->val_batches;
+    printf("validation: --val-batches %d, but the validation data holds %zu batches of %d x %d tokens: using %zu\n",
+           args->val_batches, available, val->B * val->world, val->T, available);
+    return (int)available;
 }
 
 /* The learning-rate schedule of --lr-schedule over max_steps steps, peaking at max_lr. */
@@ -150,9 +168,11 @@ static inline Schedule train_schedule(const TrainArgs* args, float max_lr, int m
 }
 
 /* The run-defining part of a checkpoint's training state: one rank holding all num_params parameters'
- * optimizer state, the schedule and AdamW's settings; step, rng and loader are set when saving. The
- * model file holds the fp32 (master) weights, so the state file holds none. */
-static inline TrainState train_run_state(const TrainArgs* args, size_t num_params, const Schedule* sched) {
+ * optimizer state, the schedule, AdamW's settings and what the training loader's position counts in
+ * (T, total_batch tokens a step, shuffle, mock, the data's size); step, rng and loader are set when
+ * saving. The model file holds the fp32 (master) weights, so the state file holds none. */
+static inline TrainState train_run_state(const TrainArgs* args, size_t num_params, const Schedule* sched, int T, long long total_batch,
+                                         const DataLoader* train) {
     TrainState run;
     memset(&run, 0, sizeof(run));
     run.rank = 0;
@@ -167,6 +187,12 @@ static inline TrainState train_run_state(const TrainArgs* args, size_t num_param
     run.eps = args->eps;
     run.grad_clip = args->grad_clip;
     run.has_master = 0;
+    run.seq_len = T;
+    run.step_tokens = (uint64_t)total_batch;
+    run.shuffle = args->shuffle;
+    run.mock = args->mock_data;
+    run.data_tokens = train->num_tokens;
+    run.data_shards = train->num_shards;
     return run;
 }
 
@@ -174,11 +200,34 @@ static inline TrainState train_run_state(const TrainArgs* args, size_t num_param
  * differs from the weights' and the loader's streams; sample_gpt seeds alike (llmc/sample_cli.h). */
 static inline void train_rng_init(Rng* rng, const TrainArgs* args) { rng_seed(rng, args->seed ^ RNG_RUN_SALT); }
 
+/* Creates dir (mkdir -p) and takes an exclusive lock on dir/.lock for the life of the process (the kernel
+ * drops it when the process ends, however it ends), so that two trainers never write one directory's
+ * checkpoints and metrics.jsonl (a requeued job while the old one still runs; a copy-pasted command).
+ * Held: fatalf naming the directory. A file system without locks: a warning, and the run goes on. */
+static inline void train_lock_output_dir(const char* dir) {
+    make_dir_check(dir);
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/.lock", dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) fatalf("%s: cannot create the lock file: %s", path, strerror(errno));
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0) return; /* fd stays open: the lock lasts until exit */
+    if (errno == EWOULDBLOCK)
+        fatalf("%s: another trainer is writing to this output directory (it holds %s); give each run its own --output-dir", dir, path);
+    printf("warning: %s: cannot lock it (%s): nothing stops a second trainer from writing here too\n", path, strerror(errno));
+    close(fd);
+}
+
 /* --resume 1: the step of the newest complete checkpoint of --output-dir that verifies (reporting the
- * ones passed over on stdout), −1 if there is none. No --output-dir: fatalf. */
+ * ones passed over on stdout), −1 if there is none. No --output-dir, or checkpoints of which none
+ * verifies (starting from scratch would write over them): fatalf. */
 static inline int train_resume_find(const TrainArgs* args) {
     if (!args->output_dir[0]) fatalf("--resume 1 needs --output-dir, where the checkpoints are");
-    return checkpoint_find_valid(args->output_dir, stdout);
+    int markers, found = checkpoint_find_valid(args->output_dir, stdout, &markers);
+    if (found < 0 && markers > 0)
+        fatalf("%s: none of its %d checkpoints is valid (why: the 'resume: skipping' lines on stdout); not starting from scratch "
+               "over them: move them away to do that",
+               args->output_dir, markers);
+    return found;
 }
 
 /* A checkpoint's fp32 weights (malloc'd, the caller frees), after checking that its model config is
@@ -187,16 +236,48 @@ static inline float* train_resume_read_model(const char* model_path, const GPTCo
     GPTConfig saved;
     size_t n;
     float* params = model_file_read(model_path, &saved, &n);
-    if (n != num_params || memcmp(&saved, config, sizeof(saved)) != 0)
-        fatalf("%s: the checkpoint's model config differs from this run's", model_path);
+    const char* names[6] = {"max_seq_len", "vocab_size", "padded_vocab_size", "num_layers", "num_heads", "channels"};
+    const int saved_fields[6] = {saved.max_seq_len, saved.vocab_size, saved.padded_vocab_size, saved.num_layers, saved.num_heads, saved.channels};
+    const int run_fields[6] = {config->max_seq_len, config->vocab_size, config->padded_vocab_size, config->num_layers, config->num_heads,
+                               config->channels};
+    char diffs[512] = "";
+    for (int i = 0; i < 6; i++)
+        if (saved_fields[i] != run_fields[i])
+            snprintf(diffs + strlen(diffs), sizeof(diffs) - strlen(diffs), "%s%s %d, this run's %d", diffs[0] ? "; " : "", names[i],
+                     saved_fields[i], run_fields[i]);
+    if (diffs[0] || n != num_params) fatalf("%s: the checkpoint's model config differs from this run's: %s", model_path, diffs);
     return params;
+}
+
+/* --resume 1's optimizer state of this rank: AdamW m and v of parameters [offset, offset + count) from
+ * checkpoint `step` of dir, whatever number of ranks wrote it (*saved_world; llmc/zero.h). Prints, as a
+ * warning, each run-defining setting that differs from `run` (the shard layout may: re-sharding is
+ * supported). Returns the saved rank 0's TrainState (step, Rng, data position). */
+static inline TrainState train_resume_read_state(const char* dir, int step, const TrainState* run, size_t offset, size_t count,
+                                                 float* m, float* v, int* saved_world) {
+    char model_path[4200], state_path[4200], done_path[4200], err[4600];
+    checkpoint_paths(model_path, state_path, done_path, sizeof(model_path), dir, step, 0);
+    if (checkpoint_read_marker(done_path, step, saved_world, err, sizeof(err)) != 0) fatalf("%s", err);
+    TrainState st;
+    zero_read_optimizer(dir, step, *saved_world, run->num_params, offset, count, m, v, &st);
+    TrainState expected = *run;
+    expected.world = st.world;
+    expected.shard_offset = st.shard_offset;
+    expected.shard_count = st.shard_count;
+    if (state_compare(state_path, &st, &expected, stdout) > 0)
+        printf("resume: warning: the settings above differ from the checkpoint's run; continuing with this run's (a changed "
+               "sequence length, tokens per step, shuffle or training data also changes what the saved data position means)\n");
+    return st;
 }
 
 /* Restores what a checkpoint's training state carries besides the optimizer moments: the health
  * guard's history (resized to this run's window), the Rng and the training loader's position.
- * Returns the step to resume from. */
+ * Returns the step to resume from (saying so if it leaves nothing of the max_steps to train). */
 static inline int train_resume_restore(const TrainState* st, HealthState* health, const HealthConfig* health_config, Rng* rng,
-                                       DataLoader* train) {
+                                       DataLoader* train, int max_steps) {
+    if (st->step >= max_steps)
+        printf("resume: the checkpoint is at step %d and the run ends at step %d (--max-steps): nothing left to train\n", st->step,
+               max_steps);
     *health = st->health;
     health_resize(health, health_config->window);
     *rng = st->rng;

@@ -11,7 +11,8 @@ trap 'rm -rf "$tmp"' EXIT
 "$PYTHON" dev/fuzz/write_shard.py "$tmp/shard.bin" 128 2000
 small=(--n-layer 1 --n-head 2 --n-embd 8 --vocab-size 128 -t 4 -b 2 -s 0 -v 0)
 ./train_gpt_cpu "${small[@]}" -i "$tmp/shard.bin" -x 2 -o "$tmp/good" -n 2 >/dev/null
-# patch SRC DST OFFSET FORMAT VALUE [fixcrc]: DST = SRC with struct FORMAT VALUE at OFFSET; "cut N" truncates
+# patch SRC DST OFFSET FORMAT VALUE [fixcrc] [seal]: DST = SRC with struct FORMAT VALUE at OFFSET; "cut N" truncates;
+# fixcrc recomputes the payload CRC, seal a training state's header CRC (word 255)
 patch() {
     "$PYTHON" - "$@" <<'PY'
 import struct, sys, zlib
@@ -23,8 +24,10 @@ elif fmt == "append":
     data += b"\0" * int(val)
 else:
     struct.pack_into(fmt, data, int(off), float(val) if fmt.endswith("f") else int(val, 0))
-if len(sys.argv) > 6:
+if "fixcrc" in sys.argv[6:]:
     struct.pack_into("<I", data, 8, zlib.crc32(bytes(data[1024:])))
+if "seal" in sys.argv[6:]:
+    struct.pack_into("<I", data, 1020, zlib.crc32(bytes(data[:1020])))
 open(dst, "wb").write(bytes(data))
 PY
 }
@@ -53,7 +56,8 @@ patch "$m" "$tmp/m_count.bin" 48 '<i' 5;                  row "model file parame
 patch "$m" "$tmp/m_crc.bin" 3000 '<B' 0x55;               row "model file payload byte flipped" "${runm[@]}" -e "$tmp/m_crc.bin"
 patch "$m" "$tmp/m_nan.bin" 2048 '<f' nan fixcrc;         row "model file with a NaN weight (CRC valid)" "${runm[@]}" -e "$tmp/m_nan.bin"
 patch "$m" "$tmp/m_inf.bin" 2048 '<f' inf fixcrc;         row "model file with an inf weight (CRC valid)" "${runm[@]}" -e "$tmp/m_inf.bin"
-for case in "trunc cut 5000" "crc 6000 <B 0x55" "nan 2048 <f nan fixcrc" "rank 24 <i 3" "sched 144 <i 9" "health 192 <i 99"; do
+for case in "trunc cut 5000" "crc 6000 <B 0x55" "nan 2048 <f nan fixcrc seal" "header 104 <i 7" "rank 24 <i 3 seal" "sched 144 <i 9 seal" \
+    "health 192 <i 99 seal"; do
     set -- $case
     name=$1
     shift

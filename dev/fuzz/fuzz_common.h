@@ -12,7 +12,8 @@
  *
  * Input layout for the binary formats: byte 0 selects repairs, the rest is the file. Bit 0 sets
  * the header's payload-length words to the real length, bit 1 sets its CRC-32 to the payload's,
- * so mutations reach the checks behind those two gates. Global state: the jump buffer, the
+ * bit 2 sets word 255 to the CRC-32 of words 0..254 (a training state's sealed header), so
+ * mutations reach the checks behind those gates. Global state: the jump buffer, the
  * trackers and the memfd, all private to one harness process.
  */
 #ifndef FUZZ_COMMON_H
@@ -134,6 +135,8 @@ static size_t fuzz_repair(const uint8_t* data, size_t size, uint8_t* out, uint32
         w[2] = (uint32_t)(payload >> 32);
         if (data[0] & 1) memcpy(out + 12, &w[1], 8);
         if (data[0] & 2) memcpy(out + 8, &w[0], 4);
+        uint32_t header = crc(0, out, 1020); /* a sealed header's CRC (training state), after the repairs above */
+        if (data[0] & 4) memcpy(out + 1020, &header, 4);
     }
     return n;
 }
