@@ -404,9 +404,7 @@ int main(int argc, char** argv) {
     flags_reject(&args, "lr-scale", one_process);
     flags_reject(&args, "lr-ref-batch", one_process);
     if (args.threads > 0) omp_set_num_threads(args.threads);
-    int save_error_continue;
-    int bad_flags = train_check_run_flags(&args, &save_error_continue);
-    if (bad_flags) return bad_flags;
+    int save_error_continue = train_check_run_flags(&args);
     HealthConfig health_config = {args.max_bad_steps, args.spike_zscore, args.spike_window};
     HealthState health;
     memset(&health, 0, sizeof(health));

@@ -810,9 +810,7 @@ int main(int argc, char** argv) {
     TrainArgs args;
     flags_parse(&args, argc, argv, "train_gpt");
     flags_reject(&args, "threads", "--threads sets the CPU trainer's OpenMP threads; the GPU trainer's host side does not use them");
-    int save_error_continue;
-    int bad_flags = train_check_run_flags(&args, &save_error_continue);
-    if (bad_flags) return bad_flags;
+    int save_error_continue = train_check_run_flags(&args);
     HealthConfig health_config = {args.max_bad_steps, args.spike_zscore, args.spike_window};
     HealthState health;
     memset(&health, 0, sizeof(health));

@@ -51,15 +51,28 @@ static inline void fatal_exit(int status) {
     if (fatal_hook_) fatal_hook_(status);
     exit(status);
 }
+static inline void fatal_print_(const char* suffix, const char* fmt, va_list ap) {
+    fputs("error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputs(suffix, stderr);
+    fputc('\n', stderr);
+}
 static inline void fatalf(const char* fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 static inline void fatalf(const char* fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fputs("error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    fatal_print_("", fmt, ap);
     va_end(ap);
     fatal_exit(1);
+}
+/* a bad command line: "error: ... (see --help)" and exit status 2 (the tools' flag parsers) */
+static inline void usagef(const char* fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+static inline void usagef(const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fatal_print_(" (see --help)", fmt, ap);
+    va_end(ap);
+    fatal_exit(2);
 }
 
 static inline FILE* fopen_check_(const char* path, const char* mode, const char* file, int line) {

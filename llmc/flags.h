@@ -128,16 +128,6 @@ static const FlagSpec FLAG_SPECS[] = {TRAIN_FLAGS(FLAG_SPEC_)};
 #undef FLAG_SPEC_
 #define FLAG_COUNT ((int)(sizeof(FLAG_SPECS) / sizeof(FLAG_SPECS[0])))
 
-static inline void flags_fail_(const char* fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
-static inline void flags_fail_(const char* fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputs(" (see --help)\n", stderr);
-    va_end(ap);
-    fatal_exit(2);
-}
 
 static inline const char* flags_type_name_(FlagType t) {
     switch (t) {
@@ -157,11 +147,11 @@ static inline void flags_set_(TrainArgs* a, const FlagSpec* f, const char* text)
         *(const char**)field = text;
         return;
     }
-    if (!text) flags_fail_("%s: missing value", f->long_name);
+    if (!text) usagef("%s: missing value", f->long_name);
     if (f->type == FLAG_SCHED) {
         ScheduleKind k;
         if (!schedule_parse(text, &k))
-            flags_fail_("%s: bad value '%s': expected cosine, linear, constant or wsd", f->long_name, text);
+            usagef("%s: bad value '%s': expected cosine, linear, constant or wsd", f->long_name, text);
         *(const char**)field = text;
         return;
     }
@@ -170,12 +160,12 @@ static inline void flags_set_(TrainArgs* a, const FlagSpec* f, const char* text)
     if (f->type == FLAG_INT || f->type == FLAG_BOOL) {
         long long v = strtoll(text, &end, 10);
         if (end == text || *end != '\0' || errno == ERANGE || v < f->min || v > f->max)
-            flags_fail_("%s: bad value '%s': expected an integer in [%.0f, %.0f]", f->long_name, text, f->min, f->max);
+            usagef("%s: bad value '%s': expected an integer in [%.0f, %.0f]", f->long_name, text, f->min, f->max);
         *(int*)field = (int)v;
     } else {
         double v = strtod(text, &end);
         if (end == text || *end != '\0' || !isfinite(v) || v < f->min || v > f->max || !isfinite((float)v))
-            flags_fail_("%s: bad value '%s': expected a finite number in [%g, %g]", f->long_name, text, f->min, f->max);
+            usagef("%s: bad value '%s': expected a finite number in [%g, %g]", f->long_name, text, f->min, f->max);
         *(float*)field = (float)v;
     }
 }
@@ -216,8 +206,8 @@ static inline void flags_unknown_(const char* name) {
             best = FLAG_SPECS[i].long_name;
         }
     }
-    if (best) flags_fail_("unknown flag '%s', did you mean %s?", name, best);
-    flags_fail_("unknown flag '%s'", name);
+    if (best) usagef("unknown flag '%s', did you mean %s?", name, best);
+    usagef("unknown flag '%s'", name);
 }
 
 static inline const char* flags_default_text_(const FlagSpec* s) {
@@ -294,7 +284,7 @@ static inline void flags_parse(TrainArgs* a, int argc, char** argv, const char* 
             flags_print_markdown(stdout);
             exit(0);
         }
-        if (arg[0] != '-' || arg[1] == '\0') flags_fail_("unexpected argument '%s' (flags start with -)", arg);
+        if (arg[0] != '-' || arg[1] == '\0') usagef("unexpected argument '%s' (flags start with -)", arg);
         const char* eq = strchr(arg, '=');
         size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
         const FlagSpec* s = flags_find_(arg, name_len);
@@ -309,7 +299,7 @@ static inline void flags_parse(TrainArgs* a, int argc, char** argv, const char* 
             int has = i + 1 < argc && (strcmp(argv[i + 1], "0") == 0 || strcmp(argv[i + 1], "1") == 0);
             value = has ? argv[++i] : "1";
         } else if (i + 1 < argc) value = argv[++i];
-        else flags_fail_("%s: missing value", s->long_name);
+        else usagef("%s: missing value", s->long_name);
         flags_set_(a, s, value);
     }
 }

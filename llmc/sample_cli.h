@@ -73,18 +73,6 @@ static const SampleFlag SAMPLE_FLAGS[] = {
 };
 #define SAMPLE_FLAG_COUNT ((int)(sizeof(SAMPLE_FLAGS) / sizeof(SAMPLE_FLAGS[0])))
 
-/* a bad command line: one line "error: ..." and exit status 2, as the trainers' flag parser (llmc/flags.h) */
-static inline void sample_cli_fail_(const char* fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
-static inline void sample_cli_fail_(const char* fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputs("\n", stderr);
-    va_end(ap);
-    fatal_exit(2);
-}
-
 /* Parses argv into a (defaults first) with the flags `tool` takes; --help prints them and exits 0; a bad flag or
  * value is a one-line error, exit status 2. */
 static inline void sample_cli_parse(SampleArgs* a, int argc, char** argv, const char* program, SampleTool tool) {
@@ -103,13 +91,13 @@ static inline void sample_cli_parse(SampleArgs* a, int argc, char** argv, const 
             const SampleFlag* g = &SAMPLE_FLAGS[j];
             if ((g->tools & tool) && ((g->short_name && !strcmp(argv[i], g->short_name)) || !strcmp(argv[i], g->long_name))) f = g;
         }
-        if (!f) sample_cli_fail_("unknown flag '%s' (see --help)", argv[i]);
+        if (!f) usagef("unknown flag '%s'", argv[i]);
         char* field = (char*)a + f->offset;
         if (f->type == SAMPLE_ARG_SWITCH) {
             *(int*)field = 1;
             continue;
         }
-        if (i + 1 >= argc) sample_cli_fail_("%s: missing value (see --help)", f->long_name);
+        if (i + 1 >= argc) usagef("%s: missing value", f->long_name);
         const char* text = argv[++i];
         char* end;
         errno = 0;
@@ -118,16 +106,16 @@ static inline void sample_cli_parse(SampleArgs* a, int argc, char** argv, const 
         } else if (f->type == SAMPLE_ARG_INT) {
             long long v = strtoll(text, &end, 10);
             if (end == text || *end || errno || v < f->min || v > f->max)
-                sample_cli_fail_("%s: bad value '%s': expected an integer in [%.0f, %.0f]", f->long_name, text, f->min, f->max);
+                usagef("%s: bad value '%s': expected an integer in [%.0f, %.0f]", f->long_name, text, f->min, f->max);
             *(int*)field = (int)v;
         } else {
             double v = strtod(text, &end);
             if (end == text || *end || errno || !isfinite(v) || v < f->min || v > f->max)
-                sample_cli_fail_("%s: bad value '%s': expected a number in [%g, %g]", f->long_name, text, f->min, f->max);
+                usagef("%s: bad value '%s': expected a number in [%g, %g]", f->long_name, text, f->min, f->max);
             *(float*)field = (float)v;
         }
     }
-    if (!a->model) sample_cli_fail_("no model: give -e MODEL (see --help)");
+    if (!a->model) usagef("no model: give -e MODEL");
 }
 
 typedef struct {

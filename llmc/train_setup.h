@@ -3,7 +3,7 @@
  *
  * Both trainers read the same flags (llmc/flags.h) and write the same checkpoints (llmc/checkpoint.h);
  * what they do identically between the two lives here, once:
- *   train_check_run_flags     --on-save-error and --early-stop checks (exit status 2, as the flag parser)
+ *   train_check_run_flags     the checks the flag table's ranges cannot make (exit status 2, as the flag parser)
  *   train_model_source        which model the flags give: from scratch, a preset or a model file, with
  *                             the config of the first two (and the checks and messages of all three)
  *   train_check_file_config   a model file's config against --vocab-size / --max-seq-len
@@ -34,50 +34,40 @@
 #include "llmc/zero.h"
 #include <sys/file.h>
 
-/* whether s is one of the NULL-terminated words; if not, prints "error: FLAG: bad value ..." naming them */
-static inline int train_flag_word_ok_(const char* flag, const char* s, const char* const* words) {
+/* usagef unless s is one of the NULL-terminated words (the message lists them) */
+static inline void train_flag_word_check_(const char* flag, const char* s, const char* const* words) {
     char expected[256] = "";
     for (int i = 0; words[i]; i++) {
-        if (strcmp(s, words[i]) == 0) return 1;
+        if (strcmp(s, words[i]) == 0) return;
         snprintf(expected + strlen(expected), sizeof(expected) - strlen(expected), "%s%s", i ? "|" : "", words[i]);
     }
-    fprintf(stderr, "error: %s: bad value '%s': expected %s (see --help)\n", flag, s, expected);
-    return 0;
+    usagef("%s: bad value '%s': expected %s", flag, s, expected);
 }
 
 /* What the flag table's ranges cannot say: the word-valued flags, AdamW's betas below 1 (the bias
  * correction divides by 1 - beta^t) and ε above 0 (a zero gradient's update is 0/0), --total-batch not
- * 0, and the flags that contradict or need others. Returns 0, or 2 after printing the error (the exit
- * status of a bad flag); *save_error_continue: 1 for --on-save-error continue. */
-static inline int train_check_run_flags(const TrainArgs* args, int* save_error_continue) {
+ * 0, and the flags that contradict or need others. A problem: usagef (exit status 2, as the flag
+ * parser). Returns 1 for --on-save-error continue, 0 for stop. */
+static inline int train_check_run_flags(const TrainArgs* args) {
     static const char* const save_words[] = {"stop", "continue", NULL}, *const comm_words[] = {"bf16", "fp32", NULL},
                              *const scale_words[] = {"none", "linear", "sqrt", NULL},
                              *const init_words[] = {"auto", "mpi", "file", "tcp", NULL};
-    if (!train_flag_word_ok_("--on-save-error", args->on_save_error, save_words) ||
-        !train_flag_word_ok_("--grad-comm", args->grad_comm, comm_words) || !train_flag_word_ok_("--lr-scale", args->lr_scale, scale_words) ||
-        !train_flag_word_ok_("--dist-init", args->dist_init, init_words))
-        return 2;
-    *save_error_continue = strcmp(args->on_save_error, "continue") == 0;
-    const char* problem = NULL;
-    char text[4400];
+    train_flag_word_check_("--on-save-error", args->on_save_error, save_words);
+    train_flag_word_check_("--grad-comm", args->grad_comm, comm_words);
+    train_flag_word_check_("--lr-scale", args->lr_scale, scale_words);
+    train_flag_word_check_("--dist-init", args->dist_init, init_words);
     if (args->beta1 >= 1.0f || args->beta2 >= 1.0f)
-        problem = "--beta1 and --beta2 must be below 1 (AdamW's bias correction divides by 1 - beta^step)";
-    else if (args->eps <= 0.0f) problem = "--eps must be above 0 (a parameter with a zero gradient would be updated by 0/0)";
-    else if (args->total_batch == 0) problem = "--total-batch 0: give the tokens per step, or -1 for B*T*world";
-    else if (args->mock_data && (args->train_data[0] || args->val_data[0]))
-        problem = "--mock-data trains and validates on synthetic tokens: it cannot be given with --train-data or --val-data";
-    else if (args->prompt[0] && args->sample_every == 0)
-        problem = "--prompt is the start of the samples, but --sample-every 0 turns sampling off";
-    else if (args->early_stop > 0 && ((!args->val_data[0] && !args->mock_data) || args->val_every == 0)) {
-        snprintf(text, sizeof(text), "--early-stop %d needs validation: give --val-data and --val-every > 0", args->early_stop);
-        problem = text;
-    } else if (strcmp(args->tokenizer, TRAIN_DEFAULT_TOKENIZER) != 0 && access(args->tokenizer, R_OK) != 0) {
-        snprintf(text, sizeof(text), "--tokenizer %s: cannot read it: %s", args->tokenizer, strerror(errno));
-        problem = text;
-    }
-    if (!problem) return 0;
-    fprintf(stderr, "error: %s (see --help)\n", problem);
-    return 2;
+        usagef("--beta1 and --beta2 must be below 1 (AdamW's bias correction divides by 1 - beta^step)");
+    if (args->eps <= 0.0f) usagef("--eps must be above 0 (a parameter with a zero gradient would be updated by 0/0)");
+    if (args->total_batch == 0) usagef("--total-batch 0: give the tokens per step, or -1 for B*T*world");
+    if (args->mock_data && (args->train_data[0] || args->val_data[0]))
+        usagef("--mock-data trains and validates on synthetic tokens: it cannot be given with --train-data or --val-data");
+    if (args->prompt[0] && args->sample_every == 0) usagef("--prompt is the start of the samples, but --sample-every 0 turns sampling off");
+    if (args->early_stop > 0 && ((!args->val_data[0] && !args->mock_data) || args->val_every == 0))
+        usagef("--early-stop %d needs validation: give --val-data and --val-every > 0", args->early_stop);
+    if (strcmp(args->tokenizer, TRAIN_DEFAULT_TOKENIZER) != 0 && access(args->tokenizer, R_OK) != 0)
+        usagef("--tokenizer %s: cannot read it: %s", args->tokenizer, strerror(errno));
+    return strcmp(args->on_save_error, "continue") == 0;
 }
 
 typedef enum { MODEL_FROM_SCRATCH, MODEL_FROM_PRESET, MODEL_FROM_FILE } ModelSource;
