@@ -108,6 +108,8 @@ static void test_state_round_trip(void) {
     st.world = 1;
     st.num_params = st.shard_count = 10;
     st.beta1 = 0.9f;
+    st.seq_len = 4;
+    st.step_tokens = 16;
     HealthConfig c = {0, 0.0f, HEALTH_WINDOW_MAX};
     for (int i = 0; i < 70; i++) health_check(&st.health, &c, 1.0f / (float)(i + 1), 3.0f + (float)i);
     health_check(&st.health, &c, NAN, 1.0f);

@@ -70,6 +70,8 @@ static void write_saved_shards(const char* dir, size_t n, int world, const size_
         st.shard_offset = offsets[r];
         st.shard_count = offsets[r + 1] - offsets[r];
         st.train_loader.batch = 17;
+        st.seq_len = 8;
+        st.step_tokens = 64;
         st.schedule.max_lr = 1e-3f;
         st.beta1 = 0.9f;
         st.beta2 = 0.95f;
