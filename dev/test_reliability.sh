@@ -7,7 +7,8 @@
 #     and the newest valid one is resumed; the result is still bit-identical; a changed byte in a
 #     state file's header (the data position) is caught by its header CRC; when no checkpoint is
 #     valid, -y 1 stops (exit 1) instead of starting from scratch over them; resuming a checkpoint
-#     at or past --max-steps says there is nothing left to train;
+#     at or past --max-steps says there is nothing left to train; a partial last line of metrics.jsonl
+#     (a killed write) is cut when a resumed run appends;
 #   - a second trainer started on a directory a running one writes stops at once (exit 1);
 #   - out of space (a file-size limit, ulimit -f): the write fails with a clear error, exit 74,
 #     the previous checkpoint stays valid and no .tmp is left; --on-save-error continue trains on;
@@ -112,6 +113,19 @@ if [ $rc -eq 0 ] && grep -q '^resume: the checkpoint is at step 10 and the run e
     ok "resuming step 10 with -x 6: exit 0, says there is nothing left to train"
 else
     bad "resuming past --max-steps: exit $rc: $(grep -m2 -E '^(resume|error)' "$tmp/past.log")"
+fi
+
+mkdir -p "$tmp/torn"
+cp "$tmp/ref"/*_00000008*.* "$tmp/ref/metrics.jsonl" "$tmp/torn/"
+printf '{"step":9,"loss":3.1' >>"$tmp/torn/metrics.jsonl" # a record cut short by a kill or a full disk
+"${short[@]}" -o "$tmp/torn" -y 1 >"$tmp/torn.log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q '^metrics: .*cut a partial last line (20 bytes)' "$tmp/torn.log" &&
+    "$PYTHON" -c 'import json, sys; [json.loads(l) for l in open(sys.argv[1])]' "$tmp/torn/metrics.jsonl" 2>/dev/null &&
+    grep -q '"step":10,' "$tmp/torn/metrics.jsonl"; then
+    ok "a partial last line of metrics.jsonl is cut when a resumed run appends: every line parses as JSON"
+else
+    bad "partial metrics.jsonl line: exit $rc: $(grep -m1 '^metrics' "$tmp/torn.log"); $(tail -c 200 "$tmp/torn/metrics.jsonl")"
 fi
 
 # ---------------------------------------------------------------- one trainer per output directory

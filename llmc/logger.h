@@ -7,7 +7,9 @@
  *   {"step":S,"loss":L,"lr":η,"norm":G,"ms":T,"tok_s":R}    a training step (S as the trainer counts)
  *   {"step":S,"val_loss":L}                                  validation after step S
  * Non-finite numbers are written as null (JSON has no NaN). After a resume the file may hold a
- * step twice (the crashed run's tail); readers keep the last record per step.
+ * step twice (the crashed run's tail); readers keep the last record per step. A last line without
+ * its newline (a run killed or out of space mid-write) is cut off when a resumed run appends, so
+ * every line stays one whole record.
  */
 #ifndef LLMC_LOGGER_H
 #define LLMC_LOGGER_H
@@ -26,7 +28,33 @@ static inline void logger_init(Logger* L, const char* dir, int resume) {
     if (!dir) return;
     if ((size_t)snprintf(L->path, sizeof(L->path), "%s/metrics.jsonl", dir) >= sizeof(L->path))
         fatalf("%s: path too long for metrics.jsonl", dir);
-    L->f = fopen_check(L->path, resume ? "ab" : "wb");
+    FILE* f = resume ? fopen(L->path, "r+b") : NULL;
+    if (!f) {
+        L->f = fopen_check(L->path, resume ? "ab" : "wb");
+        return;
+    }
+    /* resume: keep the file up to its last newline */
+    long long size = file_size_check(f, L->path), keep = size;
+    char buf[4096];
+    while (keep > 0) {
+        long long at = keep > (long long)sizeof(buf) ? keep - (long long)sizeof(buf) : 0;
+        size_t n = (size_t)(keep - at);
+        fseek_check(f, at, SEEK_SET, L->path);
+        fread_check(buf, 1, n, f, L->path);
+        size_t i = n;
+        while (i > 0 && buf[i - 1] != '\n') i--;
+        if (i > 0 || at == 0) {
+            keep = at + (long long)i;
+            break;
+        }
+        keep = at;
+    }
+    if (keep < size) {
+        if (ftruncate(fileno(f), (off_t)keep) != 0) fatalf("%s: cannot cut its partial last line: %s", L->path, strerror(errno));
+        printf("metrics: %s: cut a partial last line (%lld bytes) an interrupted run left\n", L->path, size - keep);
+    }
+    fseek_check(f, 0, SEEK_END, L->path);
+    L->f = f;
 }
 
 /* a JSON number: %.9g round-trips a float; non-finite → null */
