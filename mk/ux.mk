@@ -6,6 +6,8 @@
 #   make test-hf       export/import round trip, safetensors and transformers as readers    (~25 s)
 #   make test-ux       metrics.jsonl vs step lines, plot.py's PNG, a 3-trial sweep          (~10 s)
 #   make test-shellcheck   shellcheck -S warning on scripts/, data/*.sh and .ci/run             (~2 s)
+#   make test-launch   the launch scripts with stub trainers/mpirun/srun: command lines, exit statuses,
+#                      SIGTERM reaching every rank, bad arguments refused                     (~2 s)
 UX_CFLAGS := $(CFLAGS) -Wno-unused-function  # the trainer's training-only functions are unused here
 
 sample_gpt_cpu: sample_gpt.c train_gpt.c $(TRAINER_HEADERS)
@@ -34,4 +36,7 @@ test-shellcheck:
 	  else echo "$$out" | head -20; echo "FAIL  shellcheck $$s"; f=$$((f+1)); fi; \
 	done; echo "$$p passed, $$f failed"; [ $$f -eq 0 ]
 
-TEST_TARGETS += test-sample test-hf test-ux test-shellcheck
+test-launch:
+	@bash dev/test_launch.sh
+
+TEST_TARGETS += test-sample test-hf test-ux test-shellcheck test-launch

@@ -15,12 +15,11 @@ TRAINER=${TRAINER:-./train_gpt}
 np=0
 IFS=, read -ra entries <<<"$HOSTS"
 for e in "${entries[@]}"; do
-    slots=${e##*:}
-    [ "$slots" != "$e" ] && [ "$slots" -ge 1 ] 2>/dev/null || { echo "error: HOSTS entry '$e' is not host:gpus" >&2; exit 2; }
-    np=$((np + slots))
+    [[ $e =~ ^[A-Za-z0-9._-]+:[1-9][0-9]*$ ]] || { echo "error: HOSTS entry '$e' is not host:gpus (gpus a positive integer)" >&2; exit 2; }
+    np=$((np + 10#${e##*:}))
 done
 forward=()
-for v in $(env | sed -n 's/^\(NCCL_[A-Z_]*\)=.*/\1/p'); do forward+=(-x "$v"); done
+for v in $(env | sed -n 's/^\(NCCL_[A-Za-z0-9_]*\)=.*/\1/p'); do forward+=(-x "$v"); done
 # ranks are placed host by host, so OMPI_COMM_WORLD_LOCAL_RANK picks the GPU on each host
 # shellcheck disable=SC2086
 exec mpirun -np "$np" --host "$HOSTS" --map-by slot --bind-to none "${forward[@]}" ${MPIRUN_ARGS:-} "$TRAINER" "$@"

@@ -3,17 +3,32 @@
 #   scripts/run_single_node.sh [NGPUS] -- TRAINER FLAGS...
 #   scripts/run_single_node.sh 8 -- -e d12 -i "data/fineweb_train_*.bin" -j "data/fineweb_val_*.bin" -b 32 -t 1024 -d 524288 -z 1 -o out/d12
 # NGPUS defaults to every GPU nvidia-smi lists. Without MPI (a build without it, or no mpirun), the same
-# job runs with torchrun-style variables and a tcp rendezvous on this host: LAUNCH=env. TRAINER
-# (default ./train_gpt) is the binary; extra mpirun options go in MPIRUN_ARGS.
+# job runs with torchrun-style variables and a tcp rendezvous on this host: LAUNCH=env; there the first
+# rank to fail stops the others (the script exits with its status), and SIGTERM / SIGINT / SIGUSR1 to the
+# script reach every rank (they checkpoint and exit 75). TRAINER (default ./train_gpt) is the binary;
+# extra mpirun options go in MPIRUN_ARGS.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-ngpus=${1:-}
-if [ -z "$ngpus" ] || [ "$ngpus" = -- ]; then ngpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true); fi
-[ "${1:-}" != -- ] && [ $# -gt 0 ] && shift
-[ "${1:-}" = -- ] && shift
-[ "$ngpus" -ge 1 ] 2>/dev/null || { echo "error: no GPU found and no count given: scripts/run_single_node.sh NGPUS -- FLAGS" >&2; exit 2; }
+usage="usage: scripts/run_single_node.sh [NGPUS] -- TRAINER_FLAGS...   (env: LAUNCH=mpirun|env, TRAINER, MPIRUN_ARGS)"
+case ${1:-} in -h | --help) echo "$usage"; exit 0 ;; esac
+ngpus=
+if [ $# -gt 0 ] && [[ $1 == -?* ]] && [ "$1" != -- ]; then
+    echo "error: the trainer's flags go after --: scripts/run_single_node.sh [NGPUS] -- $*" >&2; exit 2
+fi
+if [ $# -gt 0 ] && [ "$1" != -- ]; then ngpus=$1; shift; fi
+if [ $# -gt 0 ]; then
+    [ "$1" = -- ] || { echo "error: expected -- between NGPUS and the trainer's flags, got '$1'" >&2; echo "$usage" >&2; exit 2; }
+    shift
+fi
+if [ -z "$ngpus" ]; then
+    ngpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+    [ "$ngpus" -ge 1 ] || { echo "error: no NGPUS given and nvidia-smi lists no GPU" >&2; echo "$usage" >&2; exit 2; }
+elif ! [[ $ngpus =~ ^[1-9][0-9]*$ ]]; then
+    echo "error: NGPUS '$ngpus' is not a positive integer" >&2; echo "$usage" >&2; exit 2
+fi
 TRAINER=${TRAINER:-./train_gpt}
 LAUNCH=${LAUNCH:-mpirun}
+case $LAUNCH in mpirun | env) ;; *) echo "error: LAUNCH=$LAUNCH: expected mpirun or env" >&2; exit 2 ;; esac
 # shellcheck source=scripts/nccl_env.sh
 . "$here/nccl_env.sh"
 if [ "$LAUNCH" = mpirun ]; then
@@ -21,18 +36,39 @@ if [ "$LAUNCH" = mpirun ]; then
     # shellcheck disable=SC2086
     exec mpirun -np "$ngpus" --bind-to none ${MPIRUN_ARGS:-} "$TRAINER" "$@"
 fi
-# torchrun-style: RANK / WORLD_SIZE / LOCAL_RANK per process, the id over tcp from rank 0
+# torchrun-style: RANK / WORLD_SIZE / LOCAL_RANK per process, the id over tcp from rank 0. Each rank runs
+# in a subshell that records the trainer's pid and, when it ends, its exit status, in $dir.
 export MASTER_ADDR=${MASTER_ADDR:-127.0.0.1} MASTER_PORT=${MASTER_PORT:-$((20000 + $$ % 20000))} WORLD_SIZE=$ngpus
-pids=()
+dir=$(mktemp -d)
+signal_ranks() { # SIG: to every rank still running (a finished one's pid may belong to another process by now)
+    for ((r = 0; r < ngpus; r++)); do
+        [ -e "$dir/pid.$r" ] && ! [ -e "$dir/rc.$r" ] && kill -"$1" "$(cat "$dir/pid.$r")" 2>/dev/null
+    done
+    return 0
+}
+trap 'rm -rf "$dir"' EXIT
+# shellcheck disable=SC2064 # $sig is meant to expand now
+for sig in TERM INT USR1; do trap "signal_ranks $sig" "$sig"; done
 for ((r = 0; r < ngpus; r++)); do
-    RANK=$r LOCAL_RANK=$r "$TRAINER" --dist-init tcp "$@" &
-    pids+=($!)
+    (
+        RANK=$r LOCAL_RANK=$r "$TRAINER" --dist-init tcp "$@" &
+        echo $! >"$dir/tmp.pid.$r" && mv "$dir/tmp.pid.$r" "$dir/pid.$r"
+        rc=0
+        wait $! || rc=$?
+        echo $rc >"$dir/tmp.rc.$r" && mv "$dir/tmp.rc.$r" "$dir/rc.$r"
+    ) &
 done
 # the first rank to fail stops the others (a rank blocked on a dead peer would otherwise wait for --dist-timeout)
 status=0
-while [ ${#pids[@]} -gt 0 ]; do
-    if wait -n; then continue; else status=$?; fi
-    if [ $status -ne 0 ]; then kill "${pids[@]}" 2>/dev/null || true; wait || true; exit $status; fi
-    alive=(); for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive+=("$p"); done; pids=("${alive[@]+"${alive[@]}"}")
+while :; do
+    finished=0
+    for f in "$dir"/rc.*; do
+        [ -e "$f" ] || continue
+        finished=$((finished + 1))
+        rc=$(cat "$f")
+        if [ "$rc" -ne 0 ] && [ $status -eq 0 ]; then status=$rc; signal_ranks TERM; fi
+    done
+    [ $finished -ge "$ngpus" ] && break
+    wait -n 2>/dev/null || sleep 0.2 # a rank's subshell ended, or a signal came (then its trap ran)
 done
 exit $status
