@@ -28,6 +28,7 @@ dev/test_ux.py — tests of what a user sees after a run: metrics.jsonl, scripts
 Ends with "N passed, M failed" (non-zero exit on any failure).
 """
 import json
+import math
 import os
 import re
 import struct
@@ -325,12 +326,31 @@ def run_tests(tmp):
     r = run([PY, "scripts/plot.py", resumed, "-o", os.path.join(tmp, "resumed.png"), "--names", "resumed", "--log"])
     check(r.returncode == 0 and f"final loss 0.125000 (step {last})" in r.stdout,
           f"a repeated step takes the last record (--log): {r.stdout.splitlines()[0] if r.stdout else r.stderr.strip()}")
+    # a resume from step last - 2: the header's start_step drops the interrupted run's steps past it
+    with open(resumed, "w") as f:
+        f.write(text + json.dumps({"header": {"start_step": last - 2}}) + "\n" +
+                json.dumps({"step": last - 1, "loss": 0.25, "lr": 1e-3, "norm": 1.0, "ms": 1.0, "tok_s": 128000.0}) + "\n" +
+                '{"step": %d, "loss": 0.1' % last)  # and a last line cut short
+    r = run([PY, "scripts/plot.py", resumed, "-o", os.path.join(tmp, "resumed.png")])
+    check(r.returncode == 0 and f"final loss 0.250000 (step {last - 1})" in r.stdout and "last line is incomplete" in r.stderr,
+          f"a resumed run's header drops the old steps past its start, an incomplete last line is skipped: "
+          f"{r.stdout.splitlines()[0] if r.stdout else ''} {r.stderr.strip()[-120:]}")
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    import plot as plot_module
+    smooth = plot_module.moving_average([1.0, math.nan, 3.0, 5.0], 2)
+    check(smooth[:2] == [1.0, 1.0] and smooth[2:] == [3.0, 4.0], f"--smooth skips a NaN loss in its window: {smooth}")
     bad = os.path.join(tmp, "bad.jsonl")
     with open(bad, "w") as f:
         f.write(text.splitlines()[0] + "\n{\"step\": 3, \"loss\": \n")
-    for what, target, pattern in (("missing file", os.path.join(tmp, "nowhere.jsonl"), "nowhere.jsonl: cannot read"),
-                                  ("malformed line", bad, "bad.jsonl:2: not a JSON object")):
-        r = run([PY, "scripts/plot.py", target, "-o", os.path.join(tmp, "x.png")])
+    badnum = os.path.join(tmp, "badnum.jsonl")
+    with open(badnum, "w") as f:
+        f.write('{"step": 1, "val_loss": "abc"}\n')
+    for what, target, out, pattern in (
+            ("missing file", os.path.join(tmp, "nowhere.jsonl"), "x.png", "nowhere.jsonl: cannot read"),
+            ("malformed line", bad, "x.png", "bad.jsonl:2: not a JSON object"),
+            ("a value that is not a number", badnum, "x.png", 'badnum.jsonl:1: "val_loss" is not a number'),
+            ("an output that is not an image", resumed, "x.txt", "x.txt: expected a file name ending in .png, .pdf or .svg")):
+        r = run([PY, "scripts/plot.py", target, "-o", os.path.join(tmp, out)])
         lines = r.stderr.strip().splitlines()
         check(r.returncode == 1 and len(lines) == 1 and lines[0].startswith("error:") and pattern in lines[0],
               f"plot.py, {what}: exit {r.returncode}: {r.stderr.strip()[-200:]}")
@@ -342,7 +362,7 @@ def run_tests(tmp):
     rows = [line for line in r.stdout.splitlines() if re.match(r"^\s*\d\.\d{3}e[+-]\d\d\s", line)]
     finals = {}
     for lr in lrs:
-        with open(os.path.join(sweep_dir, f"lr_{float(lr):.3e}", "metrics.jsonl")) as f:
+        with open(os.path.join(sweep_dir, f"lr_{float(lr)!r}", "metrics.jsonl")) as f:
             vals = [json.loads(line) for line in f]
         vals = [v for v in vals if "val_loss" in v]
         finals[float(lr)] = vals[-1]["val_loss"] if vals else float("inf")
@@ -364,6 +384,22 @@ def run_tests(tmp):
     lines = r.stderr.strip().splitlines()
     check(r.returncode == 1 and len(lines) == 1 and "trainer flag -l is set by the sweep" in lines[0],
           f"sweep.py with -l among the trainer flags: exit {r.returncode}: {r.stderr.strip()[-200:]}")
+    # a rerun into the same --out whose trials fail: no stale result of the first sweep; close rates apart, repeats once
+    r = run([PY, "scripts/sweep.py", "--lrs", "1e-3,1.0001e-3,1e-3", "--out", sweep_dir, "--"] + model + ["--bogus-flag", "1"])
+    try:
+        with open(os.path.join(sweep_dir, "sweep.json")) as f:
+            trials = json.load(f)["trials"]
+    except (OSError, ValueError, KeyError):
+        trials = []
+    check(r.returncode == 1 and len(trials) == 2 and len({t["dir"] for t in trials}) == 2 and
+          all(t["final_loss"] is None and t["status"].startswith("failed (exit 2") for t in trials),
+          f"a failing rerun into the same --out: exit {r.returncode}, trials {[(t['dir'][-16:], t['final_loss'], t['status'][:14]) for t in trials]}")
+    afile = os.path.join(tmp, "afile")
+    open(afile, "w").close()
+    r = run([PY, "scripts/sweep.py", "--lrs", "1e-3", "--out", afile, "--"] + model)
+    lines = r.stderr.strip().splitlines()
+    check(r.returncode == 1 and len(lines) == 1 and "cannot create the directory" in lines[0],
+          f"sweep.py --out a file: exit {r.returncode}: {r.stderr.strip()[-200:]}")
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 

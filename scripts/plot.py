@@ -13,10 +13,13 @@ a run is named after its directory unless --names says otherwise. The PNG has fo
                       records (as the trainer computes tok_s)
     learning rate     vs step
     throughput        tok/s vs step
---log puts the loss axes on a log scale. After a resume a file may hold a step twice; the last record
-wins, as the logger's comment says; run-header records ({"header": ...}) are skipped. The script prints one summary line per run (steps, final training
-loss, best and final validation loss, median tok/s). Errors are one line naming the file (exit 1).
-Uses matplotlib's Agg backend (no display needed).
+--log puts the loss axes on a log scale. After a resume a file holds the interrupted run's records past
+the resume point too: a run-header record ({"header": {..., "start_step": S}}) starts a run at step S,
+so the records before it of steps after S are dropped (and a step written twice keeps its last
+record). A last line without its newline (a run still writing, or killed) is skipped with a note.
+The script prints one summary line per run (steps, final training loss, best and final validation
+loss, median tok/s). Errors are one line naming the file (exit 1). Uses matplotlib's Agg backend (no
+display needed); -o names a .png, .pdf or .svg file.
 """
 import argparse
 import json
@@ -33,9 +36,13 @@ def metrics_path(arg):
     return os.path.join(arg, "metrics.jsonl") if os.path.isdir(arg) else arg
 
 
+NUMBER_FIELDS = ("loss", "lr", "norm", "ms", "tok_s", "tokens", "elapsed_s", "mfu", "val_loss")
+
+
 def read_metrics(path):
     """Returns {"steps": {step: record}, "val": {step: val_loss}} from a metrics.jsonl; later records
-    of a step replace earlier ones. JSON null (a non-finite value) reads as NaN."""
+    of a step replace earlier ones, and a run header's start_step S drops the earlier records past S.
+    JSON null (a non-finite value) reads as NaN."""
     steps, val = {}, {}
     try:
         with open(path) as f:
@@ -50,11 +57,22 @@ def read_metrics(path):
         try:
             rec = json.loads(line)
         except json.JSONDecodeError as e:
+            if number == len(lines) and not line.endswith("\n"):
+                print(f"note: {path}:{number}: the last line is incomplete (a run still writing, or killed): skipped",
+                      file=sys.stderr)
+                break
             raise MetricsError(f"{path}:{number}: not a JSON object: {e}") from None
         if isinstance(rec, dict) and isinstance(rec.get("header"), dict):
+            start = rec["header"].get("start_step")
+            if isinstance(start, int):  # a (resumed) run starts after step `start`
+                steps = {k: v for k, v in steps.items() if k <= start}
+                val = {k: v for k, v in val.items() if k <= start}
             continue
         if not isinstance(rec, dict) or not isinstance(rec.get("step"), int):
             raise MetricsError(f"{path}:{number}: a record needs an integer \"step\": {line.strip()[:80]}")
+        for k in NUMBER_FIELDS:
+            if k in rec and rec[k] is not None and (isinstance(rec[k], bool) or not isinstance(rec[k], (int, float))):
+                raise MetricsError(f"{path}:{number}: \"{k}\" is not a number: {line.strip()[:80]}")
         rec = {k: (math.nan if v is None else v) for k, v in rec.items()}
         if "val_loss" in rec:
             val[rec["step"]] = float(rec["val_loss"])
@@ -93,13 +111,14 @@ def summary(name, run):
 
 
 def moving_average(values, n):
-    """mean of the last min(n, i+1) values at each i"""
-    out, total = [], 0.0
+    """mean of the finite ones among the last min(n, i+1) values at each i (NaN if none is)"""
+    out, total, count = [], 0.0, 0
     for i, v in enumerate(values):
-        total += v
-        if i >= n:
-            total -= values[i - n]
-        out.append(total / min(n, i + 1))
+        if math.isfinite(v):
+            total, count = total + v, count + 1
+        if i >= n and math.isfinite(values[i - n]):
+            total, count = total - values[i - n], count - 1
+        out.append(total / count if count else math.nan)
     return out
 
 
@@ -175,6 +194,13 @@ def main(argv=None):
             raise MetricsError(f"--names gives {len(names)} names for {len(paths)} metrics files")
         if args.smooth < 0:
             raise MetricsError(f"--smooth must be non-negative, got {args.smooth}")
+        if os.path.splitext(args.output)[1].lower() not in (".png", ".pdf", ".svg"):
+            raise MetricsError(f"-o {args.output}: expected a file name ending in .png, .pdf or .svg")
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise MetricsError(f"matplotlib is not installed for {sys.executable}: pip install matplotlib, or run "
+                               "/usr/bin/python3 with Debian's python3-matplotlib") from None
         runs = [(name, read_metrics(path)) for name, path in zip(names, paths)]
     except MetricsError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -9,9 +9,11 @@ Optuna), a table of each trial's final losses, the best learning rate, and a plo
     python3 scripts/sweep.py --optuna 8 --lr-range 1e-4,1e-2 --out out/sweep -- ...   (needs `pip install optuna`)
 
 Everything after `--` goes to the trainer (--trainer, default ./train_gpt_cpu), which each trial runs with
-`-l LR -o OUT/lr_LR` added (so those two flags may not be among them); its output goes to
-OUT/lr_LR/train.log. A trial's score is its last validation loss (its last training loss when the run
-validates never); a trial that fails or ends in NaN scores +inf and is marked in the table. Writes
+`-l LR -o OUT/lr_LR` added (so those two flags may not be among them; LR as Python writes the float, so
+distinct learning rates get distinct directories, and a grid's repeats run once); its output goes to
+OUT/lr_LR/train.log (an earlier sweep's metrics there are removed first). A trial's score is its last
+validation loss (its last training loss when the run validates never); a trial that fails, ends in NaN
+or writes no step records scores +inf and is marked in the table. Writes
 OUT/sweep.json (every trial) and OUT/sweep.png (score against learning rate, and each trial's loss curve).
 Errors are one line (exit 1); the exit status is 1 also when every trial failed.
 """
@@ -34,8 +36,11 @@ class SweepError(ValueError):
 
 def run_trial(trainer, trainer_args, lr, out_dir):
     """Trains once with learning rate lr into out_dir/lr_<lr>; returns the trial's record."""
-    trial_dir = os.path.join(out_dir, f"lr_{lr:.3e}")
+    trial_dir = os.path.join(out_dir, f"lr_{lr!r}")
     os.makedirs(trial_dir, exist_ok=True)
+    metrics = os.path.join(trial_dir, "metrics.jsonl")
+    if os.path.exists(metrics):
+        os.remove(metrics)  # an earlier sweep's: a trial that fails before writing its own must not show them
     cmd = [trainer] + trainer_args + ["-l", repr(lr), "-o", trial_dir]
     log_path = os.path.join(trial_dir, "train.log")
     with open(log_path, "w") as log:
@@ -43,7 +48,7 @@ def run_trial(trainer, trainer_args, lr, out_dir):
     trial = {"lr": lr, "dir": trial_dir, "returncode": rc, "final_loss": math.nan, "final_val_loss": math.nan,
              "best_val_loss": math.nan, "steps": 0}
     try:
-        m = read_metrics(os.path.join(trial_dir, "metrics.jsonl"))
+        m = read_metrics(metrics)
     except MetricsError:
         m = {"steps": {}, "val": {}}
     if m["steps"]:
@@ -54,7 +59,12 @@ def run_trial(trainer, trainer_args, lr, out_dir):
         trial["best_val_loss"] = min(m["val"].values())
     score = trial["final_val_loss"] if m["val"] else trial["final_loss"]
     trial["score"] = score if rc == 0 and math.isfinite(score) else math.inf
-    trial["status"] = "ok" if trial["score"] < math.inf else (f"failed (exit {rc}, see {log_path})" if rc else "diverged")
+    if trial["score"] < math.inf:
+        trial["status"] = "ok"
+    elif rc:
+        trial["status"] = f"failed (exit {rc}, see {log_path})"
+    else:
+        trial["status"] = "diverged" if m["steps"] else f"no step records (see {log_path})"
     print(f"trial lr {lr:.3e}: {trial['status']}, score {trial['score']:.6f}", flush=True)
     return trial
 
@@ -132,10 +142,13 @@ def main(argv=None):
             raise SweepError(f"trainer flag {clash[0]} is set by the sweep for each trial; remove it")
         if not os.access(args.trainer, os.X_OK):
             raise SweepError(f"{args.trainer}: not an executable trainer (build it with make, or give --trainer)")
-        os.makedirs(args.out, exist_ok=True)
+        try:
+            os.makedirs(args.out, exist_ok=True)
+        except OSError as e:
+            raise SweepError(f"--out {args.out}: cannot create the directory: {e.strerror}") from None
         trials = []
         if args.lrs is not None:
-            for lr in parse_floats(args.lrs, "--lrs"):
+            for lr in dict.fromkeys(parse_floats(args.lrs, "--lrs")):
                 trials.append(run_trial(args.trainer, trainer_args, lr, args.out))
         else:
             lo, hi = (parse_floats(args.lr_range, "--lr-range") + [0, 0])[:2]
