@@ -294,7 +294,11 @@ def load_token_shard(path):
     """Reads and validates a token shard (CRC included); returns (tokens as a uint16 memmap, vocab size)."""
     h, payload = read_binary_file(path, "token shard", SHARD_MAGIC, SHARD_VERSION)
     _, vocab = token_shard_info(path, h)
-    return payload.view("<u2"), vocab
+    tokens = payload.view("<u2")
+    if len(tokens) and int(tokens.max()) >= vocab:
+        at = int(np.argmax(tokens >= vocab))
+        raise FormatError(f"{path}: token {int(tokens[at])} at position {at} is not below the shard's vocab size {vocab}")
+    return tokens, vocab
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -666,6 +670,23 @@ def main(argv=None):
             raise ConfigError(f"--wsd-frac must be in [0, 1], got {args.wsd_frac}")
         if args.beta1 >= 1 or args.beta2 >= 1:
             raise ConfigError(f"--beta1 and --beta2 must be below 1, got {args.beta1} and {args.beta2}")
+        if not 0 <= args.seed <= 2**31 - 1:
+            raise ConfigError(f"--seed must be in [0, 2^31 - 1] (the C trainers' range), got {args.seed}")
+        if args.val_every < 0 or args.val_batches < 1:
+            raise ConfigError(f"--val-every must be non-negative and --val-batches positive, got {args.val_every} and "
+                              f"{args.val_batches}")
+        try:
+            device = torch.device(args.device)
+        except RuntimeError:
+            raise ConfigError(f"--device {args.device}: not a torch device (cpu, cuda, cuda:N)") from None
+        if device.type == "cuda" and not torch.cuda.is_available():
+            raise ConfigError(f"--device {args.device}: this torch ({torch.__version__}) sees no CUDA GPU")
+        for flag, path in (("--write-model", args.write_model), ("--out-model", args.out_model)):
+            folder = os.path.dirname(os.path.abspath(path)) if path else None
+            if folder and not (os.path.isdir(folder) and os.access(folder, os.W_OK)):
+                raise ConfigError(f"{flag} {path}: {folder} is not a writable directory (checked before training)")
+        if reference and os.path.exists(args.reference_out) and not os.path.isdir(args.reference_out):
+            raise ConfigError(f"--reference-out {args.reference_out}: exists and is not a directory")
         if reference:  # use exactly the float32 values that reference.bin stores
             for name in hyper:
                 setattr(args, name, float(np.float32(getattr(args, name))))

@@ -318,6 +318,11 @@ def test_cli_validation(ctx):
         (["--n-layer", 2, "--n-head", 4, "--n-embd", 64, "--vocab-size", 300, "--seq-len", 40, "--max-seq-len", 20],
          "exceeds --max-seq-len 20"),
         (["--n-layer", 2, "--n-head", 4, "--n-embd", 64, "--vocab-size", 300, "--beta2", 1.0], "must be below 1, got 0.9 and 1.0"),
+        (["--n-layer", 1, "--n-head", 1, "--n-embd", 8, "--vocab-size", 30, "--seed", -1], "--seed must be in [0, 2^31 - 1]"),
+        (["--n-layer", 1, "--n-head", 1, "--n-embd", 8, "--vocab-size", 30, "--val-batches", 0], "--val-batches positive"),
+        (["--n-layer", 1, "--n-head", 1, "--n-embd", 8, "--vocab-size", 30, "--device", "bogus"], "--device bogus: not a torch"),
+        (["--n-layer", 1, "--n-head", 1, "--n-embd", 8, "--vocab-size", 30, "--write-model", "/nonexistent/m.bin"],
+         "/nonexistent is not a writable directory"),
     ]
     for argv, fragment in cases:
         rc, _, err = run_cli("--reference-out", os.path.join(tempfile.gettempdir(), "never_written"), *argv)
@@ -347,6 +352,12 @@ def test_loader(ctx):
         ok &= x.reshape(-1).tolist() == list(range(s, s + 8)) and y.reshape(-1).tolist() == list(range(s + 1, s + 9))
     check("token loader walks shards, skips short ones, wraps", ok, f"{len(starts)} batches vs hand-listed starts {starts}")
 
+    write_shard(os.path.join(tmp, "big_0.bin"), [1, 2, 1500, 3], vocab=1000)
+    try:
+        tg.load_token_shard(os.path.join(tmp, "big_0.bin"))
+        check("a shard token >= its vocab size is rejected", False, "was accepted")
+    except tg.FormatError as e:
+        check("a shard token >= its vocab size is rejected", "token 1500 at position 2 is not below" in str(e), str(e))
     write_shard(os.path.join(tmp, "wide_0.bin"), np.arange(50), bytes_per_token=4)
     write_shard(os.path.join(tmp, "vocab_0.bin"), np.arange(50), vocab=2000)
     for pattern, fragment in [("wide_*.bin", "4 bytes per token"), ("vocab_*.bin", "vocab size 2000")]:
