@@ -195,7 +195,7 @@ def run_tests(tmp):
           for k, v in hf.float().state_dict().items()}
     sd["lm_head.weight"] = sd["wte.weight"].copy()
     for i in range(L):
-        sd[f"h.{i}.attn.bias"] = np.tril(np.ones((1, 1, T, T), np.float32))
+        sd[f"h.{i}.attn.bias"] = np.tril(np.ones((1, 1, T, T), bool if i == 0 else np.float32))  # BOOL: a dtype not read
         sd[f"h.{i}.attn.masked_bias"] = np.array(-1e4, np.float32)
     openai_dir, openai_bin = os.path.join(tmp, "openai"), os.path.join(tmp, "openai.bin")
     os.makedirs(openai_dir)
@@ -267,6 +267,11 @@ def run_tests(tmp):
                  "has shape")
     expect_error("untied lm_head", HF + ["import", variant("untied", weights_edit=lambda w: w.update(
         {"lm_head.weight": w["transformer.wte.weight"] + 1})), out], "lm_head.weight differs")
+    expect_error("layer_norm_epsilon a string", HF + ["import", variant("eps", lambda c: c.update(layer_norm_epsilon="abc")), out],
+                 "layer_norm_epsilon is 'abc'")
+    header = b'{"transformer.wte.weight":{"dtype":"F32","shape":[2,2],"data_offsets":["0","16"]}}'
+    expect_error("safetensors offsets that are strings", HF + ["import", variant(
+        "offsets", raw=len(header).to_bytes(8, "little") + header + b"\0" * 16), out], "data_offsets [begin, end] of integers")
     expect_error("missing directory", HF + ["import", os.path.join(tmp, "nowhere"), out], "nowhere/config.json: cannot read")
     expect_error("export of a non-model", HF + ["export", os.path.join(hf_dir, "config.json"), os.path.join(tmp, "x")],
                  "config.json: not a model file")

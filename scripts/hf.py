@@ -37,11 +37,14 @@ import os
 import struct
 import sys
 
-import numpy as np
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import train_gpt  # noqa: E402  (the model-file reader and writer, and GPTConfig)
-from train_gpt import FormatError, ConfigError  # noqa: E402
+try:
+    import numpy as np
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    import train_gpt  # noqa: E402  (the model-file reader and writer, and GPTConfig)
+    from train_gpt import FormatError, ConfigError  # noqa: E402
+except ImportError as missing:
+    sys.exit(f"error: scripts/hf.py needs numpy and torch ({missing}): run it with /usr/bin/python3 (Debian's "
+             "python3-numpy, python3-torch) or pip install numpy torch")
 
 SAFETENSORS_DTYPES = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "F64": np.dtype("<f8"), "BF16": np.dtype("<u2")}
 MASK_BUFFERS = (".attn.bias", ".attn.masked_bias")
@@ -102,10 +105,14 @@ def safetensors_read(path):
     for name, info in header.items():
         if name == "__metadata__":
             continue
-        try:
-            dtype, shape, (begin, end) = info["dtype"], [int(s) for s in info["shape"]], info["data_offsets"]
-        except (TypeError, KeyError, ValueError):
-            raise FormatError(f"{path}: tensor {name}: header entry {info!r} lacks dtype, shape or data_offsets") from None
+        dtype, shape, offsets = (info.get(k) for k in ("dtype", "shape", "data_offsets")) if isinstance(info, dict) else (None,) * 3
+        if not (isinstance(dtype, str) and isinstance(shape, list) and all(is_int(d) for d in shape) and
+                isinstance(offsets, list) and len(offsets) == 2 and all(is_int(o) for o in offsets)):
+            raise FormatError(f"{path}: tensor {name}: header entry {info!r} needs a dtype string, a shape of integers "
+                              "and data_offsets [begin, end] of integers")
+        begin, end = offsets
+        if name.endswith(MASK_BUFFERS):  # old checkpoints' attention-mask buffers (often BOOL or U8): never read
+            continue
         if dtype not in SAFETENSORS_DTYPES:
             raise FormatError(f"{path}: tensor {name} has dtype {dtype}; supported: {', '.join(SAFETENSORS_DTYPES)}")
         dt = SAFETENSORS_DTYPES[dtype]
@@ -158,6 +165,14 @@ def export_model(model_path, out_dir):
 # ----------------------------------------------------------------------------------------------------
 # import
 
+def is_number(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def is_int(x):
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
 def read_hf_config(path):
     """GPTConfig from a GPT-2 config.json; rejects settings our model does not compute."""
     try:
@@ -171,7 +186,8 @@ def read_hf_config(path):
         raise FormatError(f"{path}: model_type is {c.get('model_type') if isinstance(c, dict) else None!r}, expected 'gpt2'")
     needs = [("activation_function", c.get("activation_function", "gelu_new") in ("gelu_new", "gelu_pytorch_tanh"),
               "gelu_new (the tanh approximation)"),
-             ("layer_norm_epsilon", abs(float(c.get("layer_norm_epsilon", 1e-5)) - 1e-5) < 1e-12, "1e-05"),
+             ("layer_norm_epsilon", is_number(c.get("layer_norm_epsilon", 1e-5)) and
+              abs(float(c.get("layer_norm_epsilon", 1e-5)) - 1e-5) < 1e-12, "1e-05"),
              ("n_inner", c.get("n_inner") in (None, 4 * c.get("n_embd", 0)), "null or 4 * n_embd"),
              ("scale_attn_weights", c.get("scale_attn_weights", True) is True, "true"),
              ("scale_attn_by_inverse_layer_idx", c.get("scale_attn_by_inverse_layer_idx", False) is False, "false"),
@@ -208,12 +224,7 @@ def read_hf_weights(hf_dir):
 def import_model(hf_dir, model_path):
     cfg = read_hf_config(os.path.join(hf_dir, "config.json"))
     source, raw = read_hf_weights(hf_dir)
-    weights = {}
-    for name, t in raw.items():
-        short = name[len("transformer."):] if name.startswith("transformer.") else name
-        if short.endswith(MASK_BUFFERS):
-            continue
-        weights[short] = t
+    weights = {(name[len("transformer."):] if name.startswith("transformer.") else name): t for name, t in raw.items()}
     L, C, V, Vp, maxT = cfg.n_layer, cfg.n_embd, cfg.vocab_size, cfg.padded_vocab_size, cfg.max_seq_len
     shapes = {"wte.weight": (V, C), "wpe.weight": (maxT, C), "ln_f.weight": (C,), "ln_f.bias": (C,)}
     layer_shapes = {"ln_1.weight": (C,), "ln_1.bias": (C,), "attn.c_attn.weight": (C, 3 * C), "attn.c_attn.bias": (3 * C,),
