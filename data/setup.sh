@@ -13,6 +13,11 @@
 # Usage: data/setup.sh [--fetch-only]     (prints the corpus directory on its last line)
 # The tokenizer (data/gpt2_tokenizer.bin) is committed; dev/gen_tokenizer.py regenerates it.
 set -euo pipefail
+case "${1:-}" in
+"" | --fetch-only) [ $# -le 1 ] || { echo "error: data/setup.sh takes at most one argument, --fetch-only" >&2; exit 2; } ;;
+-h | --help) echo "usage: data/setup.sh [--fetch-only]"; exit 0 ;;
+*) echo "error: data/setup.sh: unknown argument '$1' (usage: data/setup.sh [--fetch-only])" >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
 
 cache=data/cache

@@ -13,6 +13,9 @@
 # Stderr says which nccl.h and libnccl it found, or why none (then train_gpt is built for one GPU: both
 # outputs are empty of NCCL); without MPI the NCCL id is shared by --dist-init file or tcp.
 set -u
+if [ $# -ne 3 ] || { [ "$3" != flags ] && [ "$3" != libs ]; }; then
+    echo "usage: scripts/dist_probe.sh NVCC MPICXX flags|libs" >&2; exit 2
+fi
 nvcc=$1; mpicxx=$2; mode=$3
 python=${PYTHON:-python3}
 # notes once per build: the Makefile runs the probe for flags and again for libs
