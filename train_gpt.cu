@@ -743,6 +743,44 @@ static float evaluate(GPT* m, DataLoader* val, int batches) {
 /* sampling callback (llmc/generate.h): logits of the next position, copied to the host */
 static const float* next_logits_gpu(void* model, const int* tokens, int n) { return gpt_forward_last((GPT*)model, tokens, n); }
 
+/* Every rank's check at once: a rank whose `problem` is non-empty exits with it; the others, if any rank
+ * has one, exit too, saying so (instead of waiting in the next collective until --dist-timeout). */
+static void dist_fail_together(Distributed* d, const char* problem, int rank, cudaStream_t stream) {
+    if (dist_mean(d, problem[0] ? 1.0f : 0.0f, stream) == 0.0f) return;
+    if (problem[0]) fprintf(stderr, "error: rank %d: %s\n", rank, problem);
+    else fprintf(stderr, "error: rank %d: stopping: another rank's check failed (its error says why)\n", rank);
+    fflush(stderr);
+    dist_mean(d, 0.0f, stream); /* every message is out before a rank exits (and mpirun stops the rest) */
+    fatal_exit(1);
+}
+
+/* Every rank must run with rank 0's flags: one given others would train another model, or wait in a
+ * collective the others never make (a wrapper script, a per-node command line). Rank 0's flag values,
+ * broadcast, against this rank's; the first that differs is named. */
+static void check_same_flags(Distributed* d, const TrainArgs* args, int rank, cudaStream_t stream) {
+    char* mine = (char*)malloc_check(FLAGS_TEXT_CAP);
+    flags_text(mine, FLAGS_TEXT_CAP, args);
+    uint64_t len = strlen(mine) + 1;
+    dist_broadcast_bytes(d, &len, sizeof(len), stream);
+    char* theirs = (char*)malloc_check(len);
+    if (rank == 0) memcpy(theirs, mine, len);
+    dist_broadcast_bytes(d, theirs, len, stream);
+    char problem[9000] = "";
+    for (const char *a = mine, *b = theirs; *a || *b;) {
+        size_t la = strcspn(a, "\n"), lb = strcspn(b, "\n");
+        if (la != lb || strncmp(a, b, la) != 0) {
+            snprintf(problem, sizeof(problem), "this rank has %.*s but rank 0 has %.*s: every rank must be given the same flags",
+                     (int)la, a, (int)lb, b);
+            break;
+        }
+        a += la + (a[la] != '\0');
+        b += lb + (b[lb] != '\0');
+    }
+    free(mine);
+    free(theirs);
+    dist_fail_together(d, problem, rank, stream);
+}
+
 /* Whether `flag` is set on any rank: the all-reduced sum of 0/1 (exact in fp32); also a barrier. Every
  * decision that ends or changes the run (a stop signal, a failed write) goes through it, so all ranks
  * take the same branch and issue the same collectives. */
@@ -884,6 +922,7 @@ int main(int argc, char** argv) {
         free(ranges);
     }
     model.dist = &dist;
+    check_same_flags(&dist, &args, rank, model.stream);
     if (!init) {
         init = (float*)malloc_check(model.num_params * sizeof(float));
         gpt_init_weights(init, c, args.seed);
@@ -897,10 +936,11 @@ int main(int argc, char** argv) {
     Schedule sched = train_schedule(&args, (float)(args.lr * lr_factor), max_steps);
     OptimizerConfig oc = {args.beta1, args.beta2, args.eps, args.weight_decay, args.grad_clip};
     TrainState run = train_run_state(&args, model.num_params, &sched, T, total_batch, &train);
-    if (args.output_dir[0]) { /* rank 0 holds the directory's lock; the others wait for it to exist */
-        if (rank == 0) train_lock_output_dir(args.output_dir);
-        dist_mean(&dist, 0.0f, model.stream);
-        make_dir_check(args.output_dir);
+    if (args.output_dir[0]) { /* rank 0 holds the directory's lock; the others must see it */
+        char token[512] = "", why[4600] = "";
+        if (rank == 0) train_lock_output_dir(args.output_dir, token, sizeof(token));
+        dist_broadcast_bytes(&dist, token, sizeof(token), model.stream);
+        dist_fail_together(&dist, rank > 0 ? train_check_shared_dir(args.output_dir, token, why, sizeof(why)) : "", rank, model.stream);
     }
 
     SampleSetup samples;

@@ -233,6 +233,22 @@ static inline float dist_sum_device_float(Distributed* d, float* dev, cudaStream
     return result;
 }
 
+/* rank 0's n bytes at the host buffer buf, on every rank (through a temporary device buffer); also a barrier */
+static inline void dist_broadcast_bytes(Distributed* d, void* buf, size_t n, cudaStream_t compute) {
+    if (!d->communicate || n == 0) return;
+    void* dev;
+    cudaCheck(cudaMalloc(&dev, n));
+    cudaCheck(cudaEventRecord(d->compute_done, compute));
+    cudaCheck(cudaStreamWaitEvent(d->stream, d->compute_done, 0));
+    cudaCheck(cudaMemcpyAsync(dev, buf, n, cudaMemcpyHostToDevice, d->stream));
+#if defined(USE_NCCL)
+    ncclCheck(ncclBroadcast(dev, dev, n, ncclUint8, 0, d->comm, d->stream));
+#endif
+    cudaCheck(cudaMemcpyAsync(buf, dev, n, cudaMemcpyDeviceToHost, d->stream));
+    cudaCheck(cudaStreamSynchronize(d->stream));
+    cudaCheck(cudaFree(dev));
+}
+
 /* mean over ranks of a host value (a loss); also a barrier */
 static inline float dist_mean(Distributed* d, float value, cudaStream_t compute) {
     if (!d->communicate) return value;

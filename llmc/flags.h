@@ -253,6 +253,18 @@ static inline void flags_format_(char* out, size_t cap, const TrainArgs* a, cons
     }
 }
 
+/* every flag as "--name value\n", in table order, into out (cap bytes: FLAGS_TEXT_CAP is always enough) */
+#define FLAGS_TEXT_CAP ((size_t)FLAG_COUNT * 4200)
+static inline void flags_text(char* out, size_t cap, const TrainArgs* a) {
+    size_t n = 0;
+    out[0] = '\0';
+    for (int i = 0; i < FLAG_COUNT && n < cap; i++) {
+        char value[4096];
+        flags_format_(value, sizeof(value), a, &FLAG_SPECS[i]);
+        n += (size_t)snprintf(out + n, cap - n, "%s %s\n", FLAG_SPECS[i].long_name, value);
+    }
+}
+
 /* the run header: every flag's value, one per line */
 static inline void flags_print_values(FILE* f, const TrainArgs* a) {
     for (int i = 0; i < FLAG_COUNT; i++) {

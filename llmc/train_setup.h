@@ -13,6 +13,7 @@
  *   train_run_state           the run-defining part of a checkpoint's TrainState
  *   train_rng_init            the run's Rng (sampling), seeded alike in both trainers
  *   train_lock_output_dir     --output-dir for this run alone: a second trainer there stops at once
+ *   train_check_shared_dir    another rank sees the lock rank 0 holds (the directory is on a shared disk)
  *   train_resume_find         the newest valid checkpoint of --output-dir, for --resume 1
  *   train_resume_read_model   a checkpoint's fp32 weights, checked against this run's model config
  *   train_resume_read_state   a rank's range of a checkpoint's optimizer state (any saved world size),
@@ -33,6 +34,7 @@
 #include "llmc/health.h"
 #include "llmc/zero.h"
 #include <sys/file.h>
+#include <time.h>
 
 /* usagef unless s is one of the NULL-terminated words (the message lists them) */
 static inline void train_flag_word_check_(const char* flag, const char* s, const char* const* words) {
@@ -193,18 +195,44 @@ static inline void train_rng_init(Rng* rng, const TrainArgs* args) { rng_seed(rn
 /* Creates dir (mkdir -p) and takes an exclusive lock on dir/.lock for the life of the process (the kernel
  * drops it when the process ends, however it ends), so that two trainers never write one directory's
  * checkpoints and metrics.jsonl (a requeued job while the old one still runs; a copy-pasted command).
- * Held: fatalf naming the directory. A file system without locks: a warning, and the run goes on. */
-static inline void train_lock_output_dir(const char* dir) {
+ * Held: fatalf naming the directory. A file system without locks: a warning, and the run goes on.
+ * The file then holds one line naming this run (host, pid, time), also put in token (cap bytes), which
+ * other ranks look for in their view of the directory (train_check_shared_dir). */
+static inline void train_lock_output_dir(const char* dir, char* token, size_t cap) {
     make_dir_check(dir);
-    char path[4200];
+    char path[4200], host[256] = "?";
     snprintf(path, sizeof(path), "%s/.lock", dir);
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) fatalf("%s: cannot create the lock file: %s", path, strerror(errno));
-    if (flock(fd, LOCK_EX | LOCK_NB) == 0) return; /* fd stays open: the lock lasts until exit */
-    if (errno == EWOULDBLOCK)
-        fatalf("%s: another trainer is writing to this output directory (it holds %s); give each run its own --output-dir", dir, path);
-    printf("warning: %s: cannot lock it (%s): nothing stops a second trainer from writing here too\n", path, strerror(errno));
-    close(fd);
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno == EWOULDBLOCK)
+            fatalf("%s: another trainer is writing to this output directory (it holds %s); give each run its own --output-dir", dir,
+                   path);
+        printf("warning: %s: cannot lock it (%s): nothing stops a second trainer from writing here too\n", path, strerror(errno));
+    }
+    gethostname(host, sizeof(host) - 1);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    snprintf(token, cap, "%s %d %lld.%09ld\n", host, (int)getpid(), (long long)now.tv_sec, now.tv_nsec);
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, token, strlen(token), 0) != (ssize_t)strlen(token) || fsync(fd) != 0)
+        fatalf("%s: cannot write: %s", path, strerror(errno));
+    /* fd stays open: the lock lasts until exit */
+}
+
+/* On a rank other than 0: "" if dir/.lock holds rank 0's token, as it does when the ranks share the
+ * directory; else why not, in why (cap bytes). */
+static inline const char* train_check_shared_dir(const char* dir, const char* token, char* why, size_t cap) {
+    char path[4200], seen[256] = "";
+    snprintf(path, sizeof(path), "%s/.lock", dir);
+    FILE* f = fopen(path, "rb");
+    size_t n = f ? fread(seen, 1, sizeof(seen) - 1, f) : 0;
+    if (f) fclose(f);
+    seen[n] = '\0';
+    why[0] = '\0';
+    if (strcmp(seen, token) != 0)
+        snprintf(why, cap, "%s: this rank does not see the lock file rank 0 wrote (%.*s): --output-dir must be one directory every "
+                 "rank shares (a shared disk, not a node-local path)", path, (int)strcspn(token, "\n"), token);
+    return why;
 }
 
 /* --resume 1: the step of the newest complete checkpoint of --output-dir that verifies (reporting the

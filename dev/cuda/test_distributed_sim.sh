@@ -14,7 +14,8 @@
 #   - the NCCL id shared by file and by tcp rendezvous gives the same run as by MPI; so do the launch scripts
 #     (scripts/run_single_node.sh with mpirun and with torchrun-style variables, run_multi_node_mpirun.sh);
 #   - a rank killed with SIGKILL mid-run makes mpirun exit non-zero within 30 s;
-#   - bad input: -z 2, a total batch the ranks cannot split (the message names what would work), and the
+#   - bad input: -z 2, a rank given other flags (named), an --output-dir the ranks do not share, a total
+#     batch the ranks cannot split (the message names what would work), and the
 #     learning-rate scaling rule printed in the run header.
 # Ends with "N passed, M failed".
 set -u
@@ -139,6 +140,18 @@ expect_error_log() { # NAME PATTERN LOG: non-zero exit recorded in LOG's last li
 }
 ./train_gpt_sim_dist $model -b 12 -x 1 -z 2 >"$tmp/z2.log" 2>&1; echo "rc $?" >>"$tmp/z2.log"
 expect_error_log "-z 2 is rejected" "error: --zero: bad value '2': expected an integer in \\[0, 1\\]" "$tmp/z2.log"
+# rank 1 started differently through a wrapper: other flags, or the same relative -o seen from another directory
+printf '#!/bin/bash\nif [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then mkdir -p "%s/elsewhere" && cd "%s/elsewhere"; [ -n "$R1" ] && set -- "$@" $R1; fi\nexec "%s/train_gpt_sim_dist" "$@"\n' \
+    "$tmp" "$tmp" "$here" >"$tmp/rank1.sh"
+chmod +x "$tmp/rank1.sh"
+mkdir -p "$tmp/here"
+(cd "$tmp/here" && $MPIRUN $MPIRUN_FLAGS -x R1="--seed 7" -np 2 "$tmp/rank1.sh" $model -b 6 -x 2 >"$tmp/flags.log" 2>&1; echo "rc $?" >>"$tmp/flags.log")
+expect_error_log "rank 1 given another --seed: both stop at once, naming it" \
+    "error: rank 1: this rank has --seed 7 but rank 0 has --seed 1337: every rank must be given the same flags" "$tmp/flags.log"
+(cd "$tmp/here" && $MPIRUN $MPIRUN_FLAGS -x R1= -np 2 "$tmp/rank1.sh" $model -b 6 -x 2 -o run >"$tmp/local.log" 2>&1; echo "rc $?" >>"$tmp/local.log")
+expect_error_log "an --output-dir the ranks do not share (a node-local path): stopped before training" \
+    "error: rank 1: run/.lock: this rank does not see the lock file rank 0 wrote" "$tmp/local.log"
+if grep -q "^step " "$tmp/local.log"; then bad "an --output-dir the ranks do not share: a step was trained"; fi
 mpi 2 "$tmp/split.log" ./train_gpt_sim_dist $model -b 4 -x 1; echo "rc $?" >>"$tmp/split.log"
 expect_error_log "a total batch 2 ranks cannot split" "error: --total-batch 384 is not a multiple of .* 4 x 32 x 2 = 256 tokens: 256 \(1 micro-steps\) or 512 \(2 micro-steps\) would be" "$tmp/split.log"
 mpi 2 "$tmp/lr.log" ./train_gpt_sim_dist $model -b 6 -x 3 --lr-scale linear --lr-ref-batch 192
