@@ -445,8 +445,7 @@ int main(int argc, char** argv) {
     Schedule sched = train_schedule(&args, args.lr, max_steps);
     OptimizerConfig oc = {args.beta1, args.beta2, args.eps, args.weight_decay, args.grad_clip};
     TrainState run = train_run_state(&args, model.num_params, &sched, T, total_batch, &train);
-    char lock_token[512];
-    if (args.output_dir[0]) train_lock_output_dir(args.output_dir, lock_token, sizeof(lock_token));
+    if (args.output_dir[0]) train_lock_output_dir(args.output_dir, NULL, 0);
 
     SampleSetup samples;
     sample_setup(&samples, args.sample_every > 0, args.tokenizer, args.prompt, c->vocab_size, T);

@@ -743,28 +743,33 @@ static float evaluate(GPT* m, DataLoader* val, int batches) {
 /* sampling callback (llmc/generate.h): logits of the next position, copied to the host */
 static const float* next_logits_gpu(void* model, const int* tokens, int n) { return gpt_forward_last((GPT*)model, tokens, n); }
 
+/* Whether `flag` is set on any rank: the all-reduced sum of 0/1 (exact in fp32); also a barrier. Every
+ * decision that ends or changes the run (a stop signal, a failed write) goes through it, so all ranks
+ * take the same branch and issue the same collectives. */
+static int dist_any(GPT* m, int flag) { return dist_mean(m->dist, flag ? 1.0f : 0.0f, m->stream) > 0.0f; }
+
 /* Every rank's check at once: a rank whose `problem` is non-empty exits with it; the others, if any rank
  * has one, exit too, saying so (instead of waiting in the next collective until --dist-timeout). */
-static void dist_fail_together(Distributed* d, const char* problem, int rank, cudaStream_t stream) {
-    if (dist_mean(d, problem[0] ? 1.0f : 0.0f, stream) == 0.0f) return;
+static void dist_fail_together(GPT* m, const char* problem, int rank) {
+    if (!dist_any(m, problem[0] != '\0')) return;
     if (problem[0]) fprintf(stderr, "error: rank %d: %s\n", rank, problem);
     else fprintf(stderr, "error: rank %d: stopping: another rank's check failed (its error says why)\n", rank);
     fflush(stderr);
-    dist_mean(d, 0.0f, stream); /* every message is out before a rank exits (and mpirun stops the rest) */
+    dist_any(m, 0); /* a barrier: every message is out before a rank exits (and mpirun stops the rest) */
     fatal_exit(1);
 }
 
 /* Every rank must run with rank 0's flags: one given others would train another model, or wait in a
  * collective the others never make (a wrapper script, a per-node command line). Rank 0's flag values,
  * broadcast, against this rank's; the first that differs is named. */
-static void check_same_flags(Distributed* d, const TrainArgs* args, int rank, cudaStream_t stream) {
+static void check_same_flags(GPT* m, const TrainArgs* args, int rank) {
     char* mine = (char*)malloc_check(FLAGS_TEXT_CAP);
     flags_text(mine, FLAGS_TEXT_CAP, args);
     uint64_t len = strlen(mine) + 1;
-    dist_broadcast_bytes(d, &len, sizeof(len), stream);
+    dist_broadcast_bytes(m->dist, &len, sizeof(len), m->stream);
     char* theirs = (char*)malloc_check(len);
     if (rank == 0) memcpy(theirs, mine, len);
-    dist_broadcast_bytes(d, theirs, len, stream);
+    dist_broadcast_bytes(m->dist, theirs, len, m->stream);
     char problem[9000] = "";
     for (const char *a = mine, *b = theirs; *a || *b;) {
         size_t la = strcspn(a, "\n"), lb = strcspn(b, "\n");
@@ -778,13 +783,8 @@ static void check_same_flags(Distributed* d, const TrainArgs* args, int rank, cu
     }
     free(mine);
     free(theirs);
-    dist_fail_together(d, problem, rank, stream);
+    dist_fail_together(m, problem, rank);
 }
-
-/* Whether `flag` is set on any rank: the all-reduced sum of 0/1 (exact in fp32); also a barrier. Every
- * decision that ends or changes the run (a stop signal, a failed write) goes through it, so all ranks
- * take the same branch and issue the same collectives. */
-static int dist_any(GPT* m, int flag) { return dist_mean(m->dist, flag ? 1.0f : 0.0f, m->stream) > 0.0f; }
 
 /* Checkpoint st->step into dir (llmc/checkpoint.h, doc/reliability.md): rank 0 removes a stale marker
  * and writes the model file (fp32 weights, gathered when sharded), every rank the optimizer state of
@@ -922,7 +922,7 @@ int main(int argc, char** argv) {
         free(ranges);
     }
     model.dist = &dist;
-    check_same_flags(&dist, &args, rank, model.stream);
+    check_same_flags(&model, &args, rank);
     if (!init) {
         init = (float*)malloc_check(model.num_params * sizeof(float));
         gpt_init_weights(init, c, args.seed);
@@ -940,7 +940,7 @@ int main(int argc, char** argv) {
         char token[512] = "", why[4600] = "";
         if (rank == 0) train_lock_output_dir(args.output_dir, token, sizeof(token));
         dist_broadcast_bytes(&dist, token, sizeof(token), model.stream);
-        dist_fail_together(&dist, rank > 0 ? train_check_shared_dir(args.output_dir, token, why, sizeof(why)) : "", rank, model.stream);
+        dist_fail_together(&model, rank > 0 ? train_check_shared_dir(args.output_dir, token, why, sizeof(why)) : "", rank);
     }
 
     SampleSetup samples;

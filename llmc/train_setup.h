@@ -196,11 +196,12 @@ static inline void train_rng_init(Rng* rng, const TrainArgs* args) { rng_seed(rn
  * drops it when the process ends, however it ends), so that two trainers never write one directory's
  * checkpoints and metrics.jsonl (a requeued job while the old one still runs; a copy-pasted command).
  * Held: fatalf naming the directory. A file system without locks: a warning, and the run goes on.
- * The file then holds one line naming this run (host, pid, time), also put in token (cap bytes), which
- * other ranks look for in their view of the directory (train_check_shared_dir). */
+ * The file then holds one line naming this run (host, pid, time), also put in token (cap bytes; NULL:
+ * not wanted), which other ranks look for in their view of the directory (train_check_shared_dir). */
 static inline void train_lock_output_dir(const char* dir, char* token, size_t cap) {
     make_dir_check(dir);
-    char path[4200], host[256] = "?";
+    char path[4200], host[256] = "?", own[512];
+    if (!token) token = own, cap = sizeof(own);
     snprintf(path, sizeof(path), "%s/.lock", dir);
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) fatalf("%s: cannot create the lock file: %s", path, strerror(errno));
