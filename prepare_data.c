@@ -17,7 +17,8 @@
  * when floor((i+1)·f) > floor(i·f) for f = --val-fraction: one document in every 1/f, evenly spread.
  * Shards are written as DIR/<name>_NNNNNN.bin.tmp and renamed once the whole input is written, so a
  * failed run (a broken JSON line, a full disk) leaves the directory as it was; then stale train_/val_
- * shards of an earlier run beyond the ones written are removed.
+ * shards of an earlier run beyond the ones written are removed. (The renames are one per shard, not one
+ * atomic step: a kill among them leaves old and new shards side by side.)
  *
  * Deterministic: the shards depend only on the inputs and flags, never on --threads. Parallelism:
  * the input is read in batches of about 64 MiB, cut into chunks of about 1 MiB at JSON-line ends,

@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
         fatalf("%s does not belong to %s: %zu parameters, vocab %d/%d vs %zu, %d/%d", ref_path, model_path, ref.num_params, ref.V,
                ref.Vp, num_params, config.vocab_size, config.padded_vocab_size);
     GPT model;
-    gpt_create(&model, &config, ref.B, ref.T, recompute, 1, 1337, NULL);
+    gpt_create(&model, &config, ref.B, ref.T, recompute, 1, 1337, NULL, 0);
     gpt_set_weights(&model, init, 0);
     const GPTConfig* c = &model.config;
     int B = ref.B, T = ref.T, V = c->vocab_size, Vp = c->padded_vocab_size;

@@ -452,9 +452,8 @@ int main(int argc, char** argv) {
 
     Rng rng;
     train_rng_init(&rng, &args);
-    int start_step = 0;
+    int start_step = 0, last = train_resume_find(&args);
     if (args.resume) {
-        int last = train_resume_find(&args);
         if (last < 0) {
             printf("resume: no complete checkpoint in %s, starting from scratch\n", args.output_dir);
         } else {
@@ -481,7 +480,7 @@ int main(int argc, char** argv) {
     if (args.early_stop > 0 && args.output_dir[0]) {
         early_stop_dir(best_dir, sizeof(best_dir), args.output_dir);
         make_dir_check(best_dir);
-        if (start_step > 0) early_stop_resume(&early, best_dir, start_step, args.val_every, stdout);
+        if (start_step > 0) early_stop_resume(&early, best_dir, start_step, max_steps, args.val_every, stdout);
     }
 
     /* the run header (llmc/progress.h), on stdout and as the first record of this run in metrics.jsonl */
@@ -521,8 +520,8 @@ int main(int argc, char** argv) {
             EarlyStopVerdict verdict = train_record_val(&args, &logger, &early, step, max_steps, val_loss);
             if (verdict == EARLY_STOP_IMPROVED && best_dir[0]) {
                 TrainState st = train_state_at(&run, step, &rng, &health, &train, &start.loader);
-                int failed = save_checkpoint(&model, best_dir, &st, 1, 0) != 0 || train_record_best(&early, best_dir, step) != 0;
-                if (failed && (exit_status = train_save_failed(save_error_continue, "the best checkpoint", saved_step)) != 0) break;
+                int failed = save_checkpoint(&model, best_dir, &st, 0, 0) != 0 || train_record_best(&early, best_dir, step) != 0;
+                if (failed && (exit_status = train_save_failed(save_error_continue, 0, "the best checkpoint", saved_step)) != 0) break;
             }
             if (verdict == EARLY_STOP_STOP) {
                 train_report_early_stop(&early, best_dir);
@@ -555,7 +554,7 @@ int main(int argc, char** argv) {
         HealthResult verdict;
         PROFILE(model.prof, PROF_HEALTH, verdict = health_check(&health, &health_config, loss, norm));
         if (verdict.verdict == HEALTH_OK) {
-            PROFILE(model.prof, PROF_ADAMW, gpt_update_with_norm(&model, &oc, lr, step + 1, norm));
+            PROFILE(model.prof, PROF_ADAMW, gpt_update_with_norm(&model, &oc, lr, step + 1 - health.skipped, norm));
             size_t bad;
             PROFILE(model.prof, PROF_HEALTH, bad = health_first_nonfinite(model.params, model.num_params));
             if (bad < model.num_params) {
@@ -580,15 +579,17 @@ int main(int argc, char** argv) {
         StepRecord record = {completed, loss, lr, norm, (float)ms, (float)tok_s, (long long)completed * total_batch, elapsed,
                              gflops / peak_gflops};
         logger_step_record(&logger, &record);
+        if ((exit_status = train_log_failed(&logger, save_error_continue, saved_step)) != 0) break;
         if ((exit_status = train_health_stop(&health, &health_config, completed, saved_step)) != 0) break;
 
         if (train_checkpoint_due(&args, completed, max_steps)) {
             TrainState st = train_state_at(&run, completed, &rng, &health, &train, NULL);
             if (save_checkpoint(&model, args.output_dir, &st, args.keep_last, args.keep_every) == 0) saved_step = completed;
-            else if ((exit_status = train_save_failed(save_error_continue, "it", saved_step)) != 0) break;
+            else if ((exit_status = train_save_failed(save_error_continue, completed == max_steps, "it", saved_step)) != 0) break;
         }
     }
     train_profile_finish(&profiling, &profiler);
+    if (exit_status == 0) exit_status = train_log_failed(&logger, save_error_continue, saved_step); /* a val record's, before an early stop */
     int sig = preempt_requested();
     if (exit_status == 0 && sig && completed < max_steps) {
         exit_status = PREEMPT_EXIT_STATUS;

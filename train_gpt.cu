@@ -182,7 +182,7 @@ static void gpu_profile_end(GPT* m) {
 /* after the stream is synchronised: the recorded pairs' times into the table */
 static inline void gpu_profile_collect(GpuProfiler* p) {
     for (int i = 0; i < p->used; i++) {
-        float ms;
+        float ms = 0.0f;
         cudaCheck(cudaEventElapsedTime(&ms, p->events[2 * i], p->events[2 * i + 1]));
         profile_add(&p->table, p->ops[i], ms * 1e-3);
     }
@@ -220,8 +220,9 @@ static int gpt_uses_master(int master_weights) {
 #endif
 }
 
-/* opt_elems: elements of each optimizer array (the parameter count, or a ZeRO-1 shard) */
-static MemoryPlan gpt_memory_plan(const GPTConfig* c, int B, int T, int recompute, int master_weights, size_t opt_elems) {
+/* opt_elems: elements of each optimizer array (the parameter count, or a ZeRO-1 shard); comm_bytes: what the
+ * communication layer allocates (dist_memory_bytes), counted as scratch */
+static MemoryPlan gpt_memory_plan(const GPTConfig* c, int B, int T, int recompute, int master_weights, size_t opt_elems, size_t comm_bytes) {
     MemoryPlan p;
     size_t n = gpt_num_params(c), BT = (size_t)B * T, C = c->channels;
     p.params = n * sizeof(floatX);
@@ -235,7 +236,7 @@ static MemoryPlan gpt_memory_plan(const GPTConfig* c, int B, int T, int recomput
     p.activations += BT * ACTIVATION_GRAD_WIDTH * C * sizeof(floatX);
     p.attention = sizes[6] * sizeof(float);
     p.scratch = (colsum_scratch_floats((long)BT, 4 * (long)C) + GNORM_BLOCKS + 1) * sizeof(float) +
-                BLAS_WORKSPACE_BYTES + BT * (2 + 3) * sizeof(int) + sizeof(int);
+                BLAS_WORKSPACE_BYTES + BT * (2 + 3) * sizeof(int) + sizeof(int) + comm_bytes;
     return p;
 }
 
@@ -252,8 +253,8 @@ static inline void memory_plan_print(const MemoryPlan* p, const MemoryPlan* with
 }
 
 /* Stops with the bytes needed when the model and a batch of B x T tokens do not fit in the device's free memory. */
-static void gpt_check_memory(const GPTConfig* c, int B, int T, int recompute, int master_weights, size_t opt_elems) {
-    MemoryPlan plan = gpt_memory_plan(c, B, T, recompute, master_weights, opt_elems);
+static void gpt_check_memory(const GPTConfig* c, int B, int T, int recompute, int master_weights, size_t opt_elems, size_t comm_bytes) {
+    MemoryPlan plan = gpt_memory_plan(c, B, T, recompute, master_weights, opt_elems, comm_bytes);
     size_t need = plan.params + plan.grads + plan.optimizer + plan.activations + plan.scratch, free_bytes, total_bytes;
     cudaCheck(cudaMemGetInfo(&free_bytes, &total_bytes));
     if (need > free_bytes)
@@ -266,17 +267,27 @@ static void gpt_check_memory(const GPTConfig* c, int B, int T, int recompute, in
 /* Allocates the model for batches of up to B x T tokens, after checking that it fits in the device's
  * free memory (the error names how much it needs). The optimizer state covers the parameters of
  * `opt` (NULL: all of them). Weights are set by gpt_set_weights. */
-static void gpt_create(GPT* m, const GPTConfig* c, int B, int T, int recompute, int master_weights, uint64_t seed, const Shard* opt) {
+static void gpt_create(GPT* m, const GPTConfig* c, int B, int T, int recompute, int master_weights, uint64_t seed, const Shard* opt,
+                       size_t comm_bytes) {
     gpt_config_check(c, "model config");
     if (!flash_attention_supported(c->channels, c->num_heads))
         fatalf("model config: head size %d (channels %d / heads %d) is not supported by flash attention: it needs a multiple of 8, at most 256",
                c->channels / c->num_heads, c->channels, c->num_heads);
     if (c->channels % 8 != 0) fatalf("model config: channels %d is not a multiple of 8, which cuBLASLt's alignment needs", c->channels);
+    int device, smem_optin;
+    cudaCheck(cudaGetDevice(&device));
+    cudaCheck(cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    size_t smem = flash_attention_smem_bytes(c->channels, c->num_heads, sizeof(floatX) == sizeof(float));
+    if (smem > (size_t)smem_optin)
+        fatalf("model config: head size %d needs %zu bytes of shared memory a block in flash attention, more than this GPU's %d "
+               "(an H100/H200 takes every head size up to 256, an A100 up to 128, sm_86/89 GPUs up to 64)",
+               c->channels / c->num_heads, smem, smem_optin);
+    if (B > 65535) fatalf("batch size %d: flash attention takes at most 65535 sequences a micro-batch", B);
     if (T > c->max_seq_len) fatalf("sequence length %d exceeds the model's maximum %d", T, c->max_seq_len);
     master_weights = gpt_uses_master(master_weights);
     Shard whole = zero_shard(gpt_num_params(c), 1, 0);
     if (!opt) opt = &whole;
-    gpt_check_memory(c, B, T, recompute, master_weights, opt->size);
+    gpt_check_memory(c, B, T, recompute, master_weights, opt->size, comm_bytes);
     memset(m, 0, sizeof(*m));
     m->opt = *opt;
     m->config = *c;
@@ -312,7 +323,7 @@ static void gpt_create(GPT* m, const GPTConfig* c, int B, int T, int recompute, 
                                     (void**)&a->fch_gelu, (void**)&a->residual3, (void**)&a->lnf,      (void**)&a->lnf_mean,
                                     (void**)&a->lnf_rstd, (void**)&a->proj,     (void**)&a->logits,    (void**)&a->losses};
     size_t BT = (size_t)B * T, C = c->channels;
-    cudaCheck(cudaMalloc(&m->act_memory, gpt_memory_plan(c, B, T, recompute, master_weights, so).activations));
+    cudaCheck(cudaMalloc(&m->act_memory, gpt_memory_plan(c, B, T, recompute, master_weights, so, 0).activations));
     char* p = (char*)m->act_memory;
     for (int i = 0; i < NUM_ACTIVATIONS; i++) {
         *ptrs[i] = p;
@@ -375,15 +386,14 @@ static void gpt_free(GPT* m) {
  * resume); the rounding depends on the element's index only, so every rank gets the same bits. */
 static void gpt_set_weights(GPT* m, const float* host, int t) {
     size_t n = m->num_params;
-    if (m->master) {
-        float* full = m->master; /* a whole-model staging buffer when the masters are a ZeRO-1 shard */
-        if (m->opt.count < n) cudaCheck(cudaMalloc(&full, n * sizeof(float)));
-        cudaCheck(cudaMemcpy(full, host, n * sizeof(float), cudaMemcpyHostToDevice));
-        params_from_master(m->params, full, n, t, m->seed, m->stream);
-        if (full != m->master) {
-            cudaCheck(cudaMemcpy(m->master, full + m->opt.offset, m->opt.count * sizeof(float), cudaMemcpyDeviceToDevice));
-            cudaCheck(cudaFree(full));
+    if (m->master) { /* every parameter through the masters' buffer, a piece of its size at a time, then this rank's masters */
+        for (size_t at = 0; at < n; at += m->opt.size) {
+            size_t k = n - at < m->opt.size ? n - at : m->opt.size;
+            cudaCheck(cudaMemcpyAsync(m->master, host + at, k * sizeof(float), cudaMemcpyHostToDevice, m->stream));
+            params_from_master(m->params + at, m->master, k, at, t, m->seed, m->stream);
         }
+        cudaCheck(cudaMemcpyAsync(m->master, host + m->opt.offset, m->opt.count * sizeof(float), cudaMemcpyHostToDevice, m->stream));
+        cudaCheck(cudaStreamSynchronize(m->stream));
         return;
     }
     floatX* staged = (floatX*)malloc_check(n * sizeof(floatX));
@@ -786,6 +796,24 @@ static void check_same_flags(GPT* m, const TrainArgs* args, int rank) {
     dist_fail_together(m, problem, rank);
 }
 
+/* Every rank must read the same shards: node-local copies that differ would make the ranks train on
+ * unrelated windows, or count different epoch lengths and hang. Rank 0's loaders' fingerprints
+ * (llmc/dataloader.h) and token counts are broadcast; a rank that differs names it, then all stop together. */
+static void check_same_data(GPT* m, const DataLoader* train, const DataLoader* val, int have_val, int rank) {
+    uint64_t mine[4] = {train->fingerprint, train->num_tokens, have_val ? val->fingerprint : 0, have_val ? val->num_tokens : 0}, theirs[4];
+    memcpy(theirs, mine, sizeof(mine));
+    dist_broadcast_bytes(m->dist, theirs, sizeof(theirs), m->stream);
+    char problem[512] = "";
+    for (int i = 0; i < 2 && !problem[0]; i++)
+        if (mine[2 * i] != theirs[2 * i] || mine[2 * i + 1] != theirs[2 * i + 1])
+            snprintf(problem, sizeof(problem),
+                     "this rank's %s data (%llu tokens, fingerprint %08llx) differs from rank 0's (%llu tokens, %08llx): every rank must "
+                     "read the same shards (one shared disk, or identical copies)",
+                     i ? "validation" : "training", (unsigned long long)mine[2 * i + 1], (unsigned long long)mine[2 * i],
+                     (unsigned long long)theirs[2 * i + 1], (unsigned long long)theirs[2 * i]);
+    dist_fail_together(m, problem, rank);
+}
+
 /* Checkpoint st->step into dir (llmc/checkpoint.h, doc/reliability.md): rank 0 removes a stale marker
  * and writes the model file (fp32 weights, gathered when sharded), every rank the optimizer state of
  * its shard's range (llmc/zero.h; with ZeRO 0 a slice of its full copy), each file verified before
@@ -883,7 +911,8 @@ int main(int argc, char** argv) {
 
     /* ZeRO-1: this rank's optimizer state covers its shard only */
     Shard opt_shard = zero_shard(gpt_num_params(&config), args.zero == 1 ? world : 1, args.zero == 1 ? rank : 0);
-    gpt_check_memory(&config, B, T, args.recompute, gpt_uses_master(args.master_weights), opt_shard.size); /* fail fast */
+    size_t comm_bytes = dist_memory_bytes(world, strcmp(args.grad_comm, "fp32") == 0, strcmp(args.dist_init, "auto") != 0, gpt_num_params(&config));
+    gpt_check_memory(&config, B, T, args.recompute, gpt_uses_master(args.master_weights), opt_shard.size, comm_bytes); /* fail fast */
 
     /* the global batch: micro-batch x sequence length x ranks x micro-steps = --total-batch tokens */
     long long tokens_per_micro = (long long)B * T * world;
@@ -906,7 +935,7 @@ int main(int argc, char** argv) {
 
     /* the model on the device: the memory check comes first */
     GPT model;
-    gpt_create(&model, &config, B, T, args.recompute, args.master_weights, args.seed, &opt_shard);
+    gpt_create(&model, &config, B, T, args.recompute, args.master_weights, args.seed, &opt_shard, comm_bytes);
     model.deterministic = args.deterministic;
     const GPTConfig* c = &model.config;
     /* communication (llmc/distributed.cuh): a communicator for several ranks, or for one with --dist-init given */
@@ -923,6 +952,7 @@ int main(int argc, char** argv) {
     }
     model.dist = &dist;
     check_same_flags(&model, &args, rank);
+    check_same_data(&model, &train, &val, have_val, rank);
     if (!init) {
         init = (float*)malloc_check(model.num_params * sizeof(float));
         gpt_init_weights(init, c, args.seed);
@@ -948,10 +978,9 @@ int main(int argc, char** argv) {
 
     Rng rng;
     train_rng_init(&rng, &args);
-    int start_step = 0;
+    int start_step = 0, last = train_resume_find(&args);
     if (args.resume) {
         /* every rank walks the same directory; they must agree on the step */
-        int last = train_resume_find(&args);
         if (dist_mean(&dist, (float)last, model.stream) != (float)last)
             fatalf("rank %d: resume: the ranks found different newest valid checkpoints in %s (this rank: step %d): is it on a shared disk?",
                    rank, args.output_dir, last);
@@ -978,7 +1007,7 @@ int main(int argc, char** argv) {
             printf("\n");
         }
     }
-    gpt_set_weights(&model, init, start_step); /* the bf16 rounding that step start_step made */
+    gpt_set_weights(&model, init, start_step - health.skipped); /* the bf16 rounding of the last update applied */
     free(init);
 
     /* early stopping (llmc/early_stop.h): the val loss is the mean over ranks, so every rank reaches the
@@ -990,7 +1019,7 @@ int main(int argc, char** argv) {
         early_stop_dir(best_dir, sizeof(best_dir), args.output_dir);
         if (rank == 0) make_dir_check(best_dir);
         dist_mean(&dist, 0.0f, model.stream); /* barrier: the directory exists */
-        if (start_step > 0) early_stop_resume(&early, best_dir, start_step, args.val_every, stdout);
+        if (start_step > 0) early_stop_resume(&early, best_dir, start_step, max_steps, args.val_every, stdout);
     }
 
     /* the run header (llmc/progress.h), on stdout and as the first record of this run in metrics.jsonl (rank 0 logs) */
@@ -1002,8 +1031,8 @@ int main(int argc, char** argv) {
     snprintf(device_text, sizeof(device_text), "GPU %s x %d, bf16 peak %s", prop.name, world, peak > 0 ? "" : "unknown (no MFU)");
     if (peak > 0) snprintf(device_text + strlen(device_text), sizeof(device_text) - strlen(device_text), "%.0f TFLOP/s", peak * 1e-12);
     snprintf(precision, sizeof(precision), "%s%s", FLOATX_NAME, model.master ? " + fp32 master weights" : "");
-    MemoryPlan plan = gpt_memory_plan(c, B, T, args.recompute, model.master != NULL, model.opt.size);
-    MemoryPlan plan_full = gpt_memory_plan(c, B, T, 0, model.master != NULL, model.opt.size);
+    MemoryPlan plan = gpt_memory_plan(c, B, T, args.recompute, model.master != NULL, model.opt.size, comm_bytes);
+    MemoryPlan plan_full = gpt_memory_plan(c, B, T, 0, model.master != NULL, model.opt.size, comm_bytes);
     RunInfo info = {"train_gpt", precision, device_text, world, *c, model.num_params, B, T, accum, total_batch, start_step, max_steps,
                     plan, flops_per_token, peak};
     run_header_print(stdout, &info, &args);
@@ -1022,7 +1051,7 @@ int main(int argc, char** argv) {
      * dropped (loader and Rng back to its start), the completed steps are checkpointed, exit 75. The
      * health guard (llmc/health.h) sees the loss and norm every rank shares, so all skip alike. The
      * bookkeeping around each step (checkpoints, messages, exit statuses) is llmc/train_loop.h's. */
-    int completed = start_step, saved_step = start_step > 0 ? start_step : -1, exit_status = 0, stop = 0;
+    int completed = start_step, saved_step = start_step > 0 ? start_step : -1, exit_status = 0, stop = 0, log_stop = 0;
     Progress progress;
     progress_init(&progress);
     /* --profile N: the first timed step is the run's second (the first one warms up cuBLASLt and caches) */
@@ -1040,10 +1069,10 @@ int main(int argc, char** argv) {
             EarlyStopVerdict verdict = train_record_val(&args, &logger, &early, step, max_steps, val_loss);
             if (verdict == EARLY_STOP_IMPROVED && best_dir[0]) {
                 TrainState st = train_state_at(&run, step, &rng, &health, &train, &start.loader);
-                int failed = save_checkpoint(&model, best_dir, &st, 1, 0) != 0;
+                int failed = save_checkpoint(&model, best_dir, &st, 0, 0) != 0;
                 if (!failed && rank == 0) failed = train_record_best(&early, best_dir, step) != 0;
                 int agreed_failed = dist_any(&model, failed); /* every rank takes the same branch */
-                if (agreed_failed && (exit_status = train_save_failed(save_error_continue, "the best checkpoint", saved_step)) != 0) break;
+                if (agreed_failed && (exit_status = train_save_failed(save_error_continue, 0, "the best checkpoint", saved_step)) != 0) break;
             }
             if (verdict == EARLY_STOP_STOP) {
                 train_report_early_stop(&early, best_dir);
@@ -1073,7 +1102,7 @@ int main(int argc, char** argv) {
         float norm = gpt_grad_norm(&model);
         HealthResult verdict = health_check(&health, &health_config, loss, norm);
         if (verdict.verdict == HEALTH_OK) {
-            gpt_update_with_norm(&model, &oc, lr, step + 1, norm);
+            gpt_update_with_norm(&model, &oc, lr, step + 1 - health.skipped, norm); /* t: the updates applied, this one included */
             size_t bad = gpt_first_nonfinite_param(&model);
             if (bad < model.num_params) {
                 exit_status = train_nonfinite_param(c, bad, NULL, step + 1, saved_step);
@@ -1100,17 +1129,22 @@ int main(int argc, char** argv) {
         StepRecord record = {completed, loss, lr, norm, (float)ms, (float)tok_s, (long long)completed * total_batch, elapsed,
                              peak > 0 ? tflops * 1e12 / peak : 0.0};
         logger_step_record(&logger, &record);
+        log_stop = log_stop || train_log_failed(&logger, save_error_continue, saved_step) != 0; /* rank 0's; the ranks agree below */
         if ((exit_status = train_health_stop(&health, &health_config, completed, saved_step)) != 0) break;
 
         if (train_checkpoint_due(&args, completed, max_steps)) {
             TrainState st = train_state_at(&run, completed, &rng, &health, &train, NULL);
             if (save_checkpoint(&model, args.output_dir, &st, args.keep_last, args.keep_every) == 0) saved_step = completed;
-            else if ((exit_status = train_save_failed(save_error_continue, "it", saved_step)) != 0) break;
+            else if ((exit_status = train_save_failed(save_error_continue, completed == max_steps, "it", saved_step)) != 0) break;
         }
         process_group_heartbeat(&pg);
-        stop = dist_any(&model, preempt_requested());
+        stop = dist_any(&model, preempt_requested() || log_stop);
         gpt_gather_params(&model); /* after the flag's all-reduce, which would wait for it */
     }
+    /* a metrics.jsonl write failed on rank 0 (--on-save-error stop): every rank exits as for a failed save
+     * (exit statuses agree across ranks, so all of them take part in this all-reduce) */
+    log_stop = log_stop || train_log_failed(&logger, save_error_continue, saved_step) != 0;
+    if (exit_status == 0 && dist_any(&model, log_stop)) exit_status = SAVE_FAILED_EXIT_STATUS;
     if (exit_status == 0 && stop && completed < max_steps) {
         exit_status = PREEMPT_EXIT_STATUS;
         if (train_preempted(&args, preempt_requested(), completed, saved_step)) {

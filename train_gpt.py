@@ -36,6 +36,7 @@ fcprojw); global-norm clipping with torch.nn.utils.clip_grad_norm_; learning rat
 Runs on torch 1.13 (CPU) and torch 2.x (CPU or CUDA).
 """
 import argparse
+import contextlib
 import glob
 import inspect
 import math
@@ -116,14 +117,30 @@ def bits_f32(word):
     return float(np.array(word, dtype=np.int32).view(np.float32))
 
 
+@contextlib.contextmanager
+def atomic_output(path):
+    """A binary file object on path.tmp: fsynced and renamed to path when the block ends, removed if it fails
+    (so that a failed write leaves neither a half-written path nor a stray path.tmp)."""
+    tmp = path + ".tmp"
+    try:
+        with open(tmp, "wb") as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
+
+
 def write_binary_file(path, magic, version, fields, chunks):
-    """Writes header + payload to path.tmp, fsyncs and renames it to path.
+    """Writes header + payload to path atomically (atomic_output).
     fields: {word index: int}; chunks: iterable of numpy arrays (written as raw little-endian bytes).
     The payload is streamed; the header (with CRC and length) is written last, over a zero placeholder."""
     assert sys.byteorder == "little", "the file formats are little-endian"
-    tmp = path + ".tmp"
     crc, nbytes = 0, 0
-    with open(tmp, "wb") as f:
+    with atomic_output(path) as f:
         f.write(bytes(HEADER_BYTES))
         for chunk in chunks:
             buf = memoryview(np.ascontiguousarray(chunk)).cast("B")
@@ -137,9 +154,6 @@ def write_binary_file(path, magic, version, fields, chunks):
             h[i] = v
         f.seek(0)
         f.write(h.astype(np.uint32).tobytes())  # uint32 so that words >= 2^31 (CRC, magic) keep their bits
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def header_u64(h, lo):
@@ -394,7 +408,7 @@ def learning_rate(step, total, warmup, max_lr, final_frac, schedule, wsd_frac):
     if schedule == "constant":
         return max_lr
     if schedule == "wsd":
-        decay = math.floor(wsd_frac * total)
+        decay = math.floor(wsd_frac * total * (1.0 + 1e-6))  # as llmc/schedule.h: a float32 0.7 keeps its step
         if decay == 0 or step < total - decay:
             return max_lr
         return min_lr + (1.0 - (step - (total - decay)) / decay) * (max_lr - min_lr)

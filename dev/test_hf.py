@@ -273,6 +273,10 @@ def run_tests(tmp):
     expect_error("safetensors offsets that are strings", HF + ["import", variant(
         "offsets", raw=len(header).to_bytes(8, "little") + header + b"\0" * 16), out], "data_offsets [begin, end] of integers")
     expect_error("missing directory", HF + ["import", os.path.join(tmp, "nowhere"), out], "nowhere/config.json: cannot read")
+    taken = os.path.join(tmp, "taken")  # the output path is a directory: the rename fails after the whole write
+    os.makedirs(taken)
+    expect_error("output path is a directory", HF + ["import", hf_dir, taken], "taken")
+    check(not os.path.exists(taken + ".tmp"), "a failed write leaves no .tmp file behind")
     expect_error("export of a non-model", HF + ["export", os.path.join(hf_dir, "config.json"), os.path.join(tmp, "x")],
                  "config.json: not a model file")
     print(f"{passed} passed, {failed} failed")

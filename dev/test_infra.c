@@ -107,7 +107,7 @@ static double ref_lr(int kind, double lr, double frac, int W, int N, double wsd,
     if (kind == 0) return lo + (lr - lo) * (1 + cos(M_PI * r)) / 2;
     if (kind == 1) return lr - r * (lr - lo);
     if (kind == 2) return lr;
-    int D = (int)floor(wsd * N);
+    int D = (int)floor(wsd * N * (1 + 1e-6));
     if (D == 0 || s < N - D) return lr;
     return lo + (lr - lo) * (double)(N - s) / D;
 }
@@ -142,6 +142,16 @@ static void test_schedule(void) {
     Schedule wsd_s = {SCHED_WSD, 1.0f, 0.0f, 0, 100, 0.25f};
     check(schedule_lr(&wsd_s, 74) == 1.0f && schedule_lr(&wsd_s, 75) == 1.0f && fabsf(schedule_lr(&wsd_s, 95) - 0.2f) < 1e-6f,
           "schedule wsd landmarks: stable until N-D=75, then 1-(s-75)/25 (s=95: %.7f, want 0.2)", schedule_lr(&wsd_s, 95));
+    /* the flag's float, not the decimal the user typed: 0.7f is 0.69999999, yet 0.7 x 10 steps decay over 7 */
+    struct { float frac; int N, D; } fracs[] = {{0.7f, 10, 7}, {0.35f, 20, 7}, {0.95f, 100, 95}, {0.7f, 1000, 700}, {0.9f, 10, 9}};
+    int decay_ok = 1;
+    for (size_t i = 0; i < sizeof(fracs) / sizeof(fracs[0]); i++) {
+        Schedule w = {SCHED_WSD, 1.0f, 0.0f, 0, fracs[i].N, fracs[i].frac};
+        int first = fracs[i].N - fracs[i].D; /* the first decay step runs at 1 - 0/D = 1, the next below */
+        decay_ok &= schedule_lr(&w, first) == 1.0f && schedule_lr(&w, first + 1) < 1.0f &&
+                    fabsf(schedule_lr(&w, first + 1) - (1.0f - 1.0f / fracs[i].D)) < 1e-6f;
+    }
+    check(decay_ok, "schedule wsd: --wsd-frac 0.7 of 10 steps (and 0.35 x 20, 0.95 x 100, 0.7 x 1000, 0.9 x 10) decays over 7 (7, 95, 700, 9) steps, the float flag notwithstanding");
     ScheduleKind k;
     int ok = 1;
     for (int i = 0; i < 4; i++) ok &= schedule_parse(schedule_name((ScheduleKind)i), &k) && (int)k == i;
@@ -503,6 +513,17 @@ static void child_bad_state(void* ctx) {
     dataloader_set_state(&dl, &st);
 }
 
+static void child_rewritten(void* ctx) {
+    LoaderArgs* a = (LoaderArgs*)ctx;
+    DataLoader dl;
+    dataloader_init(&dl, a->pattern, a->B, a->T, 0, a->world, 0, 1);
+    dataloader_next(&dl); /* swap_0.bin loaded */
+    char path[512];
+    snprintf(path, sizeof(path), "%.*s1.bin", (int)(strlen(a->pattern) - 5), a->pattern);
+    write_shard(path, 2, 500, 30000, 0, 0);
+    for (int i = 0; i < 100; i++) dataloader_next(&dl);
+}
+
 static void test_dataloader_errors(void) {
     char path[512], pattern[512];
     LoaderArgs args = {pattern, 2, 8, 1};
@@ -544,6 +565,50 @@ static void test_dataloader_errors(void) {
 
     shards_glob(pattern, sizeof(pattern));
     expect_failure("dataloader restore a position that does not exist", child_bad_state, &args, 1, "saved position");
+
+    /* a shard rewritten during the run with the same length and vocab (a new prepare_data run into the directory) */
+    tmp_path(path, sizeof(path), "swap_0.bin");
+    write_shard(path, 0, 500, 30000, 0, 0);
+    tmp_path(path, sizeof(path), "swap_1.bin");
+    write_shard(path, 1, 500, 30000, 0, 0);
+    tmp_path(pattern, sizeof(pattern), "swap_*.bin");
+    expect_failure("dataloader shard rewritten since init (same length and vocab, other tokens)", child_rewritten, &args, 1,
+                   "swap_1.bin: token shard changed since it was opened");
+}
+
+/* shards shorter than one window are skipped; the fingerprint follows content and order */
+static void test_dataloader_short_and_fingerprint(void) {
+    char path[512], pattern[512];
+    tmp_path(path, sizeof(path), "mixed_0.bin");
+    write_shard(path, 0, 500, 30000, 0, 0);
+    tmp_path(path, sizeof(path), "mixed_1.bin");
+    write_shard(path, 1, 16, 30000, 0, 0);
+    tmp_path(path, sizeof(path), "mixed_2.bin");
+    write_shard(path, 2, 300, 30000, 0, 0);
+    tmp_path(pattern, sizeof(pattern), "mixed_*.bin");
+    DataLoader dl;
+    dataloader_init(&dl, pattern, 2, 8, 0, 1, 0, 1); /* windows of 16 + 1 tokens: 31 + 0 + 18 batches */
+    int ok = dataloader_batches_per_epoch(&dl) == 31 + 18, from_short = 0;
+    for (int i = 0; i < 2 * (31 + 18); i++) {
+        dataloader_next(&dl);
+        from_short += dl.inputs[0] >= 10000 && dl.inputs[0] < 20000;
+    }
+    check(ok && !from_short, "dataloader: a shard shorter than one window (16 tokens, window 17) is skipped, the others read: %zu batches an "
+          "epoch, %d from the short one", dataloader_batches_per_epoch(&dl), from_short);
+    uint32_t fp = dl.fingerprint;
+    dataloader_free(&dl);
+    DataLoader again, swapped;
+    dataloader_init(&again, pattern, 2, 8, 0, 1, 0, 1);
+    tmp_path(path, sizeof(path), "mixed_0.bin");
+    write_shard(path, 2, 300, 30000, 0, 0);
+    tmp_path(path, sizeof(path), "mixed_2.bin");
+    write_shard(path, 0, 500, 30000, 0, 0);
+    dataloader_init(&swapped, pattern, 2, 8, 0, 1, 0, 1);
+    check(fp == again.fingerprint && fp != swapped.fingerprint && fp != 0,
+          "dataloader fingerprint: the same shards give the same (0x%08x), two shards' contents swapped another (0x%08x)", fp,
+          swapped.fingerprint);
+    dataloader_free(&again);
+    dataloader_free(&swapped);
 }
 
 /* ----------------------------------------------------------------------------
@@ -1026,6 +1091,7 @@ int main(void) {
     test_dataloader_resume();
     test_dataloader_mock();
     test_dataloader_errors();
+    test_dataloader_short_and_fingerprint();
     test_model_file();
     test_state_file();
     test_checkpoint_dir();

@@ -117,12 +117,20 @@ static void test_early_stop_resume(void) {
     snprintf(dir, sizeof(dir), "/tmp/test_progress_%d", (int)getpid());
     make_dir_check(dir);
     int mismatches = 0, cases = 0;
+    const int max_steps = 41; /* evaluations at s = 0, every, 2 every, ... and at the last step, 40 */
     for (int every = 1; every <= 7; every++)
-        for (int best = 0; best <= 30; best += every)
-            for (int start = best + 1; start <= 40; start++) {
-                /* reference: evaluations at steps s = 0, every, 2 every, ... with best < s < start */
+        for (int best = 0; best <= max_steps - 1; best++) {
+            if (best % every != 0 && best != max_steps - 1) continue;
+            for (int start = 1; start <= 40; start++) {
+                /* reference, by enumeration: the evaluations after the best one and before start; or, when the best
+                 * is not before start (a resume from an older checkpoint), minus those the resumed run repeats up
+                 * to and including it (each adds one, reaching 0 at the best) */
                 int want = 0;
-                for (int s = 0; s < start; s += every) want += s > best;
+                for (int s = 0; s < max_steps; s++) {
+                    if (s % every != 0 && s != max_steps - 1) continue;
+                    if (best < s && s < start) want++;
+                    if (start <= s && s <= best) want--;
+                }
                 EarlyStop e;
                 early_stop_init(&e, 3);
                 e.best_step = best;
@@ -137,18 +145,19 @@ static void test_early_stop_resume(void) {
                 EarlyStop r;
                 early_stop_init(&r, 3);
                 FILE* sink = fopen_check("/dev/null", "w");
-                int restored = rc == 0 && early_stop_resume(&r, dir, start, every, sink);
+                int restored = rc == 0 && early_stop_resume(&r, dir, start, max_steps, every, sink);
                 fclose_check(sink, "/dev/null");
                 remove(done);
                 cases++;
                 if (!restored || r.best_step != best || r.best_loss != 1.5f || r.since_best != want) mismatches++;
             }
+        }
     char path[300];
     snprintf(path, sizeof(path), "%s/best.txt", dir);
     EarlyStop r;
     early_stop_init(&r, 3);
     FILE* sink = fopen_check("/dev/null", "w");
-    int without_checkpoint = early_stop_resume(&r, dir, 40, 5, sink); /* best.txt names a step with no marker */
+    int without_checkpoint = early_stop_resume(&r, dir, 40, max_steps, 5, sink); /* best.txt names a step with no marker */
     fclose_check(sink, "/dev/null");
     remove(path);
     rmdir(dir);

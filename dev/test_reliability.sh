@@ -11,7 +11,12 @@
 #     (a killed write) is cut when a resumed run appends;
 #   - a second trainer started on a directory a running one writes stops at once (exit 1);
 #   - out of space (a file-size limit, ulimit -f): the write fails with a clear error, exit 74,
-#     the previous checkpoint stays valid and no .tmp is left; --on-save-error continue trains on;
+#     the previous checkpoint stays valid and no .tmp is left; --on-save-error continue trains on, but
+#     a failed final checkpoint still exits 74; a metrics.jsonl write failure follows --on-save-error;
+#   - a new run (no -y) in a directory holding checkpoints stops (exit 1) and writes nothing;
+#   - --early-stop: a best checkpoint newer than the last regular one (a failed save in between) resumes,
+#     and the run stops early where the uninterrupted one does;
+#   - a stop signal during a long in-run sample (-g 16M) cuts it short: checkpoint, exit 75 at once;
 #   - divergence (a huge learning rate): the run stops with exit 65 and a message.
 # Ends with "N passed, M failed".
 set -u
@@ -168,10 +173,74 @@ cp "$tmp/ref"/*_00000004*.* "$tmp/full/"
 (ulimit -f 100 && exec "${short[@]}" -o "$tmp/full" -n 2 -y 1 --on-save-error continue) >"$tmp/full.log" 2>"$tmp/full.err"
 rc=$?
 fails=$(grep -c 'not written' "$tmp/full.err")
-if [ $rc -eq 0 ] && [ "$fails" -eq 3 ] && grep -q '^step  *10/10 | loss' "$tmp/full.log" && grep -q 'continuing without it' "$tmp/full.log"; then
-    ok "--on-save-error continue: all 10 steps trained, exit 0, $fails failed checkpoint writes reported"
+if [ $rc -eq 74 ] && [ "$fails" -eq 3 ] && grep -q '^step  *10/10 | loss' "$tmp/full.log" && grep -q 'continuing without it' "$tmp/full.log" &&
+    grep -q "^error: stopping (it was the run's last step); the last checkpoint is step 4" "$tmp/full.err"; then
+    ok "--on-save-error continue: all 10 steps trained past 2 failed writes; the final one failing too exits 74 (the model is nowhere)"
 else
     bad "--on-save-error continue: exit $rc, $fails failures reported: $(tail -2 "$tmp/full.err")"
+fi
+# metrics.jsonl on a full disk (a 2 KiB file-size limit: the header record and a few steps; no checkpoints): as a failed save, by --on-save-error
+for policy in stop continue; do
+    (ulimit -f 2 && trap '' XFSZ && exec "${short[@]}" -o "$tmp/metrics_$policy" -n 0 --on-save-error $policy 2>&1) | cat >"$tmp/metrics_$policy.log"
+    rc=${PIPESTATUS[0]}
+    if [ $policy = stop ] && [ $rc -eq 74 ] && grep -q "^error: .*metrics.jsonl: write failed: File too large" "$tmp/metrics_$policy.log" &&
+        grep -q "^error: stopping (--on-save-error stop); no checkpoint has been written" "$tmp/metrics_$policy.log"; then
+        ok "metrics.jsonl write fails, --on-save-error stop: exit 74: $(grep -m1 'write failed' "$tmp/metrics_$policy.log")"
+    elif [ $policy = continue ] && [ $rc -eq 0 ] && grep -q '^step  *10/10 | loss' "$tmp/metrics_$policy.log" &&
+        grep -q "^warning: continuing without .*metrics.jsonl (--on-save-error continue)" "$tmp/metrics_$policy.log"; then
+        ok "metrics.jsonl write fails, --on-save-error continue: all 10 steps trained without it, exit 0"
+    else
+        bad "metrics.jsonl write fails, --on-save-error $policy: exit $rc: $(grep -E '^(error|warning)' "$tmp/metrics_$policy.log" | head -3)"
+    fi
+done
+
+# ---------------------------------------------------------------- a new run in an earlier run's directory
+before=$(cat "$tmp/ref"/* | md5sum)
+"${short[@]}" -o "$tmp/ref" -n 2 >"$tmp/again.log" 2>"$tmp/again.err"
+rc=$?
+if [ $rc -eq 1 ] && grep -q "^error: .*ref holds the checkpoints of an earlier run (newest: step 10): resume that run with -y 1" "$tmp/again.err" &&
+    ! grep -qE '^step ' "$tmp/again.log" && [ "$(cat "$tmp/ref"/* | md5sum)" = "$before" ]; then
+    ok "a new run (no -y) in a directory with checkpoints: exit 1 before any step, nothing written: $(head -1 "$tmp/again.err")"
+else
+    bad "a new run over checkpoints: exit $rc: $(head -c 300 "$tmp/again.err")"
+fi
+
+# ---------------------------------------------------------------- early stopping: the best is newer than the last checkpoint
+# (mock data, evaluations every 2 steps, checkpoints every 3): step 6's checkpoint cannot be written (a directory
+# stands at its .tmp path), so the run stops at 74 with checkpoint 3 while best/ holds step 4; -y 1 resumes from 3
+# and must stop early where the uninterrupted run does
+early=("$trainer" --mock-data 1 --vocab-size 128 --n-layer 1 --n-head 2 --n-embd 32 -t 16 -b 2 -v 2 -m 2 -s 0 -l 1e-3 -x 30 --early-stop 3 -n 3)
+"${early[@]}" -o "$tmp/early_ref" >"$tmp/early_ref.log" 2>&1
+mkdir -p "$tmp/early/model_00000006.bin.tmp"
+"${early[@]}" -o "$tmp/early" >"$tmp/early1.log" 2>&1
+rc1=$?
+rmdir "$tmp/early/model_00000006.bin.tmp"
+"${early[@]}" -o "$tmp/early" -y 1 >"$tmp/early2.log" 2>&1
+rc2=$?
+stop_ref=$(grep '^early stop:' "$tmp/early_ref.log" | sed 's/checkpoint in .*//')
+if [ $rc1 -eq 74 ] && [ $rc2 -eq 0 ] && grep -q '^resume: step 3 from' "$tmp/early2.log" &&
+    grep -q '^resume: early stop: best val loss .* at step 4, not before this checkpoint' "$tmp/early2.log" && [ -n "$stop_ref" ] &&
+    [ "$(grep '^early stop:' "$tmp/early2.log" | sed 's/checkpoint in .*//')" = "$stop_ref" ]; then
+    ok "best (step 4) newer than the last checkpoint (3): -y 1 resumes and stops early as the uninterrupted run: $stop_ref"
+else
+    bad "best newer than the last checkpoint: exits $rc1, $rc2: $(grep -hE '^(resume|early stop|error)' "$tmp/early2.log" | head -4) / ref: $stop_ref"
+fi
+
+# ---------------------------------------------------------------- a stop signal during a long in-run sample
+"${base[@]}" -x 5 -s 1 -g 16000000 -o "$tmp/sampling" -n 1 >"$tmp/sampling.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do grep -q '^---- sample' "$tmp/sampling.log" && break; sleep 0.1; done
+sleep 0.5
+kill -TERM $pid
+start=$SECONDS
+for _ in $(seq 1 300); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+if kill -0 $pid 2>/dev/null; then kill -KILL $pid; fi
+wait $pid
+rc=$?
+if [ $rc -eq 75 ] && grep -q 'cut short by a stop signal' "$tmp/sampling.log" && [ -e "$tmp/sampling/done_00000001.txt" ]; then
+    ok "SIGTERM during a 16M-token sample: the sample is cut short, checkpoint of step 1, exit 75 after $((SECONDS - start)) s"
+else
+    bad "SIGTERM during a long sample: exit $rc after $((SECONDS - start)) s: $(grep -E 'SIGTERM|cut short|error' "$tmp/sampling.log" | head -3)"
 fi
 
 # ---------------------------------------------------------------- divergence

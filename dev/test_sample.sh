@@ -6,7 +6,9 @@
 #     (train_gpt_cpu -x 0 samples once): token ids with a V=256 model, text after a prompt with a
 #     GPT-2-vocabulary model and data/gpt2_tokenizer.bin; and the same text as the simulated GPU
 #     trainer's (train_gpt_sim_fp32) sample;
+#   - --ids with a GPT-2-vocabulary model: the ids of the text run's tokens (the same start token);
 #   - generation past the model's max_seq_len (the cache refill) gives the requested token count;
+#   - stdout on a full device: exit 1;
 #   - bad input: no model, a missing or truncated model file, bad flag values, an unknown flag, a
 #     prompt with a tokenizer that does not match the model: one "error:" line, non-zero exit.
 # Models are written with train_gpt.py's writer, weights N(0, 0.15) so that attention is far from
@@ -64,6 +66,15 @@ for setting in "1.0 50 11" "0.7 0 5"; do
     fi
 done
 
+# --ids prints the ids of the same tokens (the context starts from the tokenizer's <|endoftext|> either way)
+./sample_gpt_cpu -e "$tmp/gpt2vocab.bin" -g 30 --seed 11 --ids >"$tmp/ids.txt" 2>"$tmp/err.txt"
+./sample_gpt_cpu -e "$tmp/gpt2vocab.bin" -g 30 --seed 11 >"$tmp/text.txt" 2>>"$tmp/err.txt"
+if ./tokenize --text <"$tmp/ids.txt" >"$tmp/decoded.txt" && [ -s "$tmp/text.txt" ] && [ "$(cat "$tmp/decoded.txt")" = "$(cat "$tmp/text.txt")" ]; then
+    ok "--ids, GPT-2 vocabulary: the ids decode to the text run's output (but its final newline)"
+else
+    bad "--ids vs text: '$(head -c 100 "$tmp/ids.txt")' decodes to '$(head -c 100 "$tmp/decoded.txt")', text '$(head -c 100 "$tmp/text.txt")'"
+fi
+
 # ---------------------------------------------------------------- past max_seq_len
 ./sample_gpt_cpu -e "$tmp/small.bin" --ids -g 150 --seed 5 >"$tmp/ours.txt" 2>"$tmp/err.txt"
 rc=$?
@@ -88,5 +99,10 @@ if [ "$rcs" = "2 2 2 2 " ]; then ok "a bad command line exits 2, as the trainers
 else bad "bad command lines exit $rcs, not 2 2 2 2"; fi
 expect_error --alone "prompt, tokenizer does not match the model" "tokenizer has 50257 tokens but the model .* has 300" \
     ./sample_gpt_cpu -e "$tmp/small.bin" --prompt "hello"
+./sample_gpt_cpu -e "$tmp/small.bin" --ids -g 8 >/dev/full 2>"$tmp/full.err"
+rc=$?
+if [ $rc -eq 1 ] && grep -q '^error: sample_gpt_cpu: writing the sample to stdout failed: No space left on device' "$tmp/full.err"; then
+    ok "stdout on a full device (/dev/full): exit 1, the sample is not lost silently"
+else bad "stdout on /dev/full: exit $rc: $(head -c 200 "$tmp/full.err")"; fi
 
 test_end

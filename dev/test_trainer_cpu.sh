@@ -3,7 +3,8 @@
 #   - bad input (truncated or foreign model file, wrong shard magic, bad flag values,
 #     config/flag mismatches): a one-line "error: ..." naming the problem, non-zero exit;
 #   - exact resume: a run resumed from its step-4 checkpoint ends bit-identical to the
-#     uninterrupted run (model file bytes and every step line);
+#     uninterrupted run (model file bytes and every step line); resuming on other shards with the
+#     same counts warns (the data fingerprint);
 #   - learning: the loss on a periodic token stream falls well below ln(V);
 #   - side by side with PyTorch (train_gpt.py training mode): the same initial model and
 #     shards give the same loss at every step (relative 1e-4).
@@ -41,8 +42,11 @@ expect_error "shard with a wrong magic" "train_000.bin.*magic" ./train_gpt_cpu $
 expect_error "no shard matches" "nothing_here" ./train_gpt_cpu $small -i "$tmp/nothing_here_*.bin" $quiet -x 1
 write_shard "$tmp/badshard/big_vocab.bin" 50257 5000 random
 expect_error "shard vocabulary larger than the model's" "vocab" ./train_gpt_cpu $small -i "$tmp/badshard/big_vocab.bin" $quiet -x 1
-expect_error "validation shard vocabulary larger than the model's" "big_vocab.bin: the shards hold tokens up to 50257" \
-    ./train_gpt_cpu $small -i "$tmp/data/train_*.bin" -j "$tmp/badshard/big_vocab.bin" $quiet -x 1
+expect_error "validation shard vocabulary larger than the model's (named)" "big_vocab.bin: token shard has vocab size 50257 .*above the model's vocabulary of 256" \
+    ./train_gpt_cpu $small -i "$tmp/data/train_*.bin" -j "$tmp/badshard/big_vocab.bin" -s 0 -v 1 -x 1
+if ./train_gpt_cpu $small -i "$tmp/data/train_*.bin" -j "$tmp/badshard/big_vocab.bin" $quiet -x 1 >/dev/null 2>&1; then
+    ok "-v 0: the validation data is not read (its bad shard does not stop the run)"
+else bad "-v 0 with a bad validation shard: the run failed"; fi
 # --val-batches beyond the validation data (3000 tokens: 23 batches of 4 x 32): capped, not wrapped around
 ./train_gpt_cpu $small $data -s 0 -v 1 -x 1 -m 50 >"$tmp/val50.log" 2>&1
 ./train_gpt_cpu $small $data -s 0 -v 1 -x 1 -m 23 >"$tmp/val23.log" 2>&1
@@ -72,6 +76,19 @@ expect_error "a tokenizer file that is missing" "tokenizer .*nope.bin" ./train_g
 
 # ---------------------------------------------------------------- exact resume
 check_resume ./train_gpt_cpu $small $data -v 4 -m 2 -s 4 -g 8 -x 8 -l 3e-3 -u 2 -d 256
+
+# other data behind the same glob, with the same shard and token counts (the two shards' names swapped): the
+# resumed run warns that the checkpoint's data position refers to other data (the state's data fingerprint)
+mkdir -p "$tmp/swapped"
+cp "$tmp/data/train_000.bin" "$tmp/swapped/train_001.bin"
+cp "$tmp/data/train_001.bin" "$tmp/swapped/train_000.bin"
+./train_gpt_cpu $small -i "$tmp/data/train_*.bin" $quiet -x 6 -n 2 -o "$tmp/fp" >/dev/null 2>&1
+rm -f "$tmp/fp/done_00000006.txt"
+./train_gpt_cpu $small -i "$tmp/swapped/train_*.bin" $quiet -x 6 -n 2 -o "$tmp/fp" -y 1 >"$tmp/fp.log" 2>&1
+if grep -q '^resume: step 4 from' "$tmp/fp.log" && grep -q 'state_00000004_00000.bin: data_crc was [0-9]*, now [0-9]*$' "$tmp/fp.log" &&
+    grep -q '^resume: warning: the settings above differ' "$tmp/fp.log" && [ "$(grep -c ' was .*, now ' "$tmp/fp.log")" -eq 1 ]; then
+    ok "resume on other shards with the same counts: warned ($(grep -m1 'data_crc was' "$tmp/fp.log" | sed 's/.*: //'))"
+else bad "resume on swapped shards: $(grep -E 'resume|was' "$tmp/fp.log" | head -4)"; fi
 
 # ---------------------------------------------------------------- learning
 ./train_gpt_cpu $small $data $quiet -x 60 -l 3e-3 -u 5 >"$tmp/learn.log" 2>&1

@@ -65,17 +65,17 @@ __global__ void adamw_kernel(floatX* params, float* master, const G* grads, floa
     }
 }
 
-__global__ void params_from_master_kernel(floatX* params, const float* master, VectorSplit split, uint32_t seed) {
+__global__ void params_from_master_kernel(floatX* params, const float* master, VectorSplit split, size_t index_base, uint32_t seed) {
     size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x, i;
     if (t >= split.items) return;
     if (split_item(split, t, &i)) {
         float p[PACKX];
         load_floats(PACKX, p, master + i);
         PackX out;
-        for (int k = 0; k < PACKX; k++) store_stochastic(&out.v[k], p[k], hash_u32((uint32_t)(i + k), seed));
+        for (int k = 0; k < PACKX; k++) store_stochastic(&out.v[k], p[k], hash_u32((uint32_t)(index_base + i + k), seed));
         store_pack(params + i, out);
     } else {
-        store_stochastic(&params[i], master[i], hash_u32((uint32_t)i, seed));
+        store_stochastic(&params[i], master[i], hash_u32((uint32_t)(index_base + i), seed));
     }
 }
 
@@ -94,13 +94,15 @@ static inline void adamw_update(floatX* params, float* master, const G* grads, f
                   v, split, index_base, step_size, bc2_sqrt, decay, beta1, beta2, eps, grad_scale, adamw_seed(seed, t));
 }
 
-/* params = the floatX rounding of master that adamw_update's step t made (t = 0: the initial rounding) */
-static inline void params_from_master(floatX* params, const float* master, size_t n, int t, uint64_t seed, cudaStream_t stream) {
+/* params = the floatX rounding of master that adamw_update's step t made (t = 0: the initial rounding), for n
+ * elements whose index in the whole parameter vector starts at index_base */
+static inline void params_from_master(floatX* params, const float* master, size_t n, size_t index_base, int t, uint64_t seed,
+                                      cudaStream_t stream) {
     const void* arrays[] = {params, master};
     const int sizes[] = {sizeof(floatX), sizeof(float)};
     VectorSplit split = vector_split(n, PACKX, 2, arrays, sizes);
     launch_kernel(params_from_master_kernel, dim3(ceil_div((long)split.items, ADAMW_BLOCK)), dim3(ADAMW_BLOCK), 0, stream, params, master,
-                  split, adamw_seed(seed, t));
+                  split, index_base, adamw_seed(seed, t));
 }
 
 #endif /* LLMC_ADAMW_CUH */

@@ -368,6 +368,7 @@ typedef struct {
     int shuffle, mock;
     uint64_t data_tokens;
     int data_shards;
+    uint32_t data_crc; /* the training loader's fingerprint (llmc/dataloader.h): which shards, in which order */
 } TrainState;
 
 /* header words of the health state: count, bad in a row, skipped, then the loss and norm windows */
@@ -421,6 +422,7 @@ static inline void state_header_fill_(int32_t* h, const TrainState* st) {
     h[GPTS_DATA_WORD + 4] = st->mock;
     header_set_u64(h, GPTS_DATA_WORD + 5, st->data_tokens);
     h[GPTS_DATA_WORD + 7] = st->data_shards;
+    h[GPTS_DATA_WORD + 8] = (int32_t)st->data_crc;
 }
 
 /* Writes m, v (and master if st->has_master; it must then be non-NULL), shard_count floats each. */
@@ -514,6 +516,7 @@ static inline void state_file_read(const char* path, TrainState* st, float** m, 
     st->mock = h[GPTS_DATA_WORD + 4];
     st->data_tokens = header_get_u64(h, GPTS_DATA_WORD + 5);
     st->data_shards = h[GPTS_DATA_WORD + 7];
+    st->data_crc = (uint32_t)h[GPTS_DATA_WORD + 8];
     if (st->seq_len < 1 || st->step_tokens < (uint64_t)st->seq_len || (st->shuffle != 0 && st->shuffle != 1) ||
         (st->mock != 0 && st->mock != 1) || st->data_shards < 0)
         fatalf("%s: training state data fields (seq_len %d, tokens per step %llu, shuffle %d, mock %d, %d shards) are inconsistent",
@@ -588,6 +591,7 @@ static inline int state_compare(const char* path, const TrainState* saved, const
     STATE_CMP_INT_(mock)
     STATE_CMP_INT_(data_tokens)
     STATE_CMP_INT_(data_shards)
+    STATE_CMP_INT_(data_crc)
 #undef STATE_CMP_INT_
 #undef STATE_CMP_F32_
     return diffs;

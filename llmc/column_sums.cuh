@@ -7,8 +7,9 @@
  * Two stages. Stage 1: the rows are cut into chunks of COLSUM_CHUNK; block (i, j) has one thread per
  * 16-byte pack of PACKX columns of columns [128·PACKX·i, 128·PACKX·(i+1)) and sums chunk j's rows in order
  * (a warp reads 32 consecutive packs of a row: 512 contiguous bytes) into scratch[j, c] (and
- * scratch[j, C + c]). Stage 2: one thread per pack of columns adds the chunks' partial sums in chunk order
- * to the outputs. Each column's sums run in the same order as one thread per column would.
+ * scratch[j, C + c]). Stage 2: one block of COLSUM_FINISH threads per pack of columns adds the chunks'
+ * partial sums (each thread a strided share of the chunks, then a fixed tree), so that a large batch's
+ * thousand chunks are summed by many threads, not one per pack. Every order is fixed.
  * Needs C % PACKX == 0 and 16-byte aligned arrays (checked by column_sums).
  * scratch needs colsum_scratch_floats(rows, C) floats.
  */
@@ -19,6 +20,7 @@
 
 #define COLSUM_CHUNK 64
 #define COLSUM_BLOCK 128
+#define COLSUM_FINISH 128 /* threads of a stage-2 block (a power of 2) */
 
 static inline size_t colsum_scratch_floats(long rows, long C) { return (size_t)ceil_div(rows, COLSUM_CHUNK) * 2 * C; }
 
@@ -46,11 +48,14 @@ __global__ void column_sums_partial_kernel(float* scratch, const floatX* dout, c
     store_floats(PACKX, scratch + (size_t)blockIdx.y * 2 * C + C + c, s1);
 }
 
+/* Stage 2: block b adds up pack b (PACKX columns) over the chunks: thread t takes chunks t, t + COLSUM_FINISH,
+ * ... in order, then the threads' sums meet in a fixed tree in shared memory (stride COLSUM_FINISH / 2, / 4, ...),
+ * and thread 0 adds the result to the outputs. A fixed order: the same bits on every run. */
 __global__ void column_sums_finish_kernel(floatX* out0, floatX* out1, const float* scratch, int chunks, int C) {
-    int c = (blockIdx.x * blockDim.x + threadIdx.x) * PACKX;
-    if (c >= C) return;
+    __shared__ float sums[2][COLSUM_FINISH][PACKX];
+    int c = blockIdx.x * PACKX, t = threadIdx.x;
     float s0[PACKX] = {}, s1[PACKX] = {}, part[PACKX];
-    for (int j = 0; j < chunks; j++) {
+    for (int j = t; j < chunks; j += COLSUM_FINISH) {
         load_floats(PACKX, part, scratch + (size_t)j * 2 * C + c);
         for (int k = 0; k < PACKX; k++) s0[k] += part[k];
         if (out1) {
@@ -58,12 +63,26 @@ __global__ void column_sums_finish_kernel(floatX* out0, floatX* out1, const floa
             for (int k = 0; k < PACKX; k++) s1[k] += part[k];
         }
     }
+    for (int k = 0; k < PACKX; k++) {
+        sums[0][t][k] = s0[k];
+        sums[1][t][k] = s1[k];
+    }
+    __syncthreads();
+    for (int stride = COLSUM_FINISH / 2; stride > 0; stride /= 2) {
+        if (t < stride)
+            for (int k = 0; k < PACKX; k++) {
+                sums[0][t][k] += sums[0][t + stride][k];
+                sums[1][t][k] += sums[1][t + stride][k];
+            }
+        __syncthreads();
+    }
+    if (t > 0) return;
     load_floats(PACKX, part, out0 + c);
-    for (int k = 0; k < PACKX; k++) part[k] += s0[k];
+    for (int k = 0; k < PACKX; k++) part[k] += sums[0][0][k];
     store_floats(PACKX, out0 + c, part);
     if (out1) {
         load_floats(PACKX, part, out1 + c);
-        for (int k = 0; k < PACKX; k++) part[k] += s1[k];
+        for (int k = 0; k < PACKX; k++) part[k] += sums[1][0][k];
         store_floats(PACKX, out1 + c, part);
     }
 }
@@ -80,7 +99,7 @@ static inline void column_sums(floatX* out0, floatX* out1, float* scratch, const
     int chunks = ceil_div(rows, COLSUM_CHUNK), blocks = ceil_div(C / PACKX, COLSUM_BLOCK);
     launch_kernel(column_sums_partial_kernel, dim3(blocks, chunks), dim3(COLSUM_BLOCK), 0, stream, scratch,
                   dout, x, mean, rstd, rows, C);
-    launch_kernel(column_sums_finish_kernel, dim3(blocks), dim3(COLSUM_BLOCK), 0, stream, out0,
+    launch_kernel(column_sums_finish_kernel, dim3(C / PACKX), dim3(COLSUM_FINISH), 0, stream, out0,
                   x ? out1 : (floatX*)NULL, (const float*)scratch, chunks, C);
 }
 

@@ -3,13 +3,17 @@
  *
  * Data: the files matching a glob, in sorted order. At init every shard's header is checked
  * (magic, version, length, fields); a shard's payload is read and its CRC and tokens checked
- * each time it is loaded. Only the current shard is in memory.
+ * each time it is loaded, and a shard whose header (token count, vocab, payload CRC) is not the
+ * one seen at init is an error (rewritten during the run). Only the current shard is in memory.
+ * dl->fingerprint, a CRC-32 over every shard's (token count, vocab, payload CRC) in glob order,
+ * identifies the data: a checkpoint records it, and ranks compare theirs.
  *
  * Batches: with B×T tokens per rank and `world` ranks, a global batch is a window of
  * B·T·world + 1 consecutive tokens of one shard; shard k has (N_k − 1) / (B·T·world) of them,
  * global batch b starting at token b·B·T·world. Rank r takes the B·T + 1 tokens starting at
  * r·B·T of the window: inputs are the first B·T, targets the same shifted by one. Each epoch
- * visits every global batch of every shard exactly once.
+ * visits every global batch of every shard exactly once. A shard shorter than one window holds no
+ * batch and is skipped (a warning at init names it); if every shard is, that is an error.
  *
  * Order: without shuffle, shards in glob order and batches in file order. With shuffle, each
  * epoch starts from an Rng E (DataLoaderState.rng): a copy of E permutes the shard order,
@@ -56,6 +60,8 @@ typedef struct {
     char** shard_paths;        /* NULL for mock data */
     uint64_t* shard_tokens;    /* N_k */
     int* shard_vocab;          /* vocab size field of each shard */
+    uint32_t* shard_crc;       /* payload CRC-32 of each shard (header word 2) */
+    uint32_t fingerprint;      /* CRC-32 over the shards' (N_k, vocab, payload CRC) in glob order; 0 for mock data */
     size_t* shard_batches;     /* global batches in each shard */
     int mock;
     uint64_t mock_seed;
@@ -85,6 +91,7 @@ static inline void dataloader_alloc_(DataLoader* dl, int B, int T, int rank, int
     dl->targets = (int*)malloc_check((size_t)B * T * sizeof(int));
     dl->shard_tokens = (uint64_t*)calloc_check((size_t)num_shards, sizeof(uint64_t));
     dl->shard_vocab = (int*)calloc_check((size_t)num_shards, sizeof(int));
+    dl->shard_crc = (uint32_t*)calloc_check((size_t)num_shards, sizeof(uint32_t));
     dl->shard_batches = (size_t*)calloc_check((size_t)num_shards, sizeof(size_t));
     dl->shard_order = (uint32_t*)calloc_check((size_t)num_shards, sizeof(uint32_t));
     dl->shard_seeds = (uint64_t*)calloc_check((size_t)num_shards, sizeof(uint64_t));
@@ -92,14 +99,16 @@ static inline void dataloader_alloc_(DataLoader* dl, int B, int T, int rank, int
     dl->order_shard_pos = -1;
 }
 
-static inline size_t dataloader_shard_batches_(const DataLoader* dl, const char* what, uint64_t ntok) {
-    size_t window = dataloader_window_(dl);
-    size_t batches = ntok > 0 ? (size_t)((ntok - 1) / window) : 0;
-    if (batches == 0)
-        fatalf("%s: token shard has %llu tokens, one batch needs B x T x slots + 1 = %d x %d x %d + 1 = %zu (slots: ranks x "
-               "micro-steps per step)",
-               what, (unsigned long long)ntok, dl->B, dl->T, dl->world, window + 1);
-    return batches;
+static inline size_t dataloader_shard_batches_(const DataLoader* dl, uint64_t ntok) {
+    return ntok > 0 ? (size_t)((ntok - 1) / dataloader_window_(dl)) : 0;
+}
+
+/* the explanation of a shard too short for one batch: "<path>: token shard has N tokens, one batch needs ..." */
+static inline void dataloader_too_short_(const DataLoader* dl, int k, char* out, size_t cap) {
+    snprintf(out, cap, "%s: token shard has %llu tokens, one batch needs B x T x slots + 1 = %d x %d x %d + 1 = %zu (slots: ranks, times "
+             "micro-steps per step for training)",
+             dl->shard_paths ? dl->shard_paths[k] : "mock data", (unsigned long long)dl->shard_tokens[k], dl->B, dl->T, dl->world,
+             dataloader_window_(dl) + 1);
 }
 
 /* Reads and checks a shard's header: common fields, bytes per token 2, vocab in [1, 65536],
@@ -156,6 +165,7 @@ static inline void dataloader_init(DataLoader* dl, const char* glob_pattern, int
     dl->shuffle = shuffle;
     dl->shard_paths = (char**)calloc_check((size_t)dl->num_shards, sizeof(char*));
     int32_t* h = (int32_t*)malloc_check(HEADER_BYTES);
+    int short_shards = 0, first_short = -1;
     for (int k = 0; k < dl->num_shards; k++) {
         const char* path = g.gl_pathv[k];
         dl->shard_paths[k] = (char*)malloc_check(strlen(path) + 1);
@@ -163,10 +173,23 @@ static inline void dataloader_init(DataLoader* dl, const char* glob_pattern, int
         FILE* f = fopen_check(path, "rb");
         dl->shard_tokens[k] = dataloader_shard_header_(f, path, &dl->shard_vocab[k], h);
         fclose_check(f, path);
-        dl->shard_batches[k] = dataloader_shard_batches_(dl, path, dl->shard_tokens[k]);
+        dl->shard_crc[k] = (uint32_t)h[2];
+        uint32_t record[4] = {(uint32_t)dl->shard_tokens[k], (uint32_t)(dl->shard_tokens[k] >> 32), (uint32_t)dl->shard_vocab[k],
+                              dl->shard_crc[k]};
+        dl->fingerprint = crc32_update(dl->fingerprint, record, sizeof(record));
+        dl->shard_batches[k] = dataloader_shard_batches_(dl, dl->shard_tokens[k]);
+        if (dl->shard_batches[k] == 0 && short_shards++ == 0) first_short = k;
     }
     free(h);
     globfree(&g);
+    if (short_shards > 0) {
+        char why[4600];
+        dataloader_too_short_(dl, first_short, why, sizeof(why));
+        if (short_shards == dl->num_shards) fatalf("%s%s", why, dl->num_shards > 1 ? "; so is every other shard" : "");
+        if (rank == 0)
+            fprintf(stderr, "warning: %d of the %d shards of %s hold no batch and are skipped, the first: %s\n", short_shards,
+                    dl->num_shards, glob_pattern, why);
+    }
     dataloader_setup_(dl, seed);
 }
 
@@ -190,9 +213,10 @@ static inline void dataloader_load_shard_(DataLoader* dl, int k) {
     FILE* f = fopen_check(path, "rb");
     int vocab;
     uint64_t n = dataloader_shard_header_(f, path, &vocab, h);
-    if (n != dl->shard_tokens[k] || vocab != dl->shard_vocab[k])
-        fatalf("%s: token shard changed since it was opened (%llu tokens, vocab %d; was %llu, %d)", path,
-               (unsigned long long)n, vocab, (unsigned long long)dl->shard_tokens[k], dl->shard_vocab[k]);
+    if (n != dl->shard_tokens[k] || vocab != dl->shard_vocab[k] || (uint32_t)h[2] != dl->shard_crc[k])
+        fatalf("%s: token shard changed since it was opened (%llu tokens, vocab %d, CRC 0x%08x; was %llu, %d, 0x%08x)", path,
+               (unsigned long long)n, vocab, (uint32_t)h[2], (unsigned long long)dl->shard_tokens[k], dl->shard_vocab[k],
+               dl->shard_crc[k]);
     uint32_t crc = 0;
     payload_read(f, path, dl->tokens, (size_t)n * sizeof(uint16_t), &crc);
     fclose_check(f, path);
@@ -296,6 +320,7 @@ static inline void dataloader_free(DataLoader* dl) {
     free(dl->targets);
     free(dl->shard_tokens);
     free(dl->shard_vocab);
+    free(dl->shard_crc);
     free(dl->shard_batches);
     free(dl->shard_order);
     free(dl->shard_seeds);

@@ -98,6 +98,16 @@ __global__ void widen_kernel(float* out, const floatX* in, size_t n) {
     if (i < n) out[i] = (float)in[i];
 }
 
+/* Device bytes the communication layer allocates beside the model, for the memory check (the conditions of
+ * dist_create): grads32 (fp32 gradients when staged) and, with several ranks, the checkpoint's gather
+ * buffer (one shard). */
+static inline size_t dist_memory_bytes(int world, int comm_fp32, int force, size_t num_params) {
+    int communicate = world > 1 || force;
+    size_t bytes = communicate && comm_fp32 && sizeof(floatX) == 2 ? num_params * sizeof(float) : 0;
+    if (world > 1) bytes += zero_shard(num_params, world, 0).size * sizeof(float);
+    return bytes;
+}
+
 /* Sets up communication for `world` ranks of `pg` over buckets (num_buckets lists of ranges, see the
  * top comment). zero: 0 or 1. comm_fp32: reduce gradients in fp32 (bf16 build). force: make a
  * communicator even for one rank (to measure the distributed path's cost). */

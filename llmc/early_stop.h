@@ -10,9 +10,10 @@
  *
  * The best checkpoint is a complete checkpoint in DIR/best/ (doc/formats.md, "Checkpoint
  * directory"; the trainer keeps only the newest there) plus DIR/best/best.txt, written after it:
- * "step S\nval_loss L\n" (L with %.9g, which round-trips a float). On resume, early_stop_resume
- * reads best.txt back and counts the evaluations made since the best step, so a resumed run stops
- * where an uninterrupted one would. No global state.
+ * "step S\nval_loss L\n" (L with %.9g, which round-trips a float); the previous best is deleted only
+ * after that (train_record_best), so best.txt always names a complete checkpoint. On resume,
+ * early_stop_resume reads best.txt back and counts the evaluations made since the best step, so a
+ * resumed run stops where an uninterrupted one would. No global state.
  */
 #ifndef LLMC_EARLY_STOP_H
 #define LLMC_EARLY_STOP_H
@@ -64,11 +65,24 @@ static inline int early_stop_try_write(const EarlyStop* e, const char* best_dir,
     return atomic_try_write(path, 1, data, bytes, NULL, 0, 0, err, cap);
 }
 
-/* On resume at start_step (evaluations every val_every steps, at steps 0, val_every, ...): restores
- * the best step and loss from best_dir/best.txt and counts the evaluations after the best one and
- * before start_step. Returns 1 if restored; 0 if there is no best.txt, or if best_dir holds no
- * complete checkpoint of the step it names (a write cut short), with the reason printed to report. */
-static inline int early_stop_resume(EarlyStop* e, const char* best_dir, int start_step, int val_every, FILE* report) {
+/* Evaluations at steps a..b (inclusive): every val_every-th step and the last one (max_steps − 1),
+ * as the trainers evaluate (train_eval_due). */
+static inline int early_stop_evals(int a, int b, int val_every, int max_steps) {
+    if (a < 0) a = 0;
+    if (b < a) return 0;
+    int n = b / val_every - (a > 0 ? (a - 1) / val_every : -1);
+    int last = max_steps - 1;
+    return n + (last >= a && last <= b && last % val_every != 0);
+}
+
+/* On resume at start_step of a max_steps run: restores the best step S and loss L from
+ * best_dir/best.txt and counts the evaluations since S. S may lie ahead of start_step (the best was
+ * written after the last regular checkpoint: a kill or a failed save in between): the resumed run
+ * then repeats the evaluations up to S, none of which improves on L (the one at S equals it), so the
+ * count starts that many below zero and reaches 0 at S, as in the uninterrupted run. Returns 1 if
+ * restored; 0 if there is no best.txt, or if best_dir holds no complete checkpoint of S (a write cut
+ * short), with the reason printed to report. */
+static inline int early_stop_resume(EarlyStop* e, const char* best_dir, int start_step, int max_steps, int val_every, FILE* report) {
     char path[4200];
     if ((size_t)snprintf(path, sizeof(path), "%s/best.txt", best_dir) >= sizeof(path)) fatalf("%s: path too long", best_dir);
     FILE* f = fopen(path, "rb");
@@ -80,17 +94,21 @@ static inline int early_stop_resume(EarlyStop* e, const char* best_dir, int star
     float loss;
     int fields = fscanf(f, "step %d\nval_loss %f\n", &step, &loss);
     fclose_check(f, path);
-    if (fields != 2 || step < 0 || step > start_step || !isfinite(loss))
-        fatalf("%s: malformed: expected \"step S\\nval_loss L\\n\" with 0 <= S <= %d and L finite", path, start_step);
-    if (checkpoint_latest(best_dir) != step) {
+    if (fields != 2 || step < 0 || step > max_steps || !isfinite(loss))
+        fatalf("%s: malformed: expected \"step S\\nval_loss L\\n\" with 0 <= S <= %d and L finite", path, max_steps);
+    char model[4200], state[4200], done[4200];
+    checkpoint_paths(model, state, done, sizeof(model), best_dir, step, 0);
+    if (access(done, F_OK) != 0) {
         fprintf(report, "resume: early stop: %s names step %d but %s has no complete checkpoint of it; the best restarts\n", path,
                 step, best_dir);
         return 0;
     }
     e->best_step = step;
     e->best_loss = loss;
-    e->since_best = start_step > 0 ? (start_step - 1) / val_every - step / val_every : 0;
-    fprintf(report, "resume: early stop: best val loss %.6f at step %d, %d evaluation(s) since\n", (double)loss, step, e->since_best);
+    e->since_best = early_stop_evals(step + 1, start_step - 1, val_every, max_steps) - early_stop_evals(start_step, step, val_every, max_steps);
+    fprintf(report, "resume: early stop: best val loss %.6f at step %d, ", (double)loss, step);
+    if (e->since_best >= 0) fprintf(report, "%d evaluation(s) since\n", e->since_best);
+    else fprintf(report, "not before this checkpoint: the evaluations up to it are repeated\n");
     return 1;
 }
 

@@ -65,10 +65,10 @@ typedef enum { FLAG_STR, FLAG_INT, FLAG_FLOAT, FLAG_BOOL, FLAG_SCHED } FlagType;
     X(eps, NULL, "--eps", FLAG_FLOAT, "1e-8", 0, 1e30, "AdamW epsilon")                                                              \
     X(grad_clip, NULL, "--grad-clip", FLAG_FLOAT, "1.0", 0, 1e30, "clip the global gradient L2 norm to this (0: off)")               \
     X(val_every, "-v", "--val-every", FLAG_INT, "20", 0, FLAG_INT_MAX, "validate every this many steps (0: never)")                  \
-    X(val_batches, "-m", "--val-batches", FLAG_INT, "20", 1, FLAG_INT_MAX, "validation batches per evaluation")                      \
+    X(val_batches, "-m", "--val-batches", FLAG_INT, "20", 1, FLAG_INT_MAX, "validation batches per evaluation, B x T x ranks tokens each")\
     X(sample_every, "-s", "--sample-every", FLAG_INT, "20", 0, FLAG_INT_MAX, "generate a sample every this many steps (0: never)")   \
-    X(sample_tokens, "-g", "--sample-tokens", FLAG_INT, "64", 0, FLAG_INT_MAX, "tokens per generated sample")                        \
-    X(temperature, NULL, "--temperature", FLAG_FLOAT, "1.0", 0, 1e30, "sampling temperature (0: argmax)")                            \
+    X(sample_tokens, "-g", "--sample-tokens", FLAG_INT, "64", 0, 16777216, "tokens per generated sample")                                \
+    X(temperature, NULL, "--temperature", FLAG_FLOAT, "1.0", 0, 1e6, "sampling temperature (0: argmax)")                             \
     X(prompt, NULL, "--prompt", FLAG_STR, "", 0, 0, "text that samples continue (after <|endoftext|>); needs the tokenizer")     \
     X(top_k, NULL, "--top-k", FLAG_INT, "0", 0, FLAG_INT_MAX, "sample among the k most likely tokens (0: all)")                      \
     X(checkpoint_every, "-n", "--checkpoint-every", FLAG_INT, "0", 0, FLAG_INT_MAX,                                                  \
@@ -82,7 +82,7 @@ typedef enum { FLAG_STR, FLAG_INT, FLAG_FLOAT, FLAG_BOOL, FLAG_SCHED } FlagType;
     X(max_bad_steps, NULL, "--max-bad-steps", FLAG_INT, "5", 0, FLAG_INT_MAX,                                                        \
       "stop (exit 65) after this many skipped updates in a row (0: never)")                                                          \
     X(spike_zscore, NULL, "--spike-zscore", FLAG_FLOAT, "0", 0, 1e30,                                                                \
-      "skip an update whose loss or gradient-norm z-score exceeds this (0: off)")                                                    \
+      "skip an update whose loss or gradient-norm z-score exceeds this; a skip is no AdamW step (0: off)")                            \
     X(spike_window, NULL, "--spike-window", FLAG_INT, "32", 2, 64, "steps the spike z-score is computed over")                        \
     X(early_stop, NULL, "--early-stop", FLAG_INT, "0", 0, FLAG_INT_MAX,                                                              \
       "stop when the val loss has not improved for N evaluations; best checkpoint in -o DIR/best (0: off)")                         \

@@ -831,6 +831,7 @@ static inline void flash_attention_check(const char* op, int B, int T, int C, in
     const char* problem = NULL;
     if (B < 0 || T < 0 || NH <= 0 || C <= 0 || C % NH != 0) problem = "needs B, T >= 0 and C a positive multiple of NH > 0";
     else if (!flash_attention_supported(C, NH)) problem = "needs the head dim C/NH to be a multiple of 8 and at most 256";
+    else if (B > 65535 || NH > 65535) problem = "needs B and NH at most 65535 (the grid's z and y dimensions)";
     else if ((uintptr_t)p0 % align || (uintptr_t)p1 % align || (uintptr_t)p2 % align) problem = "needs 16-byte aligned bf16 buffers";
     if (!problem) return;
     fprintf(stderr, "error: %s: B=%d T=%d C=%d NH=%d: %s\n", op, B, T, C, NH, problem);
@@ -852,10 +853,37 @@ static inline size_t flash_attention_scratch_bytes(int B, int T, int C, int NH) 
     return sizeof(float) * ((size_t)B * NH * T + (size_t)B * T * C);
 }
 
+/* dynamic shared memory of the bf16 forward and dQ kernels at padded head dim HD with MT row blocks a warp */
+template <int HD, int MT>
+static constexpr size_t fa_forward_smem() { return (size_t)(MT + 4) * FA_BLOCK * (HD + 8) * sizeof(__nv_bfloat16); }
+template <int HD, int MT>
+static constexpr size_t fa_dq_smem() { return (size_t)(2 * MT + 4) * FA_BLOCK * (HD + 8) * sizeof(__nv_bfloat16); }
+
+/* the most dynamic shared memory one block of the bf16 kernels at padded head dim HD asks for */
+template <int HD>
+static constexpr size_t fa_smem_max_bf16() {
+    typedef FaBackwardSmem<HD, FA_KV_MT(HD)> L;
+    size_t fwd = fa_forward_smem<HD, FA_FWD_MT(HD)>(), dq = fa_dq_smem<HD, FA_DQ_MT(HD)>(), kv = L::bytes + L::ds_bytes;
+    return fwd > dq ? (fwd > kv ? fwd : kv) : (dq > kv ? dq : kv);
+}
+
+/* The most dynamic shared memory a block of flash attention asks for at head dim C/NH (bf16 kernels, or the
+ * fp32 build's when fp32 is set): a trainer compares it with the device's opt-in maximum before any launch
+ * (H100/H200 232448 bytes take every head dim; an A100's 166912 up to 128; sm_86/89's 101376 up to 64). */
+static inline size_t flash_attention_smem_bytes(int C, int NH, int fp32) {
+    if (fp32) return fa32_smem_bytes(C / NH);
+    switch (fa_padded_dim(C / NH)) {
+    case 32: return fa_smem_max_bf16<32>();
+    case 64: return fa_smem_max_bf16<64>();
+    case 128: return fa_smem_max_bf16<128>();
+    default: return fa_smem_max_bf16<256>();
+    }
+}
+
 /* the forward at padded head dim HD with MT row blocks per warp (the benchmark also times MT = 1 against the default) */
 template <int HD, int MT = FA_FWD_MT(HD)>
 static inline void fa_forward_bf16(__nv_bfloat16* out, float* lse, const __nv_bfloat16* qkv, int B, int T, int C, int NH, cudaStream_t stream) {
-    size_t smem = (size_t)(MT + 4) * FA_BLOCK * (HD + 8) * sizeof(__nv_bfloat16);
+    size_t smem = fa_forward_smem<HD, MT>();
     fa_launch(flash_attention_forward_kernel<HD, MT>, dim3((T + MT * FA_BLOCK - 1) / (MT * FA_BLOCK), NH, B), smem, stream, out, lse, qkv, T, C, NH);
 }
 
@@ -873,7 +901,7 @@ static inline void fa_backward_bf16(__nv_bfloat16* dqkv, float* scratch, const _
     typedef FaBackwardSmem<HD, KV_MT> L;
     fa_launch(flash_attention_backward_kv_kernel<HD, KV_MT>, dim3((T + L::keys - 1) / L::keys, NH, B), L::bytes + (dq_accum ? L::ds_bytes : 0), stream, dqkv, dq_accum, dout, qkv, lse, (const float*)delta, T, C, NH);
     if (!dq_accum) {
-        size_t smem = (size_t)(2 * MT + 4) * FA_BLOCK * (HD + 8) * sizeof(__nv_bfloat16);
+        size_t smem = fa_dq_smem<HD, MT>();
         fa_launch(flash_attention_backward_q_kernel<HD, MT>, dim3((T + MT * FA_BLOCK - 1) / (MT * FA_BLOCK), NH, B), smem, stream, dqkv, dout, qkv, lse,
                   (const float*)delta, T, C, NH);
     } else {

@@ -5,7 +5,9 @@
  * (GBPE file) is used only when its vocabulary is the model's; otherwise samples are printed as
  * token ids and start from token 0 (a prompt then is an error). Each new token is drawn with
  * sample_token (llmc/sampler.h) from the logits of the last position, which the trainer computes
- * through its `next_logits` callback over at most `window` trailing tokens.
+ * through its `next_logits` callback over at most `window` trailing tokens. A stop signal
+ * (llmc/signals.h) cuts a sample short, so that a preempted run checkpoints in time whatever -g is
+ * (the trainer then drops the unfinished step, Rng included, and a resumed run samples again).
  */
 #ifndef LLMC_GENERATE_H
 #define LLMC_GENERATE_H
@@ -14,6 +16,7 @@
 #include "llmc/fileio.h"
 #include "llmc/rng.h"
 #include "llmc/sampler.h"
+#include "llmc/signals.h"
 #include "llmc/tokenizer.h"
 
 typedef struct {
@@ -69,12 +72,16 @@ static inline void sample_print_token(const SampleSetup* s, int id) {
 /* Prints the prompt, then `count` generated tokens as they come. */
 static inline void sample_generate(const SampleSetup* s, NextLogitsFn next_logits, void* model, int count, int window,
                                    float temperature, int top_k, Rng* rng) {
-    int* ctx = (int*)malloc_check((size_t)(count + s->n_context) * sizeof(int));
+    int* ctx = (int*)malloc_check(((size_t)count + (size_t)s->n_context) * sizeof(int));
     memcpy(ctx, s->context, (size_t)s->n_context * sizeof(int));
     int n = s->n_context;
     printf("---- sample\n");
     for (int i = 1; i < s->n_context && s->have_tokenizer; i++) sample_print_token(s, ctx[i]);
     for (int i = 0; i < count; i++) {
+        if (preempt_requested()) {
+            printf(" [cut short by a stop signal]");
+            break;
+        }
         int start = n > window ? n - window : 0;
         const float* logits = next_logits(model, ctx + start, n - start);
         int next = sample_token(logits, s->vocab_size, temperature, top_k, rng);

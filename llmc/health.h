@@ -10,7 +10,9 @@
  * where z(x) = (x − mean) / max(std, 1e-6·|mean| + 1e-30) over the window of the last W accepted
  * steps (population std, in double; only upward spikes count). A skipped step leaves the window as
  * it was and adds one to bad_in_row; health_should_stop is true once bad_in_row reaches
- * max_bad_steps (0: never). An accepted step resets bad_in_row.
+ * max_bad_steps (0: never). An accepted step resets bad_in_row. A skipped step is not an AdamW
+ * step: the trainers count the updates applied, step + 1 − skipped, for AdamW's bias correction
+ * (as PyTorch's GradScaler skips optimizer.step()) and the bf16 rounding seed.
  *
  * HealthState is part of the training state (llmc/checkpoint.h writes it into the state file's
  * header), so a resumed run makes the same decisions as an uninterrupted one. The window holds at

@@ -9,7 +9,8 @@
  * Non-finite numbers are written as null (JSON has no NaN). After a resume the file may hold a
  * step twice (the crashed run's tail); readers keep the last record per step. A last line without
  * its newline (a run killed or out of space mid-write) is cut off when a resumed run appends, so
- * every line stays one whole record.
+ * every line stays one whole record. A write that fails sets `failed` (the trainers then act by
+ * --on-save-error, as for a checkpoint) and ends the logging.
  */
 #ifndef LLMC_LOGGER_H
 #define LLMC_LOGGER_H
@@ -20,11 +21,13 @@
 typedef struct {
     FILE* f;
     char path[4096];
+    int failed; /* a write failed: printed, the file closed, no more records (the trainer reads and clears it) */
 } Logger;
 
 static inline void logger_init(Logger* L, const char* dir, int resume) {
     L->f = NULL;
     L->path[0] = '\0';
+    L->failed = 0;
     if (!dir) return;
     if ((size_t)snprintf(L->path, sizeof(L->path), "%s/metrics.jsonl", dir) >= sizeof(L->path))
         fatalf("%s: path too long for metrics.jsonl", dir);
@@ -63,11 +66,16 @@ static inline void logger_json_number(char* out, size_t cap, double x) {
     else snprintf(out, cap, "null");
 }
 
-/* one record: a JSON object (without its newline), written and flushed */
+/* one record: a JSON object (without its newline), written and flushed. A failed write (a full disk)
+ * is printed and ends the logging: L->failed is set and later calls do nothing. */
 static inline void logger_record(Logger* L, const char* json_object) {
     if (!L->f) return;
-    if (fputs(json_object, L->f) < 0 || fputc('\n', L->f) == EOF || fflush(L->f) != 0)
-        fatalf("%s: write failed: %s", L->path, strerror(errno));
+    if (fputs(json_object, L->f) < 0 || fputc('\n', L->f) == EOF || fflush(L->f) != 0) {
+        fprintf(stderr, "error: %s: write failed: %s\n", L->path, strerror(errno));
+        fclose(L->f);
+        L->f = NULL;
+        L->failed = 1;
+    }
 }
 
 /* s as a JSON string literal (quotes included) into out; cut short (still a valid literal) if cap is small */

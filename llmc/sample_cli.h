@@ -11,14 +11,16 @@
  * Sampling procedure (the same as the trainers' samples, so every tool gives the same tokens):
  *   1. rng = rng_seed(seed XOR RNG_RUN_SALT) (llmc/rng.h, xoshiro256**), as train_gpt_cpu seeds
  *      its sampling stream.
- *   2. The context is <|endoftext|> (the tokenizer's eot; token 0 without a tokenizer), then the
- *      prompt's tokens; each is fed through the model.
+ *   2. The context is <|endoftext|> (the eot of the tokenizer, when it is readable and its vocabulary
+ *      is the model's, as in the trainers, --ids or not; token 0 otherwise), then the prompt's
+ *      tokens; each is fed through the model.
  *   3. For each of the -g tokens: sample_token(logits of the last position, V, temperature, top_k,
  *      &rng) (llmc/sampler.h) — exactly one rng_uniform draw (one rng_u64) per token when
  *      temperature > 0, none at temperature 0 — then the token is fed through the model.
  *   When the context fills the model's max_seq_len positions, the cache is emptied and refilled
  *   with the newest max_seq_len/2 tokens (their positions restart at 0), and generation goes on.
- *   Up to that point the tokens equal the trainer's sample (whose window is its --seq-len).
+ *   The tokens equal the trainer's sample while the context fits both the model's max_seq_len and the
+ *   trainer's --seq-len (the trainer slides a window of --seq-len tokens, recomputed at every token).
  *
  * Output: the prompt's text followed by the generated text; with --ids, the generated token ids
  * on one line. Diagnostics (a banner, the timing, one "error:" line) go to stderr. No global state.
@@ -178,10 +180,14 @@ static inline void sample_cli_print_token(int token, void* tokenizer) {
  * the banner and the timing on stderr. */
 static inline void sample_cli_run(const SampleArgs* args, const KvModel* m, const char* program) {
     Tokenizer tokenizer;
-    int need_tokenizer = args->prompt[0] || !args->ids;
-    if (need_tokenizer) {
+    int need_tokenizer = args->prompt[0] || !args->ids; /* text in or out; with --ids alone it gives the start token only */
+    int have_tokenizer = need_tokenizer || access(args->tokenizer, R_OK) == 0;
+    if (have_tokenizer) {
         tokenizer_load(&tokenizer, args->tokenizer);
-        if (tokenizer.vocab_size != m->vocab_size)
+        if (tokenizer.vocab_size != m->vocab_size && !need_tokenizer) {
+            tokenizer_free(&tokenizer);
+            have_tokenizer = 0;
+        } else if (tokenizer.vocab_size != m->vocab_size)
             fatalf("%s: the tokenizer has %d tokens but the model %s has %d (use --ids without --prompt to print ids)", args->tokenizer,
                    tokenizer.vocab_size, args->model, m->vocab_size);
     }
@@ -189,7 +195,7 @@ static inline void sample_cli_run(const SampleArgs* args, const KvModel* m, cons
     size_t n = args->prompt[0] ? tokenizer_encode(&tokenizer, (const unsigned char*)args->prompt, strlen(args->prompt), &ids) : 0;
     int n_context = (int)n + 1;
     int* context = (int*)malloc_check((size_t)n_context * sizeof(int));
-    context[0] = need_tokenizer ? tokenizer.eot_token : 0;
+    context[0] = have_tokenizer ? tokenizer.eot_token : 0;
     if (n) memcpy(context + 1, ids, n * sizeof(int));
     free(ids);
     fprintf(stderr, "%s: %s: %d layers, %d heads, %d channels, vocab %d, max seq len %d | prompt %d tokens\n", program, args->model,
@@ -206,11 +212,12 @@ static inline void sample_cli_run(const SampleArgs* args, const KvModel* m, cons
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double seconds = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
     printf("\n");
+    if (fflush(stdout) != 0 || ferror(stdout)) fatalf("%s: writing the sample to stdout failed: %s", program, strerror(errno));
     fprintf(stderr, "%s: %d tokens in %.3f s (%.1f tok/s, prompt included)\n", program, args->tokens, seconds,
             seconds > 0 ? (args->tokens + n_context) / seconds : 0.0);
     free(generated);
     free(context);
-    if (need_tokenizer) tokenizer_free(&tokenizer);
+    if (have_tokenizer) tokenizer_free(&tokenizer);
 }
 
 #endif /* LLMC_SAMPLE_CLI_H */

@@ -93,25 +93,39 @@ static inline const char* train_last_checkpoint_text(int saved_step, char* buf, 
 }
 
 /* After a save failed (its error already printed): with --on-save-error continue, says the run goes on
- * without `what` and returns 0; with stop, prints the error naming the last checkpoint and returns
- * SAVE_FAILED_EXIT_STATUS (the loop then ends). */
-static inline int train_save_failed(int save_error_continue, const char* what, int saved_step) {
-    if (save_error_continue) {
-        printf("checkpoint: continuing without %s (--on-save-error continue)\n", what);
+ * without `what` and returns 0, unless it was the run's last step (nothing is left to continue, and the
+ * final model would be lost behind exit 0); otherwise prints the error naming the last checkpoint and
+ * returns SAVE_FAILED_EXIT_STATUS (the loop then ends). */
+static inline int train_save_failed(int save_error_continue, int last_step, const char* what, int saved_step) {
+    if (save_error_continue && !last_step) {
+        printf("warning: continuing without %s (--on-save-error continue)\n", what);
         return 0;
     }
     char last[64];
-    fprintf(stderr, "error: stopping (--on-save-error stop); %s\n", train_last_checkpoint_text(saved_step, last, sizeof(last)));
+    fprintf(stderr, "error: stopping (%s); %s\n", save_error_continue ? "it was the run's last step" : "--on-save-error stop",
+            train_last_checkpoint_text(saved_step, last, sizeof(last)));
     return SAVE_FAILED_EXIT_STATUS;
 }
 
-/* Records the best model (its checkpoint of `step` just written to best_dir) in best_dir/best.txt.
- * Returns 0, or −1 after printing why. */
+/* After a metrics.jsonl record: a failed write (the logger printed it and stopped logging) is handled
+ * as a failed save, by --on-save-error. Returns the exit status (0: go on). */
+static inline int train_log_failed(Logger* logger, int save_error_continue, int saved_step) {
+    if (!logger->failed) return 0;
+    logger->failed = 0;
+    return train_save_failed(save_error_continue, 0, logger->path, saved_step);
+}
+
+/* Records the best model (its checkpoint of `step` just written to best_dir, beside the previous best)
+ * in best_dir/best.txt, then deletes the previous best, so that best.txt names a complete checkpoint
+ * at every moment. Returns 0, or −1 after printing why (the previous best is then kept). */
 static inline int train_record_best(const EarlyStop* early, const char* best_dir, int step) {
     char err[4600];
-    if (early_stop_try_write(early, best_dir, err, sizeof(err)) == 0) return 0;
-    fprintf(stderr, "error: best checkpoint of step %d not recorded: %s\n", step, err);
-    return -1;
+    if (early_stop_try_write(early, best_dir, err, sizeof(err)) != 0) {
+        fprintf(stderr, "error: best checkpoint of step %d not recorded: %s\n", step, err);
+        return -1;
+    }
+    checkpoint_retain(best_dir, step, 1, 0, stdout);
+    return 0;
 }
 
 /* The validation loss after `step` completed steps: its line on stdout, its record in metrics.jsonl,

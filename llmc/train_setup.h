@@ -59,8 +59,11 @@ static inline int train_check_run_flags(const TrainArgs* args) {
     train_flag_word_check_("--lr-scale", args->lr_scale, scale_words);
     train_flag_word_check_("--dist-init", args->dist_init, init_words);
     if (args->beta1 >= 1.0f || args->beta2 >= 1.0f)
-        usagef("--beta1 and --beta2 must be below 1 (AdamW's bias correction divides by 1 - beta^step)");
+        usagef("--beta1 and --beta2 must be below 1 (AdamW's bias correction divides by 1 - beta^step; they are floats, and one "
+               "within 3e-8 of 1 rounds to 1)");
     if (args->eps <= 0.0f) usagef("--eps must be above 0 (a parameter with a zero gradient would be updated by 0/0)");
+    if (args->lr_ref_batch > 0 && strcmp(args->lr_scale, "none") == 0)
+        usagef("--lr-ref-batch %d is the batch --lr-scale scales from, but --lr-scale is none", args->lr_ref_batch);
     if (args->total_batch == 0) usagef("--total-batch 0: give the tokens per step, or -1 for B*T*world");
     if (args->mock_data && (args->train_data[0] || args->val_data[0]))
         usagef("--mock-data trains and validates on synthetic tokens: it cannot be given with --train-data or --val-data");
@@ -119,6 +122,14 @@ static inline void train_check_file_config(const TrainArgs* args, const GPTConfi
  * micro-step j reads slot j x world + r), a validation window one micro-batch of every rank. With
  * --mock-data both are synthetic; else the shards of --train-data (whose tokens must fit the model's
  * vocabulary) and, if given, --val-data, unshuffled. Returns whether there is validation data. */
+/* fatalf naming the first shard whose vocab size field is above the model's vocabulary */
+static inline void train_check_data_vocab_(const DataLoader* dl, int vocab_size) {
+    for (int k = 0; k < dl->num_shards; k++)
+        if (dl->shard_vocab[k] > vocab_size)
+            fatalf("%s: token shard has vocab size %d (its header), above the model's vocabulary of %d", dl->shard_paths[k],
+                   dl->shard_vocab[k], vocab_size);
+}
+
 static inline int train_open_data(const TrainArgs* args, int B, int T, int vocab_size, int rank, int world, int accum, DataLoader* train,
                                   DataLoader* val) {
     if (args->mock_data) {
@@ -128,12 +139,10 @@ static inline int train_open_data(const TrainArgs* args, int B, int T, int vocab
     }
     if (!args->train_data[0]) fatalf("no training data: give --train-data GLOB (or --mock-data)");
     dataloader_init(train, args->train_data, B, T, rank, world * accum, args->shuffle, args->seed);
-    if (train->vocab_size > vocab_size)
-        fatalf("%s: the shards hold tokens up to %d but the model's vocabulary is %d", args->train_data, train->vocab_size, vocab_size);
-    if (!args->val_data[0]) return 0;
+    train_check_data_vocab_(train, vocab_size);
+    if (!args->val_data[0] || args->val_every <= 0) return 0; /* -v 0: no evaluation, the validation data is not read */
     dataloader_init(val, args->val_data, B, T, rank, world, 0, args->seed);
-    if (val->vocab_size > vocab_size)
-        fatalf("%s: the shards hold tokens up to %d but the model's vocabulary is %d", args->val_data, val->vocab_size, vocab_size);
+    train_check_data_vocab_(val, vocab_size);
     return 1;
 }
 
@@ -185,6 +194,7 @@ static inline TrainState train_run_state(const TrainArgs* args, size_t num_param
     run.mock = args->mock_data;
     run.data_tokens = train->num_tokens;
     run.data_shards = train->num_shards;
+    run.data_crc = train->fingerprint;
     return run;
 }
 
@@ -236,17 +246,31 @@ static inline const char* train_check_shared_dir(const char* dir, const char* to
     return why;
 }
 
-/* --resume 1: the step of the newest complete checkpoint of --output-dir that verifies (reporting the
- * ones passed over on stdout), −1 if there is none. No --output-dir, or checkpoints of which none
- * verifies (starting from scratch would write over them): fatalf. */
+/* Where the run starts: with --resume 1, the step of the newest complete checkpoint of --output-dir
+ * that verifies (reporting the ones passed over on stdout); −1 to start from scratch. fatalf for
+ * --resume 1 without --output-dir, for checkpoints of which none verifies, and for a start from
+ * scratch in a directory that holds an earlier run's checkpoints (DIR's or DIR/best's, --early-stop):
+ * the new run's would mix with them (retention keeps the newer ones, -y 1 would resume the old run). */
 static inline int train_resume_find(const TrainArgs* args) {
-    if (!args->output_dir[0]) fatalf("--resume 1 needs --output-dir, where the checkpoints are");
-    int markers, found = checkpoint_find_valid(args->output_dir, stdout, &markers);
-    if (found < 0 && markers > 0)
+    if (!args->output_dir[0]) {
+        if (args->resume) fatalf("--resume 1 needs --output-dir, where the checkpoints are");
+        return -1;
+    }
+    int markers = 0, found = args->resume ? checkpoint_find_valid(args->output_dir, stdout, &markers) : -1;
+    if (found >= 0) return found;
+    if (markers > 0)
         fatalf("%s: none of its %d checkpoints is valid (why: the 'resume: skipping' lines on stdout); not starting from scratch "
                "over them: move them away to do that",
                args->output_dir, markers);
-    return found;
+    char best[4200], best_txt[4300];
+    snprintf(best, sizeof(best), "%s/best", args->output_dir);
+    snprintf(best_txt, sizeof(best_txt), "%s/best.txt", best);
+    int newest = checkpoint_latest(args->output_dir), newest_best = checkpoint_latest(best);
+    if (newest >= 0 || newest_best >= 0 || access(best_txt, F_OK) == 0)
+        fatalf("%s holds the checkpoints of an earlier run (%s %d): resume that run with -y 1, or move them away (or choose another "
+               "--output-dir) to start a new one",
+               newest >= 0 ? args->output_dir : best, newest >= 0 ? "newest: step" : "best model of step", newest >= 0 ? newest : newest_best);
+    return -1;
 }
 
 /* A checkpoint's fp32 weights (malloc'd, the caller frees), after checking that its model config is

@@ -61,22 +61,18 @@ LAYER_TENSORS = [("ln_1.weight", "ln1w", False), ("ln_1.bias", "ln1b", False),
 # safetensors
 
 def safetensors_write(path, tensors):
-    """tensors: list of (name, fp32 array), written in this order, contiguous; via path.tmp + rename."""
+    """tensors: list of (name, fp32 array), written in this order, contiguous; atomically (train_gpt.atomic_output)."""
     header, offset = {"__metadata__": {"format": "pt"}}, 0
     for name, t in tensors:
         header[name] = {"dtype": "F32", "shape": list(t.shape), "data_offsets": [offset, offset + t.nbytes]}
         offset += t.nbytes
     text = json.dumps(header, separators=(",", ":")).encode()
     text += b" " * (-len(text) % 8)  # pad so the data starts 8-byte aligned
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
+    with train_gpt.atomic_output(path) as f:
         f.write(struct.pack("<Q", len(text)))
         f.write(text)
         for _, t in tensors:
             f.write(np.ascontiguousarray(t, dtype="<f4").tobytes())
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def safetensors_read(path):

@@ -14,7 +14,9 @@
 #   - the NCCL id shared by file and by tcp rendezvous gives the same run as by MPI; so do the launch scripts
 #     (scripts/run_single_node.sh with mpirun and with torchrun-style variables, run_multi_node_mpirun.sh);
 #   - a rank killed with SIGKILL mid-run makes mpirun exit non-zero within 30 s;
-#   - bad input: -z 2, a rank given other flags (named), an --output-dir the ranks do not share, a total
+#   - bad input: -z 2, a rank given other flags (named), a rank reading other shards (named), an --output-dir
+#     the ranks do not share, a batch that
+#     fits only without the communication buffers (CUDASIM_MEM_BYTES), a total
 #     batch the ranks cannot split (the message names what would work), and the
 #     learning-rate scaling rule printed in the run header.
 # Ends with "N passed, M failed".
@@ -152,6 +154,21 @@ expect_error_log "rank 1 given another --seed: both stop at once, naming it" \
 expect_error_log "an --output-dir the ranks do not share (a node-local path): stopped before training" \
     "error: rank 1: run/.lock: this rank does not see the lock file rank 0 wrote" "$tmp/local.log"
 if grep -q "^step " "$tmp/local.log"; then bad "an --output-dir the ranks do not share: a step was trained"; fi
+# rank 1 reads other shards behind the same relative glob (a node-local copy that differs)
+mkdir -p "$tmp/here/d" "$tmp/elsewhere/d"
+write_shard "$tmp/here/d/train_000.bin" 256 5000 periodic
+write_shard "$tmp/elsewhere/d/train_000.bin" 256 5000 random
+(cd "$tmp/here" && $MPIRUN $MPIRUN_FLAGS -x R1= -np 2 "$tmp/rank1.sh" ${model/--mock-data/} -i 'd/train_*.bin' -b 6 -x 2 >"$tmp/data.log" 2>&1
+    echo "rc $?" >>"$tmp/data.log")
+expect_error_log "rank 1 reads other shards: both stop before training, naming it" \
+    "error: rank 1: this rank's training data \(5000 tokens, fingerprint [0-9a-f]+\) differs from rank 0's \(5000 tokens, [0-9a-f]+\)" "$tmp/data.log"
+if grep -q "^step " "$tmp/data.log"; then bad "ranks with different shards: a step was trained"; fi
+# a 70 MiB device: the model and batch need 64 MiB, --grad-comm fp32's gradient copy and the checkpoint gather 19 more
+CUDASIM_MEM_BYTES=$((70 << 20)) mpi 2 "$tmp/mem.log" -x CUDASIM_MEM_BYTES ./train_gpt_sim_dist --n-layer 1 --n-head 1 --n-embd 64 \
+    --vocab-size 50257 -t 8 -b 1 --mock-data -s 0 -v 0 -x 1 -z 1 --grad-comm fp32
+echo "rc $?" >>"$tmp/mem.log"
+expect_error_log "the memory check counts the communication buffers (2 ranks, --grad-comm fp32, a 70 MiB device)" \
+    "error: batch 1 x 8 does not fit in device memory: needs 0.08 GiB .*scratch 0.05" "$tmp/mem.log"
 mpi 2 "$tmp/split.log" ./train_gpt_sim_dist $model -b 4 -x 1; echo "rc $?" >>"$tmp/split.log"
 expect_error_log "a total batch 2 ranks cannot split" "error: --total-batch 384 is not a multiple of .* 4 x 32 x 2 = 256 tokens: 256 \(1 micro-steps\) or 512 \(2 micro-steps\) would be" "$tmp/split.log"
 mpi 2 "$tmp/lr.log" ./train_gpt_sim_dist $model -b 6 -x 3 --lr-scale linear --lr-ref-batch 192

@@ -195,6 +195,13 @@ int main(void) {
     check_layernorm(BT, C, "", scratch, s);
     check_layernorm(5, (32 * 3 + 5) * PACKX, ": cache of 4 packs", scratch, s);
     check_layernorm(5, (32 * LN_MAX_CACHED_PACKS + 17) * PACKX, ": beyond the register cache", scratch, s);
+    { /* more row chunks than a column-sum stage-2 block has threads (each thread then sums several) */
+        int rows = 2 * COLSUM_FINISH * COLSUM_CHUNK + 37;
+        float* big;
+        cudaCheck(cudaMalloc(&big, colsum_scratch_floats(rows, 3 * PACKX) * sizeof(float)));
+        check_layernorm(rows, 3 * PACKX, ": 2 x 128 + 1 column-sum chunks", big, s);
+        cudaCheck(cudaFree(big));
+    }
 
     /* matmuls: plain + bias, GELU fused (OC % 8 == 0) and not (OC = 100), and their backwards */
     for (int variant = 0; variant < 3; variant++) {

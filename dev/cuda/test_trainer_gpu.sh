@@ -6,7 +6,8 @@
 #   - exact resume: a run resumed from its step-4 checkpoint writes a step-8 checkpoint bit-identical to
 #     the uninterrupted run's, and prints the same step lines;
 #   - recompute (-r 2): the same losses within 2e-2, and the memory report says what it saved;
-#   - bad input, before any kernel runs: model file vs flags, sequence too long, batch too big for memory.
+#   - bad input, before any kernel runs: model file vs flags, sequence too long, batch too big for memory, a head
+#     size whose flash attention needs more shared memory than the GPU has (CUDASIM_SMEM_OPTIN), B > 65535.
 # Token shards are written by dev/fuzz/write_shard.py, which follows doc/formats.md. Ends with "N passed, M failed".
 set -u
 set -f # the shard glob below is for the trainers to expand, not the shell
@@ -45,6 +46,17 @@ expect_error "max-seq-len flag differs from the model file" "init.bin.*maximum s
 expect_error "sequence longer than the model's" "seq-len 64.*32" ./train_gpt_sim $common -x 1 -t 64
 expect_error "batch too big for device memory (says how much)" "does not fit in device memory: needs [0-9.]+ GiB" \
     ./train_gpt_sim -e d12 --mock-data -b 512 -t 1024 -x 1 -s 0 -v 0
+expect_error "head size above the GPU's shared memory (an A100's 166912 bytes, head size 256)" \
+    "head size 256 needs [0-9]+ bytes of shared memory a block in flash attention, more than this GPU's 166912" \
+    env CUDASIM_SMEM_OPTIN=166912 ./train_gpt_sim --mock-data 1 --vocab-size 64 --n-layer 1 --n-head 1 --n-embd 256 -b 2 -t 8 -x 1 -s 0 -v 0
+if env CUDASIM_SMEM_OPTIN=166912 ./train_gpt_sim --mock-data 1 --vocab-size 64 --n-layer 1 --n-head 2 --n-embd 256 -b 2 -t 8 -x 1 -s 0 -v 0 \
+    >"$tmp/a100.log" 2>&1 && grep -q '^step  *1/1 | loss' "$tmp/a100.log"; then
+    ok "head size 128 trains within an A100's shared memory"
+else
+    bad "head size 128 with an A100's shared memory: $(grep -m 2 error "$tmp/a100.log")"
+fi
+expect_error "a micro-batch above flash attention's grid (B > 65535)" "batch size 65536: flash attention takes at most 65535" \
+    ./train_gpt_sim --mock-data 1 --vocab-size 16 --n-layer 1 --n-head 1 --n-embd 8 -b 65536 -t 1 -x 1 -s 0 -v 0
 expect_error "ZeRO stage 2 is rejected (exit 2)" "zero: bad value '2'" ./train_gpt_sim $common -x 1 -z 2
 for flag in --grad-comm --lr-scale --dist-init; do
     expect_error "$flag with an unknown word" "$flag: bad value 'bogus': expected [a-z0-9|]+ \\(see --help\\)" ./train_gpt_sim $common -x 1 $flag bogus

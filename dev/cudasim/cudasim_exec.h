@@ -1017,11 +1017,11 @@ inline int __any_sync(unsigned mask, int pred, CUDASIM_SITE) {
 }
 
 /* cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes): raises the kernel's
- * dynamic shared memory limit, at most to the H100's 227 KiB */
+ * dynamic shared memory limit, at most to the device's opt-in maximum (the H100's 227 KiB; CUDASIM_SMEM_OPTIN) */
 template <typename F>
 inline cudaError_t cudaFuncSetAttribute(F* kernel, cudaFuncAttribute attr, int value) {
     if (attr == cudaFuncAttributePreferredSharedMemoryCarveout) return cudaSuccess;
-    if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize || value < 0 || (size_t)value > cudasim::kSmemOptinMax)
+    if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize || value < 0 || (size_t)value > cudasim::smem_optin_max())
         return cudasim::set_error(cudaErrorInvalidValue);
     cudasim::FuncAttrTable& t = cudasim::func_attr_table();
     std::lock_guard<std::mutex> guard(t.lock);

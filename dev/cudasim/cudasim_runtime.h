@@ -136,9 +136,24 @@ struct cudaDeviceProp {
 
 namespace cudasim {
 
-constexpr size_t kGlobalMemBytes = 80ull << 30;
 constexpr size_t kSmemDefaultMax = 48 * 1024;   /* dynamic smem without cudaFuncSetAttribute */
-constexpr size_t kSmemOptinMax = 227 * 1024;    /* H100 opt-in maximum per block */
+
+/* The simulated device's memory (default 80 GiB) and per-block shared-memory opt-in maximum (default the
+ * H100's 227 KiB), or a smaller GPU's: CUDASIM_MEM_BYTES, CUDASIM_SMEM_OPTIN (bytes; an A100 has 166912,
+ * sm_86/89 parts 101376), so tests can check how a program meets these limits. */
+inline size_t env_bytes(const char* name, size_t fallback) {
+    const char* s = getenv(name);
+    if (!s || !*s) return fallback;
+    char* end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*end || v == 0) {
+        fprintf(stderr, "cudasim: error: %s=%s is not a positive number of bytes\n", name, s);
+        exit(1);
+    }
+    return (size_t)v;
+}
+inline size_t global_mem_bytes() { return env_bytes("CUDASIM_MEM_BYTES", 80ull << 30); }
+inline size_t smem_optin_max() { return env_bytes("CUDASIM_SMEM_OPTIN", 227 * 1024); }
 constexpr unsigned kMaxThreadsPerBlock = 1024;
 
 inline thread_local cudaError_t t_last_error = cudaSuccess;
@@ -358,9 +373,9 @@ inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int dev) {
     if (dev != 0) return cudasim::set_error(cudaErrorInvalidDevice);
     memset(p, 0, sizeof *p);
     snprintf(p->name, sizeof p->name, "cudasim H100 (simulated on CPU)");
-    p->totalGlobalMem = cudasim::kGlobalMemBytes;
+    p->totalGlobalMem = cudasim::global_mem_bytes();
     p->sharedMemPerBlock = cudasim::kSmemDefaultMax;
-    p->sharedMemPerBlockOptin = cudasim::kSmemOptinMax;
+    p->sharedMemPerBlockOptin = cudasim::smem_optin_max();
     p->sharedMemPerMultiprocessor = 228 * 1024;
     p->regsPerBlock = 65536;
     p->warpSize = 32;
@@ -397,7 +412,7 @@ inline cudaError_t cudaMalloc(void** ptr, size_t bytes) {
     cudasim::AllocTable& t = cudasim::alloc_table();
     std::lock_guard<std::mutex> guard(t.lock);
     *ptr = NULL;
-    if (bytes > cudasim::kGlobalMemBytes - t.bytes_in_use) return cudasim::set_error(cudaErrorMemoryAllocation);
+    if (bytes > cudasim::global_mem_bytes() - t.bytes_in_use) return cudasim::set_error(cudaErrorMemoryAllocation);
     void* p = NULL;
     if (posix_memalign(&p, 256, bytes ? bytes : 1) != 0) return cudasim::set_error(cudaErrorMemoryAllocation);
     memset(p, 0xFF, bytes); /* a GPU's fresh memory holds leftovers: NaN here, so a read before a write shows */
@@ -444,8 +459,8 @@ inline cudaError_t cudaFreeHost(void* ptr) {
 inline cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
     cudasim::AllocTable& t = cudasim::alloc_table();
     std::lock_guard<std::mutex> guard(t.lock);
-    *free_bytes = cudasim::kGlobalMemBytes - t.bytes_in_use;
-    *total_bytes = cudasim::kGlobalMemBytes;
+    *free_bytes = cudasim::global_mem_bytes() - t.bytes_in_use;
+    *total_bytes = cudasim::global_mem_bytes();
     return cudaSuccess;
 }
 /* A copy on `stream`: the source read at the call when it is pageable host memory (staged), else when the
