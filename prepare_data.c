@@ -65,7 +65,7 @@ typedef struct {
 /* prints the help (to stderr, then `error` as the last line, if error is non-NULL) and exits */
 static void usage(const Flag* flags, int n, const char* error, const char* arg) {
     FILE* out = error ? stderr : stdout;
-    fprintf(out, "usage: prepare_data --input PATH... --output-dir DIR [flags]\n");
+    fprintf(out, "usage: prepare_data --input PATH [--input PATH ...] --output-dir DIR [flags]\n");
     for (int i = 0; i < n; i++) fprintf(out, "  --%-15s %s\n", flags[i].name, flags[i].help);
     if (error) fprintf(out, "error: %s%s\n", error, arg);
     exit(error ? 2 : 0);
@@ -206,6 +206,8 @@ static void gather_inputs(FileList* l, const Options* o) {
                 fatalf("%s: directory has no text files (%d binary files skipped)", o->inputs[i], binaries);
         } else {
             if (access(o->inputs[i], R_OK) != 0) fatalf("%s: cannot read input: %s", o->inputs[i], strerror(errno));
+            if (S_ISREG(st.st_mode) && looks_binary(o->inputs[i]))
+                fatalf("%s: not text (a NUL byte in its first 8 KiB; a compressed file? decompress it first)", o->inputs[i]);
             file_list_add(l, o->inputs[i], st.st_size);
         }
     }

@@ -579,7 +579,6 @@ int main(int argc, char** argv) {
         StepRecord record = {completed, loss, lr, norm, (float)ms, (float)tok_s, (long long)completed * total_batch, elapsed,
                              gflops / peak_gflops};
         logger_step_record(&logger, &record);
-        if ((exit_status = train_log_failed(&logger, save_error_continue, saved_step)) != 0) break;
         if ((exit_status = train_health_stop(&health, &health_config, completed, saved_step)) != 0) break;
 
         if (train_checkpoint_due(&args, completed, max_steps)) {
@@ -587,6 +586,7 @@ int main(int argc, char** argv) {
             if (save_checkpoint(&model, args.output_dir, &st, args.keep_last, args.keep_every) == 0) saved_step = completed;
             else if ((exit_status = train_save_failed(save_error_continue, completed == max_steps, "it", saved_step)) != 0) break;
         }
+        if ((exit_status = train_log_failed(&logger, save_error_continue, saved_step)) != 0) break;
     }
     train_profile_finish(&profiling, &profiler);
     if (exit_status == 0) exit_status = train_log_failed(&logger, save_error_continue, saved_step); /* a val record's, before an early stop */

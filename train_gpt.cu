@@ -279,9 +279,9 @@ static void gpt_create(GPT* m, const GPTConfig* c, int B, int T, int recompute, 
     cudaCheck(cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
     size_t smem = flash_attention_smem_bytes(c->channels, c->num_heads, sizeof(floatX) == sizeof(float));
     if (smem > (size_t)smem_optin)
-        fatalf("model config: head size %d needs %zu bytes of shared memory a block in flash attention, more than this GPU's %d "
-               "(an H100/H200 takes every head size up to 256, an A100 up to 128, sm_86/89 GPUs up to 64)",
-               c->channels / c->num_heads, smem, smem_optin);
+        fatalf("model config: head size %d needs %zu bytes of shared memory a block in flash attention, more than this GPU's %d%s",
+               c->channels / c->num_heads, smem, smem_optin,
+               sizeof(floatX) == 2 ? " (an H100/H200 takes every head size up to 256, an A100 up to 128, sm_86/89 GPUs up to 64)" : "");
     if (B > 65535) fatalf("batch size %d: flash attention takes at most 65535 sequences a micro-batch", B);
     if (T > c->max_seq_len) fatalf("sequence length %d exceeds the model's maximum %d", T, c->max_seq_len);
     master_weights = gpt_uses_master(master_weights);
@@ -911,7 +911,8 @@ int main(int argc, char** argv) {
 
     /* ZeRO-1: this rank's optimizer state covers its shard only */
     Shard opt_shard = zero_shard(gpt_num_params(&config), args.zero == 1 ? world : 1, args.zero == 1 ? rank : 0);
-    size_t comm_bytes = dist_memory_bytes(world, strcmp(args.grad_comm, "fp32") == 0, strcmp(args.dist_init, "auto") != 0, gpt_num_params(&config));
+    size_t comm_bytes = dist_memory_bytes(world, strcmp(args.grad_comm, "fp32") == 0, strcmp(args.dist_init, "auto") != 0,
+                                          args.zero == 1 && gpt_uses_master(args.master_weights), gpt_num_params(&config));
     gpt_check_memory(&config, B, T, args.recompute, gpt_uses_master(args.master_weights), opt_shard.size, comm_bytes); /* fail fast */
 
     /* the global batch: micro-batch x sequence length x ranks x micro-steps = --total-batch tokens */
@@ -1079,8 +1080,10 @@ int main(int argc, char** argv) {
                 break;
             }
         }
-        if (args.sample_every > 0 && rank == 0 && step > 0 && step % args.sample_every == 0)
-            sample_generate(&samples, next_logits_gpu, &model, args.sample_tokens, T, args.temperature, args.top_k, &rng);
+        if (args.sample_every > 0 && step > 0 && step % args.sample_every == 0) { /* rank 0 samples; a stop signal cuts it short */
+            if (rank == 0) sample_generate(&samples, next_logits_gpu, &model, args.sample_tokens, T, args.temperature, args.top_k, &rng);
+            stop = dist_any(&model, preempt_requested()); /* then the step is dropped below, Rng included */
+        }
 
         model.prof = train_profile_on(&profiling, step) ? &profiler : NULL;
         double t0 = profile_clock();
@@ -1129,7 +1132,6 @@ int main(int argc, char** argv) {
         StepRecord record = {completed, loss, lr, norm, (float)ms, (float)tok_s, (long long)completed * total_batch, elapsed,
                              peak > 0 ? tflops * 1e12 / peak : 0.0};
         logger_step_record(&logger, &record);
-        log_stop = log_stop || train_log_failed(&logger, save_error_continue, saved_step) != 0; /* rank 0's; the ranks agree below */
         if ((exit_status = train_health_stop(&health, &health_config, completed, saved_step)) != 0) break;
 
         if (train_checkpoint_due(&args, completed, max_steps)) {
@@ -1137,6 +1139,7 @@ int main(int argc, char** argv) {
             if (save_checkpoint(&model, args.output_dir, &st, args.keep_last, args.keep_every) == 0) saved_step = completed;
             else if ((exit_status = train_save_failed(save_error_continue, completed == max_steps, "it", saved_step)) != 0) break;
         }
+        log_stop = log_stop || train_log_failed(&logger, save_error_continue, saved_step) != 0; /* rank 0's; the ranks agree below */
         process_group_heartbeat(&pg);
         stop = dist_any(&model, preempt_requested() || log_stop);
         gpt_gather_params(&model); /* after the flag's all-reduce, which would wait for it */

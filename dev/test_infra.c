@@ -143,7 +143,7 @@ static void test_schedule(void) {
     check(schedule_lr(&wsd_s, 74) == 1.0f && schedule_lr(&wsd_s, 75) == 1.0f && fabsf(schedule_lr(&wsd_s, 95) - 0.2f) < 1e-6f,
           "schedule wsd landmarks: stable until N-D=75, then 1-(s-75)/25 (s=95: %.7f, want 0.2)", schedule_lr(&wsd_s, 95));
     /* the flag's float, not the decimal the user typed: 0.7f is 0.69999999, yet 0.7 x 10 steps decay over 7 */
-    struct { float frac; int N, D; } fracs[] = {{0.7f, 10, 7}, {0.35f, 20, 7}, {0.95f, 100, 95}, {0.7f, 1000, 700}, {0.9f, 10, 9}};
+    struct { float frac; int N, D; } fracs[] = {{0.7f, 10, 7}, {0.35f, 20, 7}, {0.95f, 100, 95}, {0.7f, 1000, 700}, {0.9f, 10, 9}, {0.33f, 29203, 9637}};
     int decay_ok = 1;
     for (size_t i = 0; i < sizeof(fracs) / sizeof(fracs[0]); i++) {
         Schedule w = {SCHED_WSD, 1.0f, 0.0f, 0, fracs[i].N, fracs[i].frac};
@@ -151,7 +151,8 @@ static void test_schedule(void) {
         decay_ok &= schedule_lr(&w, first) == 1.0f && schedule_lr(&w, first + 1) < 1.0f &&
                     fabsf(schedule_lr(&w, first + 1) - (1.0f - 1.0f / fracs[i].D)) < 1e-6f;
     }
-    check(decay_ok, "schedule wsd: --wsd-frac 0.7 of 10 steps (and 0.35 x 20, 0.95 x 100, 0.7 x 1000, 0.9 x 10) decays over 7 (7, 95, 700, 9) steps, the float flag notwithstanding");
+    check(decay_ok, "schedule wsd: --wsd-frac 0.7 of 10 steps (and 0.35 x 20, 0.95 x 100, 0.7 x 1000, 0.9 x 10, 0.33 x 29203) decays over 7 (7, 95, 700, "
+          "9, 9637: train_gpt.py's too) steps, the float flag notwithstanding");
     ScheduleKind k;
     int ok = 1;
     for (int i = 0; i < 4; i++) ok &= schedule_parse(schedule_name((ScheduleKind)i), &k) && (int)k == i;
@@ -899,6 +900,18 @@ static void test_checkpoint_dir(void) {
     check(latest == 12 && after == 13 && got > 0 && strcmp(text, "step 13\nworld 2\n") == 0,
           "checkpoint_latest: %d among markers 5, 12 (ignoring malformed names, .tmp and unmarked step 20); "
           "after checkpoint_mark_done(13): %d", latest, after);
+    /* the best model's directory keeps one checkpoint, even an older one than others there (a resumed run's best) */
+    FILE* sink = fopen_check("/dev/null", "w");
+    int deleted = checkpoint_keep_only(dir, 12, sink);
+    fclose_check(sink, "/dev/null");
+    int* steps;
+    int n = checkpoint_list(dir, &steps);
+    char unmarked[4200];
+    snprintf(unmarked, sizeof(unmarked), "%s/model_00000020.bin", dir);
+    check(deleted == 2 && n == 1 && steps[0] == 12 && access(unmarked, F_OK) != 0,
+          "checkpoint_keep_only(12) among 5, 12, 13: deleted %d, left %d (step %d), unmarked step 20's files gone", deleted, n,
+          n > 0 ? steps[0] : -1);
+    free(steps);
 }
 
 /* ----------------------------------------------------------------------------

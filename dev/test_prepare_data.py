@@ -14,6 +14,7 @@
 Ends with "N passed, M failed".
 """
 import glob
+import gzip
 import json
 import math
 import os
@@ -152,6 +153,10 @@ def main():
         os.mkdir(bindir)
         open(os.path.join(bindir, "x.dat"), "wb").write(b"\x00\x01\x02")
         expect_failure("directory without text files", prepare("--input", bindir, "--output-dir", tmp), "bin_only: directory has no text")
+        gz = os.path.join(tmp, "more.jsonl.gz")
+        with gzip.open(gz, "wb") as f:
+            f.write(b'{"text": "a compressed document"}\n')
+        expect_failure("a compressed file named as input", prepare("--input", gz, "--output-dir", tmp), "more.jsonl.gz: not text")
         broken = os.path.join(tmp, "broken.jsonl")
         good = [json.dumps({"text": "line %d " % i * 50}) for i in range(4000)]
         open(broken, "w").write("\n".join(good + ['{"text": "unterminated}'] + good[:5]) + "\n")

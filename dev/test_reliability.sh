@@ -226,6 +226,18 @@ else
     bad "best newer than the last checkpoint: exits $rc1, $rc2: $(grep -hE '^(resume|early stop|error)' "$tmp/early2.log" | head -4) / ref: $stop_ref"
 fi
 
+# a run killed before its first regular checkpoint left only best/: -y 1 starts the run (it does not refuse)
+mkdir -p "$tmp/best_only/best"
+cp "$tmp/early_ref/best"/* "$tmp/best_only/best/"
+"${early[@]}" -o "$tmp/best_only" -y 1 >"$tmp/best_only.log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q '^resume: no complete checkpoint in .*best_only, starting from scratch' "$tmp/best_only.log" &&
+    [ "$(ls "$tmp/best_only/best"/done_*.txt | wc -l)" -eq 1 ]; then
+    ok "-y 1 with only best/ (no regular checkpoint yet): the run starts, best/ keeps one checkpoint"
+else
+    bad "-y 1 with only best/: exit $rc: $(grep -m2 -E '^(resume|error)' "$tmp/best_only.log")"
+fi
+
 # ---------------------------------------------------------------- a stop signal during a long in-run sample
 "${base[@]}" -x 5 -s 1 -g 16000000 -o "$tmp/sampling" -n 1 >"$tmp/sampling.log" 2>&1 &
 pid=$!
@@ -237,8 +249,9 @@ for _ in $(seq 1 300); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
 if kill -0 $pid 2>/dev/null; then kill -KILL $pid; fi
 wait $pid
 rc=$?
-if [ $rc -eq 75 ] && grep -q 'cut short by a stop signal' "$tmp/sampling.log" && [ -e "$tmp/sampling/done_00000001.txt" ]; then
-    ok "SIGTERM during a 16M-token sample: the sample is cut short, checkpoint of step 1, exit 75 after $((SECONDS - start)) s"
+if [ $rc -eq 75 ] && grep -q 'cut short by a stop signal' "$tmp/sampling.log" && [ -e "$tmp/sampling/done_00000001.txt" ] &&
+    grep -q 'received: stopping after 1 completed steps' "$tmp/sampling.log"; then
+    ok "SIGTERM during a 16M-token sample (before step 2): cut short, step 2 dropped, checkpoint of step 1, exit 75 after $((SECONDS - start)) s"
 else
     bad "SIGTERM during a long sample: exit $rc after $((SECONDS - start)) s: $(grep -E 'SIGTERM|cut short|error' "$tmp/sampling.log" | head -3)"
 fi

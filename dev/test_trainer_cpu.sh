@@ -89,6 +89,11 @@ if grep -q '^resume: step 4 from' "$tmp/fp.log" && grep -q 'state_00000004_00000
     grep -q '^resume: warning: the settings above differ' "$tmp/fp.log" && [ "$(grep -c ' was .*, now ' "$tmp/fp.log")" -eq 1 ]; then
     ok "resume on other shards with the same counts: warned ($(grep -m1 'data_crc was' "$tmp/fp.log" | sed 's/.*: //'))"
 else bad "resume on swapped shards: $(grep -E 'resume|was' "$tmp/fp.log" | head -4)"; fi
+rm -f "$tmp/fp/done_00000006.txt"
+./train_gpt_cpu ${small/--seed 7/--seed 8} -i "$tmp/data/train_*.bin" $quiet -x 6 -n 2 -o "$tmp/fp" -y 1 >"$tmp/seed.log" 2>&1
+if grep -q 'state_00000004_00000.bin: seed was 7, now 8$' "$tmp/seed.log" && [ "$(grep -c ' was .*, now ' "$tmp/seed.log")" -eq 1 ]; then
+    ok "resume with another --seed: warned (the checkpoint's random streams go on)"
+else bad "resume with another --seed: $(grep -E 'resume|was' "$tmp/seed.log" | head -4)"; fi
 
 # ---------------------------------------------------------------- learning
 ./train_gpt_cpu $small $data $quiet -x 60 -l 3e-3 -u 5 >"$tmp/learn.log" 2>&1

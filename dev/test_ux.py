@@ -384,6 +384,12 @@ def run_tests(tmp):
     lines = r.stderr.strip().splitlines()
     check(r.returncode == 1 and len(lines) == 1 and "trainer flag -l is set by the sweep" in lines[0],
           f"sweep.py with -l among the trainer flags: exit {r.returncode}: {r.stderr.strip()[-200:]}")
+    # a rerun into the same --out with checkpoints (-n): the earlier trials' are removed, every trial trains again
+    ck_dir = os.path.join(tmp, "sweep_ck")
+    for attempt in (1, 2):
+        r = run([PY, "scripts/sweep.py", "--lrs", "1e-3,3e-3", "--out", ck_dir, "--"] + model + ["-x", "4", "-v", "2", "-n", "2"])
+    check(r.returncode == 0 and r.stdout.count("removing the earlier sweep's trial") == 2 and r.stdout.count(": ok, score") == 2,
+          f"a sweep rerun into an --out whose trials have checkpoints: exit {r.returncode}: {(r.stdout + r.stderr).strip()[-300:]}")
     # a rerun into the same --out whose trials fail: no stale result of the first sweep; close rates apart, repeats once
     r = run([PY, "scripts/sweep.py", "--lrs", "1e-3,1.0001e-3,1e-3", "--out", sweep_dir, "--"] + model + ["--bogus-flag", "1"])
     try:
@@ -400,6 +406,18 @@ def run_tests(tmp):
     lines = r.stderr.strip().splitlines()
     check(r.returncode == 1 and len(lines) == 1 and "cannot create the directory" in lines[0],
           f"sweep.py --out a file: exit {r.returncode}: {r.stderr.strip()[-200:]}")
+    # a Python without matplotlib (a stub package that fails to import): one line before any trial runs
+    stub = os.path.join(tmp, "no_matplotlib", "matplotlib")
+    os.makedirs(stub)
+    with open(os.path.join(stub, "__init__.py"), "w") as f:
+        f.write("raise ImportError('no matplotlib here')\n")
+    env = dict(ENV, PYTHONPATH=os.path.dirname(stub))
+    none_dir = os.path.join(tmp, "sweep_none")
+    r = subprocess.run([PY, "scripts/sweep.py", "--lrs", "1e-3", "--out", none_dir, "--"] + model, capture_output=True, text=True,
+                       cwd=ROOT, env=env)
+    lines = r.stderr.strip().splitlines()
+    check(r.returncode == 1 and len(lines) == 1 and "matplotlib is not installed" in lines[0] and "trial" not in r.stdout,
+          f"sweep.py without matplotlib: exit {r.returncode} before any trial: {r.stderr.strip()[-200:]}")
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 

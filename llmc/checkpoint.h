@@ -369,6 +369,7 @@ typedef struct {
     uint64_t data_tokens;
     int data_shards;
     uint32_t data_crc; /* the training loader's fingerprint (llmc/dataloader.h): which shards, in which order */
+    int seed;          /* --seed of the run (init, data order, sampling); −1: not recorded (an older file) */
 } TrainState;
 
 /* header words of the health state: count, bad in a row, skipped, then the loss and norm windows */
@@ -423,6 +424,7 @@ static inline void state_header_fill_(int32_t* h, const TrainState* st) {
     header_set_u64(h, GPTS_DATA_WORD + 5, st->data_tokens);
     h[GPTS_DATA_WORD + 7] = st->data_shards;
     h[GPTS_DATA_WORD + 8] = (int32_t)st->data_crc;
+    h[GPTS_DATA_WORD + 9] = st->seed + 1; /* 0 in older files */
 }
 
 /* Writes m, v (and master if st->has_master; it must then be non-NULL), shard_count floats each. */
@@ -517,6 +519,7 @@ static inline void state_file_read(const char* path, TrainState* st, float** m, 
     st->data_tokens = header_get_u64(h, GPTS_DATA_WORD + 5);
     st->data_shards = h[GPTS_DATA_WORD + 7];
     st->data_crc = (uint32_t)h[GPTS_DATA_WORD + 8];
+    st->seed = h[GPTS_DATA_WORD + 9] - 1;
     if (st->seq_len < 1 || st->step_tokens < (uint64_t)st->seq_len || (st->shuffle != 0 && st->shuffle != 1) ||
         (st->mock != 0 && st->mock != 1) || st->data_shards < 0)
         fatalf("%s: training state data fields (seq_len %d, tokens per step %llu, shuffle %d, mock %d, %d shards) are inconsistent",
@@ -591,7 +594,8 @@ static inline int state_compare(const char* path, const TrainState* saved, const
     STATE_CMP_INT_(mock)
     STATE_CMP_INT_(data_tokens)
     STATE_CMP_INT_(data_shards)
-    STATE_CMP_INT_(data_crc)
+    if (saved->data_crc != 0) STATE_CMP_INT_(data_crc) /* 0: mock data, or a checkpoint older than the field */
+    if (saved->seed >= 0) STATE_CMP_INT_(seed)
 #undef STATE_CMP_INT_
 #undef STATE_CMP_F32_
     return diffs;
@@ -738,22 +742,24 @@ static inline int checkpoint_file_step_(const char* name, int* is_tmp) {
 }
 
 /* Retention, run by the writer of the markers after checkpoint `newest` is complete: keeps the
- * newest keep_last checkpoints (0: all) and every one whose step is a multiple of keep_every (0:
- * none extra); deletes the others (marker first, so none is ever seen half-deleted), any ".tmp"
- * file (an interrupted write) and checkpoint files of steps older than `newest` without a marker.
- * Prints one line per deleted checkpoint to report; a failed deletion is reported, not fatal.
- * Returns the number of checkpoints deleted. */
-static inline int checkpoint_retain(const char* dir, int newest, int keep_last, int keep_every, FILE* report) {
+ * newest keep_last checkpoints (0: all), every one whose step is a multiple of keep_every (0: none
+ * extra) and every one newer than `newest` — or, with `only`, `newest` alone; deletes the others
+ * (marker first, so none is ever seen half-deleted), any ".tmp" file (an interrupted write) and the
+ * files without a marker of the steps not kept. Prints one line per deleted checkpoint to report; a
+ * failed deletion is reported, not fatal. Returns the number of checkpoints deleted. */
+static inline int checkpoint_prune_(const char* dir, int newest, int keep_last, int keep_every, int only, FILE* report) {
     int* steps;
     int n = checkpoint_list(dir, &steps), deleted = 0;
     for (int i = 0; i < n; i++) {
-        int keep = (keep_last == 0 || i < keep_last) || (keep_every > 0 && steps[i] % keep_every == 0) || steps[i] > newest;
+        int keep = only ? steps[i] == newest
+                        : (keep_last == 0 || i < keep_last) || (keep_every > 0 && steps[i] % keep_every == 0) || steps[i] > newest;
         if (keep) continue;
         char model[4200], state[4200], done[4200];
         checkpoint_paths(model, state, done, sizeof(model), dir, steps[i], 0);
         if (unlink(done) != 0) fprintf(report, "checkpoint: cannot delete %s: %s\n", done, strerror(errno));
         else {
-            fprintf(report, "checkpoint: deleted step %d (keeping the last %d and every %d-th)\n", steps[i], keep_last, keep_every);
+            if (only) fprintf(report, "checkpoint: deleted step %d of %s (keeping step %d alone)\n", steps[i], dir, newest);
+            else fprintf(report, "checkpoint: deleted step %d (keeping the last %d and every %d-th)\n", steps[i], keep_last, keep_every);
             deleted++;
         }
     }
@@ -762,7 +768,7 @@ static inline int checkpoint_retain(const char* dir, int newest, int keep_last, 
     struct dirent* e;
     while ((e = readdir(d)) != NULL) {
         int is_tmp, step = checkpoint_file_step_(e->d_name, &is_tmp);
-        if (step < 0 || (!is_tmp && step >= newest)) continue;
+        if (step < 0 || (!is_tmp && (step == newest || (!only && step > newest)))) continue;
         char model[4200], state[4200], done[4200], path[4400];
         checkpoint_paths(model, state, done, sizeof(model), dir, step, 0);
         if (!is_tmp && access(done, F_OK) == 0) continue; /* a kept checkpoint */
@@ -773,6 +779,14 @@ static inline int checkpoint_retain(const char* dir, int newest, int keep_last, 
     free(steps);
     return deleted;
 }
+
+static inline int checkpoint_retain(const char* dir, int newest, int keep_last, int keep_every, FILE* report) {
+    return checkpoint_prune_(dir, newest, keep_last, keep_every, 0, report);
+}
+
+/* Deletes every checkpoint of dir but `step` (and their debris), whatever their steps: the best
+ * model's directory keeps one. */
+static inline int checkpoint_keep_only(const char* dir, int step, FILE* report) { return checkpoint_prune_(dir, step, 1, 0, 1, report); }
 
 /* Newest step S with a marker done_S.txt (exactly 8 digits) in dir; −1 if none or no such dir. */
 static inline int checkpoint_latest(const char* dir) {

@@ -37,14 +37,17 @@ static inline void cublas_check_(cublasStatus_t status, const char* call, const 
 #define BLAS_WORKSPACE_BYTES ((size_t)32 << 20) /* cuBLASLt's workspace: 32 MiB, as Hopper kernels want */
 
 /* A matmul problem as cuBLASLt's heuristic sees it (llmc/matmul.cuh): shape, transposes, epilogue and the
- * alignment in bytes (a power of two, at most 256) of A, B and D (= C); and the algorithm it chose. */
+ * alignment in bytes (a power of two, at most 256) of A, B, D (= C) and the epilogue's bias and aux
+ * pointers (the heuristic reads their values for the alignment it may assume); and the algorithm it
+ * chose, or that it had none (supported 0: a fused epilogue then runs unfused). */
 typedef struct {
     int m, n, k, transa, transb, epilogue;
-    uint32_t align_a, align_b, align_d;
+    uint32_t align_a, align_b, align_d, align_bias, align_aux;
 } BlasProblem;
 typedef struct {
     BlasProblem problem;
     cublasLtMatmulAlgo_t algo;
+    int supported;
 } BlasPlan;
 #define BLAS_PLANS 64 /* problems remembered; a full table replaces its oldest entry */
 

@@ -27,7 +27,10 @@
  *         reads those fp32 sums. The fake NCCL reduces bf16 in fp32 and rounds once; real NCCL rounds
  *         bf16 partial sums along its ring, which is what fp32 avoids.
  * Gradient norm: each rank takes Σ g² over its shard's range (ZeRO 0 too), then an fp32 ncclAllReduce;
- *   so ZeRO 0 and 1 compute the same norm bit for bit.
+ *   so, given the same reduced gradients, ZeRO 0 and 1 compute the same norm bit for bit. (Under the fake
+ *   NCCL the gradients are too: it sums every collective in rank order. Real NCCL's all-reduce (ZeRO 0) and
+ *   reduce (ZeRO 1) may sum in other orders, so with 3 or more ranks their losses can differ in the last
+ *   bits; a run repeats its own bits either way.)
  * ZeRO-1 parameters: after the update each rank holds new floatX values for its shard only;
  *   dist_gather_params broadcasts each piece from its owner, bucket by bucket in the order the forward
  *   pass uses them (embeddings first), each bucket closing with an event; dist_wait_params(b) makes the
@@ -99,12 +102,12 @@ __global__ void widen_kernel(float* out, const floatX* in, size_t n) {
 }
 
 /* Device bytes the communication layer allocates beside the model, for the memory check (the conditions of
- * dist_create): grads32 (fp32 gradients when staged) and, with several ranks, the checkpoint's gather
- * buffer (one shard). */
-static inline size_t dist_memory_bytes(int world, int comm_fp32, int force, size_t num_params) {
+ * dist_create): grads32 (fp32 gradients when staged) and, when the masters are sharded (gather_masters:
+ * ZeRO-1 with master weights) over several ranks, the checkpoint's gather buffer (one shard). */
+static inline size_t dist_memory_bytes(int world, int comm_fp32, int force, int gather_masters, size_t num_params) {
     int communicate = world > 1 || force;
     size_t bytes = communicate && comm_fp32 && sizeof(floatX) == 2 ? num_params * sizeof(float) : 0;
-    if (world > 1) bytes += zero_shard(num_params, world, 0).size * sizeof(float);
+    if (world > 1 && gather_masters) bytes += zero_shard(num_params, world, 0).size * sizeof(float);
     return bytes;
 }
 
@@ -144,7 +147,16 @@ static inline void dist_create(Distributed* d, const ProcessGroup* pg, int zero,
     ncclUniqueId id;
     if (pg->rank == 0) ncclCheck(ncclGetUniqueId(&id));
     process_group_share_id(pg, (unsigned char*)id.internal);
-    ncclCheck(ncclCommInitRank(&d->comm, pg->world, id, pg->rank));
+    ncclResult_t init = ncclCommInitRank(&d->comm, pg->world, id, pg->rank);
+    if (init == ncclInvalidUsage) { /* what NCCL says when two ranks share a GPU */
+        int device = -1, count = 0;
+        cudaCheck(cudaGetDevice(&device));
+        cudaCheck(cudaGetDeviceCount(&count));
+        fatalf("rank %d: ncclCommInitRank: invalid usage, most often two ranks on one GPU (this rank uses GPU %d of the %d it "
+               "sees, local rank %d): start one process per GPU (NCCL_DEBUG=WARN says more)",
+               pg->rank, device, count, pg->local_rank);
+    }
+    ncclCheck(init);
 #else
     fatalf("%d ranks: this binary was built without NCCL (make train_gpt finds NCCL by a test link: in NCCL_HOME, the CUDA toolkit or a pip wheel; install it, or run on one GPU)",
            pg->world);

@@ -79,7 +79,8 @@ static inline int early_stop_evals(int a, int b, int val_every, int max_steps) {
  * best_dir/best.txt and counts the evaluations since S. S may lie ahead of start_step (the best was
  * written after the last regular checkpoint: a kill or a failed save in between): the resumed run
  * then repeats the evaluations up to S, none of which improves on L (the one at S equals it), so the
- * count starts that many below zero and reaches 0 at S, as in the uninterrupted run. Returns 1 if
+ * count starts that many below zero and reaches 0 at S, as in the uninterrupted run (a run whose
+ * --max-steps now ends before S does not stop early). Returns 1 if
  * restored; 0 if there is no best.txt, or if best_dir holds no complete checkpoint of S (a write cut
  * short), with the reason printed to report. */
 static inline int early_stop_resume(EarlyStop* e, const char* best_dir, int start_step, int max_steps, int val_every, FILE* report) {
@@ -94,8 +95,8 @@ static inline int early_stop_resume(EarlyStop* e, const char* best_dir, int star
     float loss;
     int fields = fscanf(f, "step %d\nval_loss %f\n", &step, &loss);
     fclose_check(f, path);
-    if (fields != 2 || step < 0 || step > max_steps || !isfinite(loss))
-        fatalf("%s: malformed: expected \"step S\\nval_loss L\\n\" with 0 <= S <= %d and L finite", path, max_steps);
+    if (fields != 2 || step < 0 || !isfinite(loss))
+        fatalf("%s: malformed: expected \"step S\\nval_loss L\\n\" with S >= 0 and L finite", path);
     char model[4200], state[4200], done[4200];
     checkpoint_paths(model, state, done, sizeof(model), best_dir, step, 0);
     if (access(done, F_OK) != 0) {

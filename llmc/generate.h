@@ -34,7 +34,11 @@ static inline void sample_setup(SampleSetup* s, int enabled, const char* tokeniz
                                 int max_context) {
     memset(s, 0, sizeof(*s));
     s->vocab_size = vocab_size;
-    if (enabled && access(tokenizer_path, R_OK) == 0) {
+    if (enabled && access(tokenizer_path, R_OK) != 0) {
+        if (prompt[0]) fatalf("--prompt needs the tokenizer, but %s cannot be read: %s", tokenizer_path, strerror(errno));
+        printf("samples: cannot read the tokenizer %s (%s; a relative path counts from the current directory): printing "
+               "token ids\n", tokenizer_path, strerror(errno));
+    } else if (enabled) {
         tokenizer_load(&s->tokenizer, tokenizer_path);
         s->have_tokenizer = 1;
         if (s->tokenizer.vocab_size != vocab_size) {

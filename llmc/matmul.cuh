@@ -15,7 +15,8 @@
  * aligned to less (CUBLAS_STATUS_NOT_SUPPORTED).
  * GELU: the forward fuses gelu into the epilogue (GELU_AUX_BIAS: out = gelu(v), pre = v), the backward
  * fuses the GELU derivative (DGELU: dinp = (dout·weight)·gelu'(pre)). cuBLASLt needs the aux leading
- * dimension to be a multiple of 8; when it is not, the separate kernels of llmc/gelu.cuh run instead.
+ * dimension to be a multiple of 8; when it is not, or when its heuristic has no algorithm for the fused
+ * epilogue (some type, shape or alignment), the separate kernels of llmc/gelu.cuh run instead.
  */
 #ifndef LLMC_MATMUL_CUH
 #define LLMC_MATMUL_CUH
@@ -31,12 +32,13 @@ static inline uint32_t blas_alignment(const void* p) {
     return align;
 }
 
-/* The algorithm for problem p: the context's, or the heuristic's (then remembered). */
+/* The algorithm for problem p: the context's, or the heuristic's (then remembered); NULL when cuBLASLt has
+ * none for it and may_fail (a fused GELU epilogue, which the caller then runs unfused), else exit 1. */
 static inline const cublasLtMatmulAlgo_t* blas_algorithm(BlasContext* ctx, const BlasProblem* p, cublasLtMatmulDesc_t desc,
                                                          cublasLtMatrixLayout_t la, cublasLtMatrixLayout_t lb,
-                                                         cublasLtMatrixLayout_t ld) {
+                                                         cublasLtMatrixLayout_t ld, int may_fail) {
     for (int i = 0; i < ctx->num_plans; i++)
-        if (memcmp(&ctx->plans[i].problem, p, sizeof(*p)) == 0) return &ctx->plans[i].algo;
+        if (memcmp(&ctx->plans[i].problem, p, sizeof(*p)) == 0) return ctx->plans[i].supported ? &ctx->plans[i].algo : NULL;
     cublasLtMatmulPreference_t pref;
     cublasCheck(cublasLtMatmulPreferenceCreate(&pref));
     uint64_t ws = BLAS_WORKSPACE_BYTES;
@@ -46,26 +48,32 @@ static inline const cublasLtMatmulAlgo_t* blas_algorithm(BlasContext* ctx, const
     cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &p->align_d, sizeof(uint32_t)));
     cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &p->align_d, sizeof(uint32_t)));
     cublasLtMatmulHeuristicResult_t heuristic;
+    memset(&heuristic, 0, sizeof(heuristic));
     int found = 0;
-    cublasCheck(cublasLtMatmulAlgoGetHeuristic(ctx->handle, desc, la, lb, ld, ld, pref, 1, &heuristic, &found));
+    cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(ctx->handle, desc, la, lb, ld, ld, pref, 1, &heuristic, &found);
     cublasCheck(cublasLtMatmulPreferenceDestroy(pref));
-    if (found == 0) {
-        fprintf(stderr, "error: cuBLASLt has no algorithm for m=%d n=%d k=%d transa=%d transb=%d epilogue=%d (%s:%d)\n", p->m, p->n,
-                p->k, p->transa, p->transb, p->epilogue, __FILE__, __LINE__);
+    int supported = status == CUBLAS_STATUS_SUCCESS && found > 0 && heuristic.state == CUBLAS_STATUS_SUCCESS;
+    if (!supported && !(may_fail && (status == CUBLAS_STATUS_SUCCESS || status == CUBLAS_STATUS_NOT_SUPPORTED))) {
+        fprintf(stderr, "error: cuBLASLt has no algorithm for m=%d n=%d k=%d transa=%d transb=%d epilogue=%d: %s (%s:%d)\n", p->m, p->n,
+                p->k, p->transa, p->transb, p->epilogue,
+                status != CUBLAS_STATUS_SUCCESS ? cublasGetStatusName(status) : found ? cublasGetStatusName(heuristic.state) : "none returned",
+                __FILE__, __LINE__);
         exit(1);
     }
     int slot = ctx->num_plans < BLAS_PLANS ? ctx->num_plans++ : ctx->next_plan;
     if (ctx->num_plans == BLAS_PLANS) ctx->next_plan = (slot + 1) % BLAS_PLANS;
     ctx->plans[slot].problem = *p;
     ctx->plans[slot].algo = heuristic.algo;
-    return &ctx->plans[slot].algo;
+    ctx->plans[slot].supported = supported;
+    return supported ? &ctx->plans[slot].algo : NULL;
 }
 
 /* D (m x n, col-major, ld m) = epilogue(op(A)·op(B) + beta·D): A is m x k (transa: stored k x m), B is
  * k x n (transb: stored n x k), both with the leading dimensions of their stored shapes. bias (m) and
- * aux (m x n, ld m) as the epilogue needs them, else NULL. */
-static inline void matmul_cublaslt(BlasContext* ctx, floatX* d, const floatX* a, const floatX* b, const floatX* bias, floatX* aux,
-                                   int m, int n, int k, int transa, int transb, float beta, cublasLtEpilogue_t epilogue) {
+ * aux (m x n, ld m) as the epilogue needs them, else NULL. Returns 0; −1 (nothing done) when cuBLASLt has
+ * no algorithm for a GELU or DGELU epilogue here. */
+static inline int matmul_cublaslt(BlasContext* ctx, floatX* d, const floatX* a, const floatX* b, const floatX* bias, floatX* aux,
+                                  int m, int n, int k, int transa, int transb, float beta, cublasLtEpilogue_t epilogue) {
     cublasLtMatmulDesc_t desc;
     cublasCheck(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     cublasOperation_t opa = transa ? CUBLAS_OP_T : CUBLAS_OP_N, opb = transb ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -82,15 +90,20 @@ static inline void matmul_cublaslt(BlasContext* ctx, floatX* d, const floatX* a,
     cublasCheck(cublasLtMatrixLayoutCreate(&la, CUBLAS_FLOATX, transa ? k : m, transa ? m : k, transa ? k : m));
     cublasCheck(cublasLtMatrixLayoutCreate(&lb, CUBLAS_FLOATX, transb ? n : k, transb ? k : n, transb ? n : k));
     cublasCheck(cublasLtMatrixLayoutCreate(&ld, CUBLAS_FLOATX, m, n, m));
-    BlasProblem problem = {m, n, k, transa, transb, (int)epilogue, blas_alignment(a), blas_alignment(b), blas_alignment(d)};
-    const cublasLtMatmulAlgo_t* algo = blas_algorithm(ctx, &problem, desc, la, lb, ld);
-    float alpha = 1.0f;
-    cublasCheck(cublasLtMatmul(ctx->handle, desc, &alpha, a, la, b, lb, &beta, d, ld, d, ld, algo, ctx->workspace,
-                               BLAS_WORKSPACE_BYTES, ctx->stream));
+    BlasProblem problem = {m, n, k, transa, transb, (int)epilogue, blas_alignment(a), blas_alignment(b), blas_alignment(d),
+                           blas_alignment(bias), blas_alignment(aux)};
+    int fused_gelu = epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS || epilogue == CUBLASLT_EPILOGUE_GELU_AUX || epilogue == CUBLASLT_EPILOGUE_DGELU;
+    const cublasLtMatmulAlgo_t* algo = blas_algorithm(ctx, &problem, desc, la, lb, ld, fused_gelu);
+    if (algo) {
+        float alpha = 1.0f;
+        cublasCheck(cublasLtMatmul(ctx->handle, desc, &alpha, a, la, b, lb, &beta, d, ld, d, ld, algo, ctx->workspace,
+                                   BLAS_WORKSPACE_BYTES, ctx->stream));
+    }
     cublasCheck(cublasLtMatrixLayoutDestroy(la));
     cublasCheck(cublasLtMatrixLayoutDestroy(lb));
     cublasCheck(cublasLtMatrixLayoutDestroy(ld));
     cublasCheck(cublasLtMatmulDescDestroy(desc));
+    return algo ? 0 : -1;
 }
 
 /* the GELU epilogues need the aux leading dimension (the output width) to be a multiple of 8 */
@@ -100,11 +113,10 @@ static inline int matmul_gelu_fusable(int width) { return width % 8 == 0; }
  * out = gelu(pre) (pre must not alias out). */
 static inline void matmul_forward(BlasContext* ctx, floatX* out, floatX* pre, const floatX* inp, const floatX* weight,
                                   const floatX* bias, int BT, int C, int OC) {
-    if (pre && matmul_gelu_fusable(OC)) {
+    if (pre && matmul_gelu_fusable(OC) &&
         matmul_cublaslt(ctx, out, weight, inp, bias, pre, OC, BT, C, 1, 0, 0.0f,
-                        bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX);
+                        bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX) == 0)
         return;
-    }
     matmul_cublaslt(ctx, pre ? pre : out, weight, inp, bias, NULL, OC, BT, C, 1, 0, 0.0f,
                     bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT);
     if (pre) gelu_forward(out, pre, (size_t)BT * OC, ctx->stream);
@@ -119,10 +131,9 @@ static inline void matmul_backward(BlasContext* ctx, floatX* dinp, floatX* dweig
     if (dbias) column_sums(dbias, NULL, scratch, dout, NULL, NULL, NULL, BT, OC, ctx->stream);
     matmul_cublaslt(ctx, dweight, inp, dout, NULL, NULL, C, OC, BT, 0, 1, 1.0f, CUBLASLT_EPILOGUE_DEFAULT);
     if (!dinp) return;
-    if (pre && matmul_gelu_fusable(C)) {
-        matmul_cublaslt(ctx, dinp, weight, dout, NULL, (floatX*)pre, C, BT, OC, 0, 0, 0.0f, CUBLASLT_EPILOGUE_DGELU);
+    if (pre && matmul_gelu_fusable(C) &&
+        matmul_cublaslt(ctx, dinp, weight, dout, NULL, (floatX*)pre, C, BT, OC, 0, 0, 0.0f, CUBLASLT_EPILOGUE_DGELU) == 0)
         return;
-    }
     matmul_cublaslt(ctx, dinp, weight, dout, NULL, NULL, C, BT, OC, 0, 0, 0.0f, CUBLASLT_EPILOGUE_DEFAULT);
     if (pre) gelu_backward(dinp, pre, dinp, (size_t)BT * C, ctx->stream);
 }

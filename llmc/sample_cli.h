@@ -8,7 +8,8 @@
  * A model is a KvModel: `feed` runs the forward pass for one token at the next position of its cache and
  * returns the next-token logits (host, at least vocab_size floats); `reset` empties the cache.
  *
- * Sampling procedure (the same as the trainers' samples, so every tool gives the same tokens):
+ * Sampling procedure (the same as a training run's first sample; its later samples draw on from the same
+ * stream):
  *   1. rng = rng_seed(seed XOR RNG_RUN_SALT) (llmc/rng.h, xoshiro256**), as train_gpt_cpu seeds
  *      its sampling stream.
  *   2. The context is <|endoftext|> (the eot of the tokenizer, when it is readable and its vocabulary

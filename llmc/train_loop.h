@@ -124,7 +124,7 @@ static inline int train_record_best(const EarlyStop* early, const char* best_dir
         fprintf(stderr, "error: best checkpoint of step %d not recorded: %s\n", step, err);
         return -1;
     }
-    checkpoint_retain(best_dir, step, 1, 0, stdout);
+    checkpoint_keep_only(best_dir, step, stdout);
     return 0;
 }
 

@@ -195,6 +195,7 @@ static inline TrainState train_run_state(const TrainArgs* args, size_t num_param
     run.data_tokens = train->num_tokens;
     run.data_shards = train->num_shards;
     run.data_crc = train->fingerprint;
+    run.seed = args->seed;
     return run;
 }
 
@@ -248,9 +249,9 @@ static inline const char* train_check_shared_dir(const char* dir, const char* to
 
 /* Where the run starts: with --resume 1, the step of the newest complete checkpoint of --output-dir
  * that verifies (reporting the ones passed over on stdout); −1 to start from scratch. fatalf for
- * --resume 1 without --output-dir, for checkpoints of which none verifies, and for a start from
- * scratch in a directory that holds an earlier run's checkpoints (DIR's or DIR/best's, --early-stop):
- * the new run's would mix with them (retention keeps the newer ones, -y 1 would resume the old run). */
+ * --resume 1 without --output-dir, for checkpoints of which none verifies, and for a new run (no -y)
+ * in a directory that holds an earlier run's checkpoints (DIR's or DIR/best's, --early-stop): the new
+ * run's would mix with them (retention keeps the newer ones, -y 1 would resume the old run). */
 static inline int train_resume_find(const TrainArgs* args) {
     if (!args->output_dir[0]) {
         if (args->resume) fatalf("--resume 1 needs --output-dir, where the checkpoints are");
@@ -262,6 +263,7 @@ static inline int train_resume_find(const TrainArgs* args) {
         fatalf("%s: none of its %d checkpoints is valid (why: the 'resume: skipping' lines on stdout); not starting from scratch "
                "over them: move them away to do that",
                args->output_dir, markers);
+    if (args->resume) return -1; /* -y 1 with no checkpoint yet (a run killed before its first): this run starts it */
     char best[4200], best_txt[4300];
     snprintf(best, sizeof(best), "%s/best", args->output_dir);
     snprintf(best_txt, sizeof(best_txt), "%s/best.txt", best);
@@ -309,7 +311,8 @@ static inline TrainState train_resume_read_state(const char* dir, int step, cons
     expected.shard_count = st.shard_count;
     if (state_compare(state_path, &st, &expected, stdout) > 0)
         printf("resume: warning: the settings above differ from the checkpoint's run; continuing with this run's (a changed "
-               "sequence length, tokens per step, shuffle or training data also changes what the saved data position means)\n");
+               "sequence length, tokens per step, shuffle or training data also changes what the saved data position means; "
+               "a changed seed changes nothing: the checkpoint's random streams go on)\n");
     return st;
 }
 

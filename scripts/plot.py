@@ -179,6 +179,15 @@ def plot(runs, out_path, log_scale=False, smooth=0):
     plt.close(fig)
 
 
+def require_matplotlib():
+    """MetricsError saying what to install when this Python lacks matplotlib (checked before any work)."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise MetricsError(f"matplotlib is not installed for {sys.executable}: pip install matplotlib, or run "
+                           "/usr/bin/python3 with Debian's python3-matplotlib") from None
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("metrics", nargs="+", help="metrics.jsonl files, or directories holding one")
@@ -196,11 +205,7 @@ def main(argv=None):
             raise MetricsError(f"--smooth must be non-negative, got {args.smooth}")
         if os.path.splitext(args.output)[1].lower() not in (".png", ".pdf", ".svg"):
             raise MetricsError(f"-o {args.output}: expected a file name ending in .png, .pdf or .svg")
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            raise MetricsError(f"matplotlib is not installed for {sys.executable}: pip install matplotlib, or run "
-                               "/usr/bin/python3 with Debian's python3-matplotlib") from None
+        require_matplotlib()
         runs = [(name, read_metrics(path)) for name, path in zip(names, paths)]
     except MetricsError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -11,7 +11,8 @@ Optuna), a table of each trial's final losses, the best learning rate, and a plo
 Everything after `--` goes to the trainer (--trainer, default ./train_gpt_cpu), which each trial runs with
 `-l LR -o OUT/lr_LR` added (so those two flags may not be among them; LR as Python writes the float, so
 distinct learning rates get distinct directories, and a grid's repeats run once); its output goes to
-OUT/lr_LR/train.log (an earlier sweep's metrics there are removed first). A trial's score is its last
+OUT/lr_LR/train.log (an earlier sweep's trial there — metrics, log, checkpoints, best model — is removed first,
+so that a rerun trains afresh instead of the trainer refusing a directory with another run's checkpoints). A trial's score is its last
 validation loss (its last training loss when the run validates never); a trial that fails, ends in NaN
 or writes no step records scores +inf and is marked in the table. Writes
 OUT/sweep.json (every trial) and OUT/sweep.png (score against learning rate, and each trial's loss curve).
@@ -21,13 +22,16 @@ import argparse
 import json
 import math
 import os
+import re
+import shutil
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from plot import MetricsError, read_metrics  # noqa: E402
+from plot import MetricsError, read_metrics, require_matplotlib  # noqa: E402
 
 RESERVED = {"-l", "--lr", "-o", "--output-dir"}
+CHECKPOINT_FILE = r"(model_\d{8}\.bin|state_\d{8}_\d{5}\.bin|done_\d{8}\.txt)(\.tmp)?"  # doc/formats.md
 
 
 class SweepError(ValueError):
@@ -39,8 +43,17 @@ def run_trial(trainer, trainer_args, lr, out_dir):
     trial_dir = os.path.join(out_dir, f"lr_{lr!r}")
     os.makedirs(trial_dir, exist_ok=True)
     metrics = os.path.join(trial_dir, "metrics.jsonl")
-    if os.path.exists(metrics):
-        os.remove(metrics)  # an earlier sweep's: a trial that fails before writing its own must not show them
+    # an earlier sweep's trial: a trial that fails before writing its own metrics must not show them, and the
+    # trainer refuses a new run over another run's checkpoints
+    old = [n for n in os.listdir(trial_dir) if n in ("metrics.jsonl", "train.log", "best") or re.fullmatch(CHECKPOINT_FILE, n)]
+    if old:
+        print(f"trial lr {lr:.3e}: removing the earlier sweep's trial in {trial_dir} ({len(old)} entries)", flush=True)
+    for name in old:
+        path = os.path.join(trial_dir, name)
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+        else:
+            os.remove(path)
     cmd = [trainer] + trainer_args + ["-l", repr(lr), "-o", trial_dir]
     log_path = os.path.join(trial_dir, "train.log")
     with open(log_path, "w") as log:
@@ -142,6 +155,10 @@ def main(argv=None):
             raise SweepError(f"trainer flag {clash[0]} is set by the sweep for each trial; remove it")
         if not os.access(args.trainer, os.X_OK):
             raise SweepError(f"{args.trainer}: not an executable trainer (build it with make, or give --trainer)")
+        try:
+            require_matplotlib()  # sweep.png comes last: say it before the trials run, not after
+        except MetricsError as e:
+            raise SweepError(str(e)) from None
         try:
             os.makedirs(args.out, exist_ok=True)
         except OSError as e:

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # End-to-end tests of the simulated GPU trainer (./train_gpt_sim bf16, ./train_gpt_sim_fp32):
 #   - side by side with the CPU trainer: the same initial model (written by train_gpt.py) and shards give
-#     the same loss at each of 20 steps: bf16 within 2e-2 absolute, fp32 within 1e-4 relative;
+#     the same loss at each of 20 steps: bf16 within 2e-2 absolute, fp32 within 1e-4 relative (also when
+#     cuBLASLt has no GELU epilogue kernels: CUDASIM_CUBLASLT_NO_GELU, the unfused fallback);
 #   - determinism: two identical runs print identical step lines (loss, lr, norm);
 #   - exact resume: a run resumed from its step-4 checkpoint writes a step-8 checkpoint bit-identical to
-#     the uninterrupted run's, and prints the same step lines;
+#     the uninterrupted run's, and prints the same step lines; so does one resumed from a checkpoint
+#     whose update the health guard skipped;
 #   - recompute (-r 2): the same losses within 2e-2, and the memory report says what it saved;
 #   - bad input, before any kernel runs: model file vs flags, sequence too long, batch too big for memory, a head
 #     size whose flash attention needs more shared memory than the GPU has (CUDASIM_SMEM_OPTIN), B > 65535.
@@ -26,6 +28,9 @@ common="-e $tmp/init.bin -i $tmp/train_*.bin --shuffle 0 -b 4 -t 32 -l 3e-3 -u 2
 ./train_gpt_sim_fp32 $common -x 20 >"$tmp/fp32.log" 2>&1
 compare_losses "bf16 sim trainer vs train_gpt_cpu" "$tmp/bf16.log" "$tmp/cpu.log" 2e-2 abs
 compare_losses "fp32 sim trainer vs train_gpt_cpu" "$tmp/fp32.log" "$tmp/cpu.log" 1e-4 rel
+# a cuBLASLt without kernels for the GELU epilogues (its heuristic says NOT_SUPPORTED): the matmuls run unfused
+CUDASIM_CUBLASLT_NO_GELU=1 ./train_gpt_sim_fp32 $common -x 20 >"$tmp/nogelu.log" 2>&1
+compare_losses "fp32, no fused GELU epilogue in cuBLASLt (unfused fallback) vs train_gpt_cpu" "$tmp/nogelu.log" "$tmp/cpu.log" 1e-4 rel
 
 # ---------------------------------------------------------------- determinism and recompute
 ./train_gpt_sim $common -x 20 >"$tmp/bf16_again.log" 2>&1
@@ -39,6 +44,24 @@ fi
 
 # ---------------------------------------------------------------- exact resume
 check_resume ./train_gpt_sim $common -x 8 -d 256
+
+# exact resume from a checkpoint whose own update the health guard skipped: bf16 parameters carry the rounding of the
+# last update applied, and a skipped update is no AdamW step
+skip="--mock-data 1 --n-layer 2 --n-head 2 --n-embd 32 --vocab-size 200 -b 4 -t 16 -x 12 -l 3e-3 -u 2 -v 0 -s 0"
+skip="$skip --spike-zscore 0.3 --spike-window 2 --max-bad-steps 0 -n 1"
+./train_gpt_sim $skip -o "$tmp/skip_full" >"$tmp/skip_full.log" 2>&1
+k=$(grep -m1 'update skipped' "$tmp/skip_full.log" | awk '{print $2}' | cut -d/ -f1)
+if [ -n "$k" ] && [ "$k" -lt 12 ]; then
+    mkdir -p "$tmp/skip_res"
+    k8=$(printf %08d "$k")
+    cp "$tmp/skip_full/model_$k8.bin" "$tmp/skip_full/state_${k8}_00000.bin" "$tmp/skip_full/done_$k8.txt" "$tmp/skip_res/"
+    ./train_gpt_sim $skip -o "$tmp/skip_res" -y 1 >"$tmp/skip_res.log" 2>&1
+    if cmp -s "$tmp/skip_full/model_00000012.bin" "$tmp/skip_res/model_00000012.bin"; then
+        ok "resume from step $k, whose update was skipped (spike): the step-12 model is bit-identical"
+    else bad "resume from step $k, whose update was skipped: the step-12 model differs: $(tail -2 "$tmp/skip_res.log")"; fi
+else
+    bad "no update was skipped in the spike run (the test needs one): $(grep -m2 -E 'skipped|error' "$tmp/skip_full.log")"
+fi
 
 # ---------------------------------------------------------------- bad input
 expect_error "vocabulary flag differs from the model file" "init.bin.*vocab" ./train_gpt_sim $common -x 1 --vocab-size 300
