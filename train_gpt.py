@@ -408,8 +408,8 @@ def learning_rate(step, total, warmup, max_lr, final_frac, schedule, wsd_frac):
     if schedule == "constant":
         return max_lr
     if schedule == "wsd":
-        # as llmc/schedule.h: the flag as a float32, and 1e-6 more so that 0.7 (0.69999999 in float32) x 10 is 7
-        decay = math.floor(float(np.float32(wsd_frac)) * total * (1.0 + 1e-6))
+        # as llmc/schedule.h: the flag as a float32, plus the most its rounding moves frac x total (0.7 x 10 is 7)
+        decay = math.floor(float(np.float32(wsd_frac)) * total + total * 2.0 ** -24)
         if decay == 0 or step < total - decay:
             return max_lr
         return min_lr + (1.0 - (step - (total - decay)) / decay) * (max_lr - min_lr)

@@ -107,7 +107,7 @@ static double ref_lr(int kind, double lr, double frac, int W, int N, double wsd,
     if (kind == 0) return lo + (lr - lo) * (1 + cos(M_PI * r)) / 2;
     if (kind == 1) return lr - r * (lr - lo);
     if (kind == 2) return lr;
-    int D = (int)floor(wsd * N * (1 + 1e-6));
+    int D = (int)floor(wsd * N + N * 0x1p-24);
     if (D == 0 || s < N - D) return lr;
     return lo + (lr - lo) * (double)(N - s) / D;
 }
@@ -143,7 +143,8 @@ static void test_schedule(void) {
     check(schedule_lr(&wsd_s, 74) == 1.0f && schedule_lr(&wsd_s, 75) == 1.0f && fabsf(schedule_lr(&wsd_s, 95) - 0.2f) < 1e-6f,
           "schedule wsd landmarks: stable until N-D=75, then 1-(s-75)/25 (s=95: %.7f, want 0.2)", schedule_lr(&wsd_s, 95));
     /* the flag's float, not the decimal the user typed: 0.7f is 0.69999999, yet 0.7 x 10 steps decay over 7 */
-    struct { float frac; int N, D; } fracs[] = {{0.7f, 10, 7}, {0.35f, 20, 7}, {0.95f, 100, 95}, {0.7f, 1000, 700}, {0.9f, 10, 9}, {0.33f, 29203, 9637}};
+    struct { float frac; int N, D; } fracs[] = {{0.7f, 10, 7}, {0.35f, 20, 7}, {0.95f, 100, 95}, {0.7f, 1000, 700}, {0.9f, 10, 9}, {0.33f, 29203, 9636},
+                                         {0.9f, 2000000, 1800000}, {1.0f, 2000000, 2000000}};
     int decay_ok = 1;
     for (size_t i = 0; i < sizeof(fracs) / sizeof(fracs[0]); i++) {
         Schedule w = {SCHED_WSD, 1.0f, 0.0f, 0, fracs[i].N, fracs[i].frac};
@@ -151,8 +152,8 @@ static void test_schedule(void) {
         decay_ok &= schedule_lr(&w, first) == 1.0f && schedule_lr(&w, first + 1) < 1.0f &&
                     fabsf(schedule_lr(&w, first + 1) - (1.0f - 1.0f / fracs[i].D)) < 1e-6f;
     }
-    check(decay_ok, "schedule wsd: --wsd-frac 0.7 of 10 steps (and 0.35 x 20, 0.95 x 100, 0.7 x 1000, 0.9 x 10, 0.33 x 29203) decays over 7 (7, 95, 700, "
-          "9, 9637: train_gpt.py's too) steps, the float flag notwithstanding");
+    check(decay_ok, "schedule wsd: --wsd-frac 0.7 of 10 steps (and 0.35 x 20, 0.95 x 100, 0.7 x 1000, 0.9 x 10, 0.33 x 29203, 0.9 x 2M, 1 x 2M) "
+          "decays over 7 (7, 95, 700, 9, 9636: train_gpt.py's too, 1.8M, 2M) steps, the float flag notwithstanding");
     ScheduleKind k;
     int ok = 1;
     for (int i = 0; i < 4; i++) ok &= schedule_parse(schedule_name((ScheduleKind)i), &k) && (int)k == i;

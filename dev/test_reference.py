@@ -145,13 +145,15 @@ def test_schedule(ctx):
     no_warmup = abs(tg.learning_rate(0, 10, 0, 1e-3, 0.1, "cosine", 0.2) - 1e-3)
     check("learning-rate schedules vs hand-computed values", worst < 1e-15 and no_warmup < 1e-15,
           f"{len(cases) + 1} (schedule, step) points, worst |dlr| {max(worst, no_warmup):.1e}")
-    # the wsd decay length as llmc/schedule.h computes it from the float32 flag: 0.7 x 10 -> 7 steps;
-    # 0.33 x 29203 -> 9637 (float32 0.33 is 0.33000001; the double 0.33 would give 9636)
+    # the wsd decay length as llmc/schedule.h computes it from the float32 flag: 0.7 x 10 -> 7 steps (float32 0.7 is
+    # 0.69999999); 0.33 x 29203 = 9636.99 -> 9636; 0.9 x 2M -> 1.8M (the margin must not add a step)
     d7 = [tg.learning_rate(s, 10, 0, 1.0, 0.0, "wsd", 0.7) for s in (3, 4)]
     n = 29203
-    d9637 = [tg.learning_rate(s, n, 0, 1.0, 0.0, "wsd", 0.33) for s in (n - 9637, n - 9637 + 1)]
-    check("wsd decay length from the float32 --wsd-frac, as the C trainers", d7 == [1.0, 1 - 1 / 7] and d9637 == [1.0, 1 - 1 / 9637],
-          f"0.7 x 10: {d7}; 0.33 x 29203: {d9637}")
+    d9636 = [tg.learning_rate(s, n, 0, 1.0, 0.0, "wsd", 0.33) for s in (n - 9636, n - 9636 + 1)]
+    big = [tg.learning_rate(s, 2000000, 0, 1.0, 0.0, "wsd", 0.9) for s in (200000, 200001)]
+    check("wsd decay length from the float32 --wsd-frac, as the C trainers",
+          d7 == [1.0, 1 - 1 / 7] and d9636 == [1.0, 1 - 1 / 9636] and big == [1.0, 1 - 1 / 1800000],
+          f"0.7 x 10: {d7}; 0.33 x 29203: {d9636}; 0.9 x 2M: {big}")
 
 
 def test_adamw_decay_only_on_matrices(ctx):

@@ -369,7 +369,7 @@ typedef struct {
     uint64_t data_tokens;
     int data_shards;
     uint32_t data_crc; /* the training loader's fingerprint (llmc/dataloader.h): which shards, in which order */
-    int seed;          /* --seed of the run (init, data order, sampling); −1: not recorded (an older file) */
+    int seed;          /* --seed of the run (init, data order, sampling); −1: not recorded (an older file); a resume must keep it */
 } TrainState;
 
 /* header words of the health state: count, bad in a row, skipped, then the loss and norm windows */
@@ -424,7 +424,7 @@ static inline void state_header_fill_(int32_t* h, const TrainState* st) {
     header_set_u64(h, GPTS_DATA_WORD + 5, st->data_tokens);
     h[GPTS_DATA_WORD + 7] = st->data_shards;
     h[GPTS_DATA_WORD + 8] = (int32_t)st->data_crc;
-    h[GPTS_DATA_WORD + 9] = st->seed + 1; /* 0 in older files */
+    h[GPTS_DATA_WORD + 9] = (int32_t)((uint32_t)st->seed + 1u); /* 0 in older files; unsigned: --seed INT_MAX wraps, no UB */
 }
 
 /* Writes m, v (and master if st->has_master; it must then be non-NULL), shard_count floats each. */
@@ -519,7 +519,7 @@ static inline void state_file_read(const char* path, TrainState* st, float** m, 
     st->data_tokens = header_get_u64(h, GPTS_DATA_WORD + 5);
     st->data_shards = h[GPTS_DATA_WORD + 7];
     st->data_crc = (uint32_t)h[GPTS_DATA_WORD + 8];
-    st->seed = h[GPTS_DATA_WORD + 9] - 1;
+    st->seed = (int)((uint32_t)h[GPTS_DATA_WORD + 9] - 1u);
     if (st->seq_len < 1 || st->step_tokens < (uint64_t)st->seq_len || (st->shuffle != 0 && st->shuffle != 1) ||
         (st->mock != 0 && st->mock != 1) || st->data_shards < 0)
         fatalf("%s: training state data fields (seq_len %d, tokens per step %llu, shuffle %d, mock %d, %d shards) are inconsistent",
@@ -595,7 +595,6 @@ static inline int state_compare(const char* path, const TrainState* saved, const
     STATE_CMP_INT_(data_tokens)
     STATE_CMP_INT_(data_shards)
     if (saved->data_crc != 0) STATE_CMP_INT_(data_crc) /* 0: mock data, or a checkpoint older than the field */
-    if (saved->seed >= 0) STATE_CMP_INT_(seed)
 #undef STATE_CMP_INT_
 #undef STATE_CMP_F32_
     return diffs;
@@ -786,7 +785,7 @@ static inline int checkpoint_retain(const char* dir, int newest, int keep_last, 
 
 /* Deletes every checkpoint of dir but `step` (and their debris), whatever their steps: the best
  * model's directory keeps one. */
-static inline int checkpoint_keep_only(const char* dir, int step, FILE* report) { return checkpoint_prune_(dir, step, 1, 0, 1, report); }
+static inline int checkpoint_keep_only(const char* dir, int step, FILE* report) { return checkpoint_prune_(dir, step, 0, 0, 1, report); }
 
 /* Newest step S with a marker done_S.txt (exactly 8 digits) in dir; −1 if none or no such dir. */
 static inline int checkpoint_latest(const char* dir) {

@@ -52,7 +52,7 @@ __global__ void column_sums_partial_kernel(float* scratch, const floatX* dout, c
  * ... in order, then the threads' sums meet in a fixed tree in shared memory (stride COLSUM_FINISH / 2, / 4, ...),
  * and thread 0 adds the result to the outputs. A fixed order: the same bits on every run. */
 __global__ void column_sums_finish_kernel(floatX* out0, floatX* out1, const float* scratch, int chunks, int C) {
-    __shared__ float sums[2][COLSUM_FINISH][PACKX];
+    __shared__ float sums[2][PACKX][COLSUM_FINISH]; /* thread t's sums in column t: consecutive threads, consecutive banks */
     int c = blockIdx.x * PACKX, t = threadIdx.x;
     float s0[PACKX] = {}, s1[PACKX] = {}, part[PACKX];
     for (int j = t; j < chunks; j += COLSUM_FINISH) {
@@ -63,26 +63,25 @@ __global__ void column_sums_finish_kernel(floatX* out0, floatX* out1, const floa
             for (int k = 0; k < PACKX; k++) s1[k] += part[k];
         }
     }
+    int arrays = out1 ? 2 : 1;
     for (int k = 0; k < PACKX; k++) {
-        sums[0][t][k] = s0[k];
-        sums[1][t][k] = s1[k];
+        sums[0][k][t] = s0[k];
+        sums[1][k][t] = s1[k];
     }
     __syncthreads();
     for (int stride = COLSUM_FINISH / 2; stride > 0; stride /= 2) {
         if (t < stride)
-            for (int k = 0; k < PACKX; k++) {
-                sums[0][t][k] += sums[0][t + stride][k];
-                sums[1][t][k] += sums[1][t + stride][k];
-            }
+            for (int a = 0; a < arrays; a++)
+                for (int k = 0; k < PACKX; k++) sums[a][k][t] += sums[a][k][t + stride];
         __syncthreads();
     }
     if (t > 0) return;
     load_floats(PACKX, part, out0 + c);
-    for (int k = 0; k < PACKX; k++) part[k] += sums[0][0][k];
+    for (int k = 0; k < PACKX; k++) part[k] += sums[0][k][0];
     store_floats(PACKX, out0 + c, part);
     if (out1) {
         load_floats(PACKX, part, out1 + c);
-        for (int k = 0; k < PACKX; k++) part[k] += sums[1][0][k];
+        for (int k = 0; k < PACKX; k++) part[k] += sums[1][k][0];
         store_floats(PACKX, out1 + c, part);
     }
 }

@@ -101,12 +101,15 @@ __global__ void widen_kernel(float* out, const floatX* in, size_t n) {
     if (i < n) out[i] = (float)in[i];
 }
 
-/* Device bytes the communication layer allocates beside the model, for the memory check (the conditions of
- * dist_create): grads32 (fp32 gradients when staged) and, when the masters are sharded (gather_masters:
- * ZeRO-1 with master weights) over several ranks, the checkpoint's gather buffer (one shard). */
+/* whether ranks communicate (several, or one with force) and whether gradients go through grads32 */
+static inline int dist_communicates(int world, int force) { return world > 1 || force; }
+static inline int dist_staged(int world, int comm_fp32, int force) { return dist_communicates(world, force) && comm_fp32 && sizeof(floatX) == 2; }
+
+/* Device bytes the communication layer allocates beside the model, for the memory check: grads32 when
+ * staged and, when the masters are sharded (gather_masters: ZeRO-1 with master weights) over several
+ * ranks, the checkpoint's gather buffer (one shard). */
 static inline size_t dist_memory_bytes(int world, int comm_fp32, int force, int gather_masters, size_t num_params) {
-    int communicate = world > 1 || force;
-    size_t bytes = communicate && comm_fp32 && sizeof(floatX) == 2 ? num_params * sizeof(float) : 0;
+    size_t bytes = dist_staged(world, comm_fp32, force) ? num_params * sizeof(float) : 0;
     if (world > 1 && gather_masters) bytes += zero_shard(num_params, world, 0).size * sizeof(float);
     return bytes;
 }
@@ -122,8 +125,8 @@ static inline void dist_create(Distributed* d, const ProcessGroup* pg, int zero,
     d->zero = zero;
     d->num_params = num_params;
     d->shard = zero_shard(num_params, pg->world, pg->rank);
-    d->communicate = pg->world > 1 || force;
-    d->staged = d->communicate && comm_fp32 && sizeof(floatX) == 2;
+    d->communicate = dist_communicates(pg->world, force);
+    d->staged = dist_staged(pg->world, comm_fp32, force);
     d->num_buckets = num_buckets;
     d->bucket_first = (int*)malloc_check((size_t)(num_buckets + 1) * sizeof(int));
     memcpy(d->bucket_first, bucket_first, (size_t)(num_buckets + 1) * sizeof(int));

@@ -9,7 +9,7 @@
  * whose validation loss cannot improve stops at its (N+1)-th evaluation.
  *
  * The best checkpoint is a complete checkpoint in DIR/best/ (doc/formats.md, "Checkpoint
- * directory"; the trainer keeps only the newest there) plus DIR/best/best.txt, written after it:
+ * directory"; the trainer keeps only the one best.txt names there) plus DIR/best/best.txt, written after it:
  * "step S\nval_loss L\n" (L with %.9g, which round-trips a float); the previous best is deleted only
  * after that (train_record_best), so best.txt always names a complete checkpoint. On resume,
  * early_stop_resume reads best.txt back and counts the evaluations made since the best step, so a

@@ -72,7 +72,7 @@ static inline void logger_record(Logger* L, const char* json_object) {
     if (!L->f) return;
     if (fputs(json_object, L->f) < 0 || fputc('\n', L->f) == EOF || fflush(L->f) != 0) {
         fprintf(stderr, "error: %s: write failed: %s\n", L->path, strerror(errno));
-        fclose(L->f);
+        if (fclose(L->f) != 0) fprintf(stderr, "error: %s: close failed too: %s\n", L->path, strerror(errno));
         L->f = NULL;
         L->failed = 1;
     }

@@ -7,8 +7,8 @@
  *     cosine:   η_min + ½(1 + cos πr)(η − η_min)
  *     linear:   η_min + (1 − r)(η − η_min)
  *     constant: η
- *     wsd:      D = ⌊wsd_frac·N·(1 + 10⁻⁶)⌋ decay steps (D = 0: constant; the 10⁻⁶ keeps a float flag
- *               such as 0.7, stored as 0.69999999, from losing a step);
+ *     wsd:      D = ⌊wsd_frac·N + N·2⁻²⁴⌋ decay steps (D = 0: constant; the N·2⁻²⁴, the most a float
+ *               flag's rounding moves wsd_frac·N, keeps 0.7, stored as 0.69999999, from losing a step);
  *               s < N−D: η, else η_min + (1 − (s − (N−D))/D)(η − η_min)
  * The minimum η_min falls at s = N, one past the last step (as in llm.c): the last step runs at
  * r = (N−1−W)/(N−W). Computed in double, returned as float. Steps beyond N hold the value of step N (so the rate
@@ -44,7 +44,7 @@ static inline float schedule_lr(const Schedule* s, int step) {
     case SCHED_LINEAR: return (float)(lr_min + (1.0 - r) * (lr - lr_min));
     case SCHED_CONSTANT: return (float)lr;
     case SCHED_WSD: {
-        int d = (int)floor((double)s->wsd_frac * s->total * (1.0 + 1e-6));
+        int d = (int)floor((double)s->wsd_frac * s->total + s->total * 0x1p-24);
         if (d <= 0 || step < s->total - d) return (float)lr;
         return (float)(lr_min + (1.0 - (double)(step - (s->total - d)) / d) * (lr - lr_min));
     }

@@ -10,6 +10,7 @@
  *   train_state_at          the TrainState a checkpoint of a given step saves
  *   train_checkpoint_due    whether the periodic checkpoint (--checkpoint-every) falls after a step
  *   train_save_failed       --on-save-error after a failed save: its message and the exit status
+ *   train_log_failed        a failed metrics.jsonl write, handled by --on-save-error as a failed save
  *   train_record_best       DIR/best/best.txt after the best model's checkpoint (llmc/early_stop.h)
  *   train_record_val        the validation line, its metrics record and early stopping's verdict
  *   train_report_early_stop the line of an early stop

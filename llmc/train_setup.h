@@ -30,6 +30,7 @@
 #include "llmc/schedule.h"
 #include "llmc/checkpoint.h"
 #include "llmc/dataloader.h"
+#include "llmc/early_stop.h"
 #include "llmc/flags.h"
 #include "llmc/health.h"
 #include "llmc/zero.h"
@@ -117,11 +118,6 @@ static inline void train_check_file_config(const TrainArgs* args, const GPTConfi
                args->max_seq_len);
 }
 
-/* The training and validation loaders of `rank` of `world` (the CPU trainer: 0 of 1), B x T tokens a
- * micro-batch: a training window is one optimizer step of `accum` micro-steps of every rank (rank r's
- * micro-step j reads slot j x world + r), a validation window one micro-batch of every rank. With
- * --mock-data both are synthetic; else the shards of --train-data (whose tokens must fit the model's
- * vocabulary) and, if given, --val-data, unshuffled. Returns whether there is validation data. */
 /* fatalf naming the first shard whose vocab size field is above the model's vocabulary */
 static inline void train_check_data_vocab_(const DataLoader* dl, int vocab_size) {
     for (int k = 0; k < dl->num_shards; k++)
@@ -130,11 +126,18 @@ static inline void train_check_data_vocab_(const DataLoader* dl, int vocab_size)
                    dl->shard_vocab[k], vocab_size);
 }
 
+/* The training and validation loaders of `rank` of `world` (the CPU trainer: 0 of 1), B x T tokens a
+ * micro-batch: a training window is one optimizer step of `accum` micro-steps of every rank (rank r's
+ * micro-step j reads slot j x world + r), a validation window one micro-batch of every rank. With
+ * --mock-data both are synthetic; else the shards of --train-data (whose tokens must fit the model's
+ * vocabulary) and, if given and -v is not 0, --val-data, unshuffled. Returns whether there is
+ * validation data. */
+
 static inline int train_open_data(const TrainArgs* args, int B, int T, int vocab_size, int rank, int world, int accum, DataLoader* train,
                                   DataLoader* val) {
     if (args->mock_data) {
         dataloader_init_mock(train, B, T, vocab_size, rank, world * accum, args->seed);
-        dataloader_init_mock(val, B, T, vocab_size, rank, world, args->seed + 1);
+        dataloader_init_mock(val, B, T, vocab_size, rank, world, (uint64_t)args->seed + 1);
         return 1;
     }
     if (!args->train_data[0]) fatalf("no training data: give --train-data GLOB (or --mock-data)");
@@ -265,7 +268,7 @@ static inline int train_resume_find(const TrainArgs* args) {
                args->output_dir, markers);
     if (args->resume) return -1; /* -y 1 with no checkpoint yet (a run killed before its first): this run starts it */
     char best[4200], best_txt[4300];
-    snprintf(best, sizeof(best), "%s/best", args->output_dir);
+    early_stop_dir(best, sizeof(best), args->output_dir);
     snprintf(best_txt, sizeof(best_txt), "%s/best.txt", best);
     int newest = checkpoint_latest(args->output_dir), newest_best = checkpoint_latest(best);
     if (newest >= 0 || newest_best >= 0 || access(best_txt, F_OK) == 0)
@@ -297,7 +300,7 @@ static inline float* train_resume_read_model(const char* model_path, const GPTCo
 /* --resume 1's optimizer state of this rank: AdamW m and v of parameters [offset, offset + count) from
  * checkpoint `step` of dir, whatever number of ranks wrote it (*saved_world; llmc/zero.h). Prints, as a
  * warning, each run-defining setting that differs from `run` (the shard layout may: re-sharding is
- * supported). Returns the saved rank 0's TrainState (step, Rng, data position). */
+ * supported); another --seed is an error. Returns the saved rank 0's TrainState (step, Rng, data position). */
 static inline TrainState train_resume_read_state(const char* dir, int step, const TrainState* run, size_t offset, size_t count,
                                                  float* m, float* v, int* saved_world) {
     char model_path[4200], state_path[4200], done_path[4200], err[4600];
@@ -305,14 +308,16 @@ static inline TrainState train_resume_read_state(const char* dir, int step, cons
     if (checkpoint_read_marker(done_path, step, saved_world, err, sizeof(err)) != 0) fatalf("%s", err);
     TrainState st;
     zero_read_optimizer(dir, step, *saved_world, run->num_params, offset, count, m, v, &st);
+    if (st.seed >= 0 && st.seed != run->seed) /* it seeds the mock data and the GPU trainer's bf16 rounding too */
+        fatalf("%s: the checkpoint's run has --seed %d, this one %d: a resumed run keeps its seed (give --seed %d)", state_path, st.seed,
+               run->seed, st.seed);
     TrainState expected = *run;
     expected.world = st.world;
     expected.shard_offset = st.shard_offset;
     expected.shard_count = st.shard_count;
     if (state_compare(state_path, &st, &expected, stdout) > 0)
         printf("resume: warning: the settings above differ from the checkpoint's run; continuing with this run's (a changed "
-               "sequence length, tokens per step, shuffle or training data also changes what the saved data position means; "
-               "a changed seed changes nothing: the checkpoint's random streams go on)\n");
+               "sequence length, tokens per step, shuffle or training data also changes what the saved data position means)\n");
     return st;
 }
 

@@ -46,7 +46,7 @@
  *
  * Argument errors return CUBLAS_STATUS_INVALID_VALUE, unsupported combinations
  * CUBLAS_STATUS_NOT_SUPPORTED, each after printing one line "<function>: <why>" to stderr.
- * CUDASIM_CUBLASLT_NO_GELU=1 makes the heuristic answer NOT_SUPPORTED (silently) for every GELU and DGELU
+ * CUDASIM_CUBLASLT_NO_GELU=1 makes the heuristic answer NOT_SUPPORTED (with a note on stderr) for every GELU and DGELU
  * epilogue, as the real library does where it has no kernel for one: callers must then run unfused.
  * Matrix layouts must be column-major (CUBLASLT_ORDER_COL); other orders are NOT_SUPPORTED.
  *
@@ -970,7 +970,10 @@ inline cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cu
     int gelu = g.epilogue == CUBLASLT_EPILOGUE_GELU || g.epilogue == CUBLASLT_EPILOGUE_GELU_AUX || g.epilogue == CUBLASLT_EPILOGUE_GELU_BIAS ||
                g.epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS || g.epilogue == CUBLASLT_EPILOGUE_DGELU ||
                g.epilogue == CUBLASLT_EPILOGUE_DGELU_BGRAD;
-    if (gelu && no_gelu && strcmp(no_gelu, "1") == 0) return CUBLAS_STATUS_NOT_SUPPORTED; /* as a library with no such kernel */
+    if (gelu && no_gelu && strcmp(no_gelu, "1") == 0) { /* as a library with no such kernel; the note lets a test see it */
+        fprintf(stderr, "cudasim: cuBLASLt heuristic: no algorithm for GELU epilogue %u (CUDASIM_CUBLASLT_NO_GELU)\n", (unsigned)g.epilogue);
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    }
     memset(&heuristicResultsArray[0], 0, sizeof(heuristicResultsArray[0]));
     for (int i = 0; i < 4; i++) heuristicResultsArray[0].algo.data[i] = preference ? preference->min_alignment[i] : 256;
     heuristicResultsArray[0].algo.data[4] = FAKEBLAS_ALGO_TAG;
