@@ -392,7 +392,8 @@ static void gpt_set_weights(GPT* m, const float* host, int t) {
             cudaCheck(cudaMemcpyAsync(m->master, host + at, k * sizeof(float), cudaMemcpyHostToDevice, m->stream));
             params_from_master(m->params + at, m->master, k, at, t, m->seed, m->stream);
         }
-        cudaCheck(cudaMemcpyAsync(m->master, host + m->opt.offset, m->opt.count * sizeof(float), cudaMemcpyHostToDevice, m->stream));
+        if (m->opt.count < n) /* a ZeRO-1 shard (else the one piece was all of them) */
+            cudaCheck(cudaMemcpyAsync(m->master, host + m->opt.offset, m->opt.count * sizeof(float), cudaMemcpyHostToDevice, m->stream));
         cudaCheck(cudaStreamSynchronize(m->stream));
         return;
     }
@@ -911,8 +912,10 @@ int main(int argc, char** argv) {
 
     /* ZeRO-1: this rank's optimizer state covers its shard only */
     Shard opt_shard = zero_shard(gpt_num_params(&config), args.zero == 1 ? world : 1, args.zero == 1 ? rank : 0);
-    size_t comm_bytes = dist_memory_bytes(world, strcmp(args.grad_comm, "fp32") == 0, strcmp(args.dist_init, "auto") != 0,
-                                          args.zero == 1 && gpt_uses_master(args.master_weights), gpt_num_params(&config));
+    /* communication: fp32 gradients (--grad-comm fp32), a communicator even for one rank (--dist-init given) */
+    int comm_fp32 = strcmp(args.grad_comm, "fp32") == 0, comm_force = strcmp(args.dist_init, "auto") != 0;
+    size_t comm_bytes = dist_memory_bytes(world, comm_fp32, comm_force, args.zero == 1 && gpt_uses_master(args.master_weights),
+                                          gpt_num_params(&config));
     gpt_check_memory(&config, B, T, args.recompute, gpt_uses_master(args.master_weights), opt_shard.size, comm_bytes); /* fail fast */
 
     /* the global batch: micro-batch x sequence length x ranks x micro-steps = --total-batch tokens */
@@ -946,7 +949,7 @@ int main(int argc, char** argv) {
         int* first = (int*)malloc_check((size_t)(L + 2) * sizeof(int));
         ParamRange* ranges = (ParamRange*)malloc_check((size_t)(GPT_LAYER_TENSORS * L + 4) * sizeof(ParamRange));
         gpt_buckets(&model, first, ranges);
-        dist_create(&dist, &pg, args.zero, strcmp(args.grad_comm, "fp32") == 0, strcmp(args.dist_init, "auto") != 0, model.num_params,
+        dist_create(&dist, &pg, args.zero, comm_fp32, comm_force, model.num_params,
                     L + 1, first, ranges);
         free(first);
         free(ranges);
