@@ -116,13 +116,13 @@ typedef struct {
     void* act_memory;
     Activations a;
     ActivationGrads da;
-    float* scratch;       /* column sums, then the norm partials */
-    size_t colsum_floats; /* where the norm partials start in scratch */
-    int* inputs_dev;  /* (B, T) */
-    int* targets_dev; /* (B, T) */
-    int* buckets_dev; /* 3BT + 1: llmc/encoder.cuh's grouping of positions by token */
-    int* buckets;     /* host copies */
-    uint64_t* bucket_keys;
+    float* scratch;     /* column sums or the encoder backward's partial sums, then the norm partials */
+    size_t work_floats; /* where the norm partials start in scratch */
+    int* inputs_dev;    /* (B, T) */
+    int* targets_dev;   /* (B, T) */
+    int* encoder_plan_dev; /* encoder_plan_max_ints(BT): llmc/encoder.cuh's grouping of positions by token */
+    int* encoder_plan;     /* its host copy */
+    uint64_t* encoder_keys;
     float* losses_host;
     float* logits_host; /* (Vp): the last position's logits, for sampling */
     cudaStream_t stream;
@@ -222,6 +222,12 @@ static int gpt_uses_master(int master_weights) {
 
 /* opt_elems: elements of each optimizer array (the parameter count, or a ZeRO-1 shard); comm_bytes: what the
  * communication layer allocates (dist_memory_bytes), counted as scratch */
+/* the floats of scratch that the column sums and the encoder backward share */
+static size_t gpt_work_floats(size_t BT, size_t C) {
+    size_t colsum = colsum_scratch_floats((long)BT, 4 * (long)C), encoder = encoder_partial_floats((long)BT, (long)C);
+    return colsum > encoder ? colsum : encoder;
+}
+
 static MemoryPlan gpt_memory_plan(const GPTConfig* c, int B, int T, int recompute, int master_weights, size_t opt_elems, size_t comm_bytes) {
     MemoryPlan p;
     size_t n = gpt_num_params(c), BT = (size_t)B * T, C = c->channels;
@@ -235,8 +241,8 @@ static MemoryPlan gpt_memory_plan(const GPTConfig* c, int B, int T, int recomput
     for (int i = 0; i < NUM_ACTIVATIONS; i++) p.activations += sizes[i] * (is_fp32[i] ? sizeof(float) : sizeof(floatX));
     p.activations += BT * ACTIVATION_GRAD_WIDTH * C * sizeof(floatX);
     p.attention = sizes[6] * sizeof(float);
-    p.scratch = (colsum_scratch_floats((long)BT, 4 * (long)C) + GNORM_BLOCKS + 1) * sizeof(float) +
-                BLAS_WORKSPACE_BYTES + BT * (2 + 3) * sizeof(int) + sizeof(int) + comm_bytes;
+    p.scratch = (gpt_work_floats(BT, C) + GNORM_BLOCKS + 1) * sizeof(float) + BLAS_WORKSPACE_BYTES + BT * 2 * sizeof(int) +
+                encoder_plan_max_ints((long)BT) * sizeof(int) + comm_bytes;
     return p;
 }
 
@@ -334,13 +340,13 @@ static void gpt_create(GPT* m, const GPTConfig* c, int B, int T, int recompute, 
         *gptrs[i] = (floatX*)p;
         p += BT * ACTIVATION_GRAD_WIDTHS[i] * C * sizeof(floatX);
     }
-    m->colsum_floats = colsum_scratch_floats((long)BT, 4 * (long)C);
-    cudaCheck(cudaMalloc(&m->scratch, (m->colsum_floats + GNORM_BLOCKS + 1) * sizeof(float)));
+    m->work_floats = gpt_work_floats(BT, C);
+    cudaCheck(cudaMalloc(&m->scratch, (m->work_floats + GNORM_BLOCKS + 1) * sizeof(float)));
     cudaCheck(cudaMalloc(&m->inputs_dev, BT * sizeof(int)));
     cudaCheck(cudaMalloc(&m->targets_dev, BT * sizeof(int)));
-    cudaCheck(cudaMalloc(&m->buckets_dev, (3 * BT + 1) * sizeof(int)));
-    m->buckets = (int*)malloc_check((3 * BT + 1) * sizeof(int));
-    m->bucket_keys = (uint64_t*)malloc_check(BT * sizeof(uint64_t));
+    cudaCheck(cudaMalloc(&m->encoder_plan_dev, encoder_plan_max_ints(BT) * sizeof(int)));
+    m->encoder_plan = (int*)malloc_check(encoder_plan_max_ints(BT) * sizeof(int));
+    m->encoder_keys = (uint64_t*)malloc_check(BT * sizeof(uint64_t));
     m->losses_host = (float*)malloc_check(BT * sizeof(float));
     m->logits_host = (float*)malloc_check((size_t)c->padded_vocab_size * sizeof(float));
 }
@@ -371,12 +377,12 @@ static inline void gpt_buckets(const GPT* m, int* first, ParamRange* ranges) {
 
 static void gpt_free(GPT* m) {
     void* device[] = {m->params, m->grads, m->master, m->adam_m, m->adam_v, m->act_memory, m->scratch, m->inputs_dev,
-                      m->targets_dev, m->buckets_dev};
+                      m->targets_dev, m->encoder_plan_dev};
     for (size_t i = 0; i < sizeof(device) / sizeof(device[0]); i++) cudaCheck(cudaFree(device[i]));
     blas_destroy(&m->blas);
     cudaCheck(cudaStreamDestroy(m->stream));
-    free(m->buckets);
-    free(m->bucket_keys);
+    free(m->encoder_plan);
+    free(m->encoder_keys);
     free(m->losses_host);
     free(m->logits_host);
 }
@@ -641,11 +647,11 @@ static void gpt_backward(GPT* m, const int* inputs, int B, int T, int reduce) {
         if (reduce) gpt_reduce_bucket(m, l);
     }
     /* the host's grouping by token, its copy (from pageable memory: staged by the call, so the next
-     * backward may rewrite m->buckets at once, and the host need not wait for this one), the kernel */
+     * backward may rewrite m->encoder_plan at once, and the host need not wait for this one), the kernels */
     gpu_profile_begin(m, PROF_ENCODER_BWD);
-    int num_buckets = encoder_buckets(m->buckets, m->bucket_keys, inputs, BT);
-    cudaCheck(cudaMemcpyAsync(m->buckets_dev, m->buckets, (3 * (size_t)BT + 1) * sizeof(int), cudaMemcpyHostToDevice, s));
-    encoder_backward(g->wte, g->wpe, d->residual, m->buckets_dev, num_buckets, B, T, C, s);
+    EncoderPlan plan = encoder_plan(m->encoder_plan, m->encoder_keys, inputs, BT);
+    cudaCheck(cudaMemcpyAsync(m->encoder_plan_dev, m->encoder_plan, (size_t)plan.ints * sizeof(int), cudaMemcpyHostToDevice, s));
+    encoder_backward(g->wte, g->wpe, m->scratch, d->residual, m->encoder_plan_dev, plan, B, T, C, s);
     gpu_profile_end(m);
     if (reduce) gpt_reduce_bucket(m, L);
 }
@@ -661,7 +667,7 @@ static void gpt_backward(GPT* m, const int* inputs, int B, int T, int reduce) {
  * (fp32 after an fp32 reduction). */
 template <typename G>
 static float gpt_grad_norm_from(GPT* m, const G* grads) {
-    float* norm_scratch = m->scratch + m->colsum_floats;
+    float* norm_scratch = m->scratch + m->work_floats;
     Shard norm_range = m->dist ? m->dist->shard : m->opt;
     global_norm_squared_launch(grads + norm_range.offset, norm_range.count, norm_scratch, m->stream);
     float norm_squared;
@@ -859,7 +865,7 @@ static int save_checkpoint(GPT* m, const char* dir, const TrainState* st, int ke
  * call it. */
 static size_t gpt_first_nonfinite_param(GPT* m) {
     Shard range = m->dist->shard;
-    float* scratch = m->scratch + m->colsum_floats;
+    float* scratch = m->scratch + m->work_floats;
     float sum;
     GPU_PROFILE(m, PROF_HEALTH, global_norm_squared_launch(m->params + range.offset, range.count, scratch, m->stream);
                 sum = dist_sum_device_float(m->dist, scratch + GNORM_BLOCKS, m->stream));

@@ -138,7 +138,7 @@ inline void ldmatrix_fn(const Warp& wp) {
 template <int num, bool trans>
 inline void ldmatrix(const char* op, uint32_t* r, const void* row, const char* file, int line) {
     race_row_read(row, num);
-    warp_collective(op, 0xffffffffu, ldmatrix_fn<num, trans>, &row, r, file, line);
+    warp_collective(op, 0xffffffffu, ldmatrix_fn<num, trans>, &row, r, file, line, true);
 }
 
 } /* namespace cudasim */
@@ -149,7 +149,7 @@ inline void mma_m16n8k16_bf16(float d[4], const uint32_t a[4], const uint32_t b[
     memcpy(in.b, b, sizeof in.b);
     memcpy(in.c, c, sizeof in.c);
     float out[4];
-    cudasim::warp_collective("mma_m16n8k16_bf16", 0xffffffffu, cudasim::mma_fn, &in, out, cudasim_file, cudasim_line);
+    cudasim::warp_collective("mma_m16n8k16_bf16", 0xffffffffu, cudasim::mma_fn, &in, out, cudasim_file, cudasim_line, true);
     memcpy(d, out, sizeof out);
 }
 inline void ldmatrix_x1(uint32_t r[1], const void* row, CUDASIM_SITE) { cudasim::ldmatrix<1, false>("ldmatrix_x1", r, row, cudasim_file, cudasim_line); }

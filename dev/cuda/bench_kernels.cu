@@ -56,6 +56,32 @@ int main(void) {
     double act = (double)BT * C * sizeof(floatX);
 
     report_bytes("encoder_forward", time_ms(REPEATS, [&] { encoder_forward(y, tokens, w, w, B, T, C, s); }), 3 * act, z, x);
+    { /* the encoder backward's kernels (the host's plan made before), on uniform tokens and on real text's skew:
+       * one token at 8% of the positions (a newline), a few at 1-3% */
+        floatX* dwte = device_random((size_t)V * C, 0.0f);
+        float* partials;
+        int *plan = (int*)malloc_check(encoder_plan_max_ints(BT) * sizeof(int)), *skewed = (int*)malloc_check(BT * sizeof(int)), *plan_d;
+        uint64_t* keys = (uint64_t*)malloc_check(BT * sizeof(uint64_t));
+        cudaCheck(cudaMalloc(&plan_d, encoder_plan_max_ints(BT) * sizeof(int)));
+        cudaCheck(cudaMalloc(&partials, encoder_partial_floats(BT, C) * sizeof(float)));
+        for (int i = 0; i < BT; i++) {
+            uint32_t h = hash_u32(i, 5) % 100;
+            skewed[i] = h < 8 ? 198 : h < 11 ? 13 : h < 13 ? 11 : h < 14 ? 262 : host_tokens[i];
+        }
+        const int* batches[2] = {host_tokens, skewed};
+        const char* names[2] = {"encoder_backward (uniform tokens)", "encoder_backward (one token 8%)"};
+        for (int k = 0; k < 2; k++) {
+            EncoderPlan p = encoder_plan(plan, keys, batches[k], BT);
+            cudaCheck(cudaMemcpy(plan_d, plan, p.ints * sizeof(int), cudaMemcpyHostToDevice));
+            report_bytes(names[k], time_ms(REPEATS, [&] { encoder_backward(dwte, y, partials, x, plan_d, p, B, T, C, s); }), 3 * act, z, x);
+        }
+        free(plan);
+        free(skewed);
+        free(keys);
+        cudaCheck(cudaFree(plan_d));
+        cudaCheck(cudaFree(partials));
+        cudaCheck(cudaFree(dwte));
+    }
     report_bytes("residual_layernorm_forward", time_ms(REPEATS, [&] { residual_layernorm_forward(z, y, stats, stats + BT, x, w, bias, bias, BT, C, s); }),
                  4 * act, z, x);
     report_bytes("layernorm_backward", time_ms(REPEATS, [&] { layernorm_backward(z, dw, dw + C, scratch, x, y, bias, stats, stats + BT, BT, C, s); }),

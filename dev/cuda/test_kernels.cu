@@ -120,6 +120,42 @@ static void buf_free(Buf* b) {
     cudaCheck(cudaFree(b->d));
 }
 
+/* encoder_forward and encoder_backward (accumulating into random gradients) on B x T inputs against
+ * llmc/cpu_ops.h */
+static void check_encoder(int B, int T, int C, int V, const int* inputs, const char* note, cudaStream_t s) {
+    int BT = B * T;
+    int* inp_d;
+    cudaCheck(cudaMalloc(&inp_d, BT * sizeof(int)));
+    cudaCheck(cudaMemcpy(inp_d, inputs, BT * sizeof(int), cudaMemcpyHostToDevice));
+    Buf wte = buf_random((size_t)V * C, 1.0f), wpe = buf_random((size_t)T * C, 1.0f), out = buf_random((size_t)BT * C, 1.0f);
+    char what[128];
+    encoder_forward(out.d, inp_d, wte.d, wpe.d, B, T, C, s);
+    encoder_forward(out.h, inputs, wte.h, wpe.h, B, T, C);
+    snprintf(what, sizeof(what), "encoder_forward (B=%d T=%d C=%d)", B, T, C);
+    check(what, out.d, out.h, out.n);
+    int* plan = (int*)malloc_check(encoder_plan_max_ints(BT) * sizeof(int));
+    uint64_t* keys = (uint64_t*)malloc_check(BT * sizeof(uint64_t));
+    int* plan_d;
+    float* partials;
+    cudaCheck(cudaMalloc(&plan_d, encoder_plan_max_ints(BT) * sizeof(int)));
+    cudaCheck(cudaMalloc(&partials, encoder_partial_floats(BT, C) * sizeof(float)));
+    EncoderPlan p = encoder_plan(plan, keys, inputs, BT);
+    cudaCheck(cudaMemcpy(plan_d, plan, p.ints * sizeof(int), cudaMemcpyHostToDevice));
+    encoder_backward(wte.d, wpe.d, partials, out.d, plan_d, p, B, T, C, s);
+    encoder_backward(wte.h, wpe.h, out.h, inputs, B, T, C);
+    snprintf(what, sizeof(what), "  encoder_backward dwte (%s, accumulating)", note);
+    check(what, wte.d, wte.h, wte.n);
+    check("  encoder_backward dwpe", wpe.d, wpe.h, wpe.n);
+    free(plan);
+    free(keys);
+    cudaCheck(cudaFree(plan_d));
+    cudaCheck(cudaFree(partials));
+    cudaCheck(cudaFree(inp_d));
+    buf_free(&wte);
+    buf_free(&wpe);
+    buf_free(&out);
+}
+
 /* residual_layernorm_forward (with and without the residual) and layernorm_backward on rows x C against
  * llmc/cpu_ops.h; scratch: colsum_scratch_floats(rows, C) floats at least */
 static void check_layernorm(int rows, int C, const char* note, float* scratch, cudaStream_t s) {
@@ -159,35 +195,12 @@ int main(void) {
     float* scratch;
     cudaCheck(cudaMalloc(&scratch, colsum_scratch_floats(BT, 4 * C) * sizeof(float) + flash_attention_scratch_bytes(B, T, C, NH) + 4096));
 
-    /* encoder: forward, and the deterministic backward with repeated tokens */
-    {
-        int inputs[BT];
-        for (int i = 0; i < BT; i++) inputs[i] = (i * 7 + i / 5) % 11; /* many repeats */
-        int* inp_d;
-        cudaCheck(cudaMalloc(&inp_d, sizeof(inputs)));
-        cudaCheck(cudaMemcpy(inp_d, inputs, sizeof(inputs), cudaMemcpyHostToDevice));
-        Buf wte = buf_random((size_t)V * C, 1.0f), wpe = buf_random((size_t)T * C, 1.0f), out = buf_random((size_t)BT * C, 1.0f);
-        encoder_forward(out.d, inp_d, wte.d, wpe.d, B, T, C, s);
-        encoder_forward(out.h, inputs, wte.h, wpe.h, B, T, C);
-        check("encoder_forward (B=3 T=13 C=40)", out.d, out.h, out.n);
-        int* buckets = (int*)malloc_check((3 * BT + 1) * sizeof(int));
-        uint64_t* keys = (uint64_t*)malloc_check(BT * sizeof(uint64_t));
-        int* buckets_d;
-        cudaCheck(cudaMalloc(&buckets_d, (3 * BT + 1) * sizeof(int)));
-        int nb = encoder_buckets(buckets, keys, inputs, BT);
-        cudaCheck(cudaMemcpy(buckets_d, buckets, (3 * BT + 1) * sizeof(int), cudaMemcpyHostToDevice));
-        encoder_backward(wte.d, wpe.d, out.d, buckets_d, nb, B, T, C, s);
-        encoder_backward(wte.h, wpe.h, out.h, inputs, B, T, C);
-        check("encoder_backward dwte (11 distinct tokens, accumulating)", wte.d, wte.h, wte.n);
-        check("encoder_backward dwpe", wpe.d, wpe.h, wpe.n);
-        free(buckets);
-        free(keys);
-        cudaCheck(cudaFree(buckets_d));
-        cudaCheck(cudaFree(inp_d));
-        buf_free(&wte);
-        buf_free(&wpe);
-        buf_free(&out);
-    }
+    int few_tokens[BT], frequent_tokens[305];
+    for (int i = 0; i < BT; i++) few_tokens[i] = (i * 7 + i / 5) % 11;
+    for (int i = 0; i < 305; i++) /* 153 of token 3 (three runs), 64 of 5 (one full run), 65 of 9 (two runs), 23 others */
+        frequent_tokens[(i * 37) % 305] = i < 153 ? 3 : i < 217 ? 5 : i < 282 ? 9 : 10 + i % 23;
+    check_encoder(B, T, C, V, few_tokens, "11 distinct tokens, one run each", s);
+    check_encoder(5, 61, C, V, frequent_tokens, "tokens of 153, 64 and 65 positions", s);
 
     /* residual + layernorm forward, layernorm backward: the model's shape, rows of 3 to 4 packs per lane (a
      * cache of 4, partly used), and rows wider than the largest register cache (32·LN_MAX_CACHED_PACKS

@@ -71,7 +71,12 @@
  * stretch between them whole), so a race shows when some order of whole stretches exposes it, and a
  * non-fifo mode tries one order per seed, not all; static shared memory is not counted
  * against the shared-memory limit; streams are synchronous unless CUDASIM_STREAMS says otherwise
- * (cudasim_runtime.h: deferred orders that expose a missing event wait or host synchronisation).
+ * (cudasim_runtime.h: deferred orders that expose a missing event wait or host synchronisation);
+ * __launch_bounds__ is ignored (a GPU refuses a launch of more threads than its maximum: the kernels
+ * launch through helpers that use the bound's own constant); float atomicAdd on global memory keeps
+ * subnormal sums (a GPU flushes them to zero there); mma accumulates k in order with fp32 rounding at
+ * each step and ex2.approx is exp2f (the GPU's accumulation order and rounding are unspecified, its
+ * ex2.approx within 2 ulp), so results agree with a GPU's to tolerance, not to the bit.
  *
  * Global mutable state (all documented here): the allocation table (cudasim_runtime.h, mutex-guarded), the
  * per-function dynamic-smem limits set by cudaFuncSetAttribute (mutex-guarded), and thread_local: the last

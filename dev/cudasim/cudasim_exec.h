@@ -575,10 +575,13 @@ inline unsigned lanes_in_warp(const Executor* ex, unsigned w) {
 /* The calling lane joins warp operation `op` over the lanes of `mask`, leaving its input and output
  * pointers; the last lane to arrive runs fn for all lanes and wakes the others (fifo: it goes on, the others
  * queue in lane order; reverse/shuffle: all lanes of the mask, itself included, queue in the mode's order
- * of lanes, behind the threads already ready). */
+ * of lanes, behind the threads already ready). aligned: a PTX .aligned instruction (mma, ldmatrix), which
+ * every lane must reach at the same instruction (PTX ISA: "otherwise the behavior is undefined"), so lanes
+ * arriving from different call sites are reported; shuffles and votes may join from different sites. */
 inline void syncwarp_fn(const Warp& wp) { (void)wp; }
 
-inline void warp_collective(const char* op, unsigned mask, WarpFn fn, const void* in, void* out, const char* file, int line) {
+inline void warp_collective(const char* op, unsigned mask, WarpFn fn, const void* in, void* out, const char* file, int line,
+                            bool aligned = false) {
     Untracked untracked;
     Executor* ex = t_exec;
     Fiber* f = t_cur;
@@ -601,6 +604,9 @@ inline void warp_collective(const char* op, unsigned mask, WarpFn fn, const void
     } else if (wp.fn != fn || wp.mask != mask || strcmp(wp.op, op) != 0) {
         fail("%s (%s:%d) with mask 0x%08x while lane %u waits at %s (%s:%d) with mask 0x%08x: lanes disagree on the warp operation",
              op, file, line, mask, wp.first_lane, wp.op, wp.file, wp.line, wp.mask);
+    } else if (aligned && (wp.line != line || strcmp(wp.file, file) != 0)) {
+        fail("%s (%s:%d) while lane %u waits at %s (%s:%d): lanes reach a .aligned warp instruction from different call sites",
+             op, file, line, wp.first_lane, wp.op, wp.file, wp.line);
     }
     wp.in[lane] = in;
     wp.out[lane] = out;

@@ -161,6 +161,24 @@ __global__ void misaligned_ldmatrix_kernel(uint32_t* out) {
     out[threadIdx.x] = r[0];
 }
 
+/* lanes reaching ldmatrix, or mma, from two call sites (undefined for PTX .aligned instructions) */
+__global__ void divergent_ldmatrix_kernel(uint32_t* out) {
+    __shared__ __align__(16) unsigned short tile[8 * 8];
+    for (int i = threadIdx.x; i < 64; i += 32) tile[i] = (unsigned short)i;
+    __syncthreads();
+    uint32_t r[1];
+    if (threadIdx.x < 16) ldmatrix_x1(r, &tile[(threadIdx.x % 8) * 8]);
+    else ldmatrix_x1(r, &tile[(threadIdx.x % 8) * 8]);
+    out[threadIdx.x] = r[0];
+}
+__global__ void divergent_mma_kernel(uint32_t* out) {
+    uint32_t a[4] = {0x3f803f80u, 0, 0, 0}, b[2] = {0x3f803f80u, 0};
+    float c[4] = {}, d[4];
+    if (threadIdx.x % 2) mma_m16n8k16_bf16(d, a, b, c);
+    else mma_m16n8k16_bf16(d, a, b, c);
+    out[threadIdx.x] = (uint32_t)d[0];
+}
+
 int main(void) {
     TestCounts tc;
     test_ldmatrix(tc);
@@ -171,6 +189,10 @@ int main(void) {
     cudaCheck(cudaMalloc(&out, 32 * sizeof(uint32_t)));
     check_child_fails(tc, "misaligned ldmatrix row address is reported", "not 16-byte aligned",
                       [&] { launch_kernel(misaligned_ldmatrix_kernel, 1, 32, 0, 0, out); });
+    check_child_fails(tc, "ldmatrix reached from two call sites is reported", "different call sites",
+                      [&] { launch_kernel(divergent_ldmatrix_kernel, 1, 32, 0, 0, out); });
+    check_child_fails(tc, "mma reached from two call sites is reported", "different call sites",
+                      [&] { launch_kernel(divergent_mma_kernel, 1, 32, 0, 0, out); });
     cudaCheck(cudaFree(out));
 #endif
     return finish(tc);
