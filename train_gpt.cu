@@ -122,7 +122,7 @@ typedef struct {
     int* targets_dev;   /* (B, T) */
     int* encoder_plan_dev; /* encoder_plan_max_ints(BT): llmc/encoder.cuh's grouping of positions by token */
     int* encoder_plan;     /* its host copy */
-    uint64_t* encoder_keys;
+    int* encoder_counts;   /* vocab_size + 1: its scratch */
     float* losses_host;
     float* logits_host; /* (Vp): the last position's logits, for sampling */
     cudaStream_t stream;
@@ -346,7 +346,7 @@ static void gpt_create(GPT* m, const GPTConfig* c, int B, int T, int recompute, 
     cudaCheck(cudaMalloc(&m->targets_dev, BT * sizeof(int)));
     cudaCheck(cudaMalloc(&m->encoder_plan_dev, encoder_plan_max_ints(BT) * sizeof(int)));
     m->encoder_plan = (int*)malloc_check(encoder_plan_max_ints(BT) * sizeof(int));
-    m->encoder_keys = (uint64_t*)malloc_check(BT * sizeof(uint64_t));
+    m->encoder_counts = (int*)malloc_check((size_t)(c->vocab_size + 1) * sizeof(int));
     m->losses_host = (float*)malloc_check(BT * sizeof(float));
     m->logits_host = (float*)malloc_check((size_t)c->padded_vocab_size * sizeof(float));
 }
@@ -382,7 +382,7 @@ static void gpt_free(GPT* m) {
     blas_destroy(&m->blas);
     cudaCheck(cudaStreamDestroy(m->stream));
     free(m->encoder_plan);
-    free(m->encoder_keys);
+    free(m->encoder_counts);
     free(m->losses_host);
     free(m->logits_host);
 }
@@ -649,7 +649,7 @@ static void gpt_backward(GPT* m, const int* inputs, int B, int T, int reduce) {
     /* the host's grouping by token, its copy (from pageable memory: staged by the call, so the next
      * backward may rewrite m->encoder_plan at once, and the host need not wait for this one), the kernels */
     gpu_profile_begin(m, PROF_ENCODER_BWD);
-    EncoderPlan plan = encoder_plan(m->encoder_plan, m->encoder_keys, inputs, BT);
+    EncoderPlan plan = encoder_plan(m->encoder_plan, m->encoder_counts, inputs, BT, m->config.vocab_size);
     cudaCheck(cudaMemcpyAsync(m->encoder_plan_dev, m->encoder_plan, (size_t)plan.ints * sizeof(int), cudaMemcpyHostToDevice, s));
     encoder_backward(g->wte, g->wpe, m->scratch, d->residual, m->encoder_plan_dev, plan, B, T, C, s);
     gpu_profile_end(m);

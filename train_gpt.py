@@ -17,7 +17,7 @@ Two modes (run with --help for every flag):
   written first; the reference is then computed from those exact values upcast to --ref-dtype
   (float64 by default), on --device (the CPU by default; on a GPU a d12 state takes seconds). The hyperparameters are rounded to float32 before use, because that is how
   reference.bin stores them, so a C trainer reading the header uses bit-identical values.
-  --perturb (on by default in this mode) sets LayerNorm weights to 1 + N(0, 0.1) and LayerNorm and
+  --perturb (on by default in this mode; --no-perturb turns it off) sets LayerNorm weights to 1 + N(0, 0.1) and LayerNorm and
   Linear biases to N(0, 0.02), so that the bias and LayerNorm-parameter code paths see non-trivial values.
   Defaults: lr 1e-3, warmup 2, cosine to 0.1 x lr, weight decay 0.1, betas (0.9, 0.95), eps 1e-8, clip 1.0,
   K = 10. With them the weights move by ~1e-3..1e-2 and the small test configs (L <= 3, C <= 96) have
@@ -607,8 +607,9 @@ def build_parser():
     m.add_argument("--n-embd", type=int)
     m.add_argument("--vocab-size", type=int)
     m.add_argument("--max-seq-len", type=int, help="rows of wpe (default: --seq-len, or 1024 with a preset)")
-    m.add_argument("--perturb", action=argparse.BooleanOptionalAction, default=None,
+    m.add_argument("--perturb", action="store_true", default=None,
                    help="LN weights 1+N(0,0.1), LN/Linear biases N(0,0.02) (default: on for references only)")
+    m.add_argument("--no-perturb", dest="perturb", action="store_false", help="LN weights 1, biases 0")
     m.add_argument("--seed", type=int, default=1337)
     b = p.add_argument_group("batch")
     b.add_argument("-b", "--batch-size", type=int, default=None, help="B (default 2 for references, 4 for training)")
@@ -661,6 +662,12 @@ def resolve_config(args):
     return GPTConfig(**sizes), None
 
 
+def float32(x):
+    """x rounded to float32, as a Python float (inf where it overflows)"""
+    with np.errstate(over="ignore"):
+        return float(np.float32(x))
+
+
 def main(argv=None):
     args = build_parser().parse_args(argv)
     try:
@@ -677,10 +684,15 @@ def main(argv=None):
             raise ConfigError(f"--steps must be {'non-negative' if reference else 'positive'} and --warmup "
                               f"non-negative, got {args.steps} and {args.warmup}")
         hyper = ("lr", "final_lr_frac", "wsd_frac", "weight_decay", "beta1", "beta2", "eps", "grad_clip")
+        as_used = float32 if reference else float  # a reference uses the float32 values that reference.bin stores
         for name in hyper:
             v = getattr(args, name)
-            if not math.isfinite(v) or v < 0:
-                raise ConfigError(f"--{name.replace('_', '-')} must be a finite non-negative number, got {v}")
+            if not math.isfinite(as_used(v)) or v < 0:
+                raise ConfigError(f"--{name.replace('_', '-')} must be a finite non-negative number"
+                                  f"{' in float32' if reference else ''}, got {v}")
+        if as_used(args.eps) <= 0:
+            raise ConfigError(f"--eps must be above 0 (a parameter with a zero gradient would be updated by 0/0), got {args.eps}"
+                              f"{' (0 in float32)' if reference else ''}")
         if args.wsd_frac > 1:
             raise ConfigError(f"--wsd-frac must be in [0, 1], got {args.wsd_frac}")
         if args.beta1 >= 1 or args.beta2 >= 1:
@@ -693,18 +705,22 @@ def main(argv=None):
         try:
             device = torch.device(args.device)
         except RuntimeError:
-            raise ConfigError(f"--device {args.device}: not a torch device (cpu, cuda, cuda:N)") from None
+            device = None
+        if device is None or device.type not in ("cpu", "cuda"):
+            raise ConfigError(f"--device {args.device}: not cpu, cuda or cuda:N")
         if device.type == "cuda" and not torch.cuda.is_available():
             raise ConfigError(f"--device {args.device}: this torch ({torch.__version__}) sees no CUDA GPU")
+        if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
+            raise ConfigError(f"--device {args.device}: this machine has {torch.cuda.device_count()} CUDA GPU(s)")
         for flag, path in (("--write-model", args.write_model), ("--out-model", args.out_model)):
             folder = os.path.dirname(os.path.abspath(path)) if path else None
             if folder and not (os.path.isdir(folder) and os.access(folder, os.W_OK)):
                 raise ConfigError(f"{flag} {path}: {folder} is not a writable directory (checked before training)")
         if reference and os.path.exists(args.reference_out) and not os.path.isdir(args.reference_out):
             raise ConfigError(f"--reference-out {args.reference_out}: exists and is not a directory")
-        if reference:  # use exactly the float32 values that reference.bin stores
+        if reference:
             for name in hyper:
-                setattr(args, name, float(np.float32(getattr(args, name))))
+                setattr(args, name, float32(getattr(args, name)))
         if args.perturb is None:
             args.perturb = reference
         torch.set_num_threads(max(1, args.threads))

@@ -329,7 +329,11 @@ def test_cli_validation(ctx):
         (["--n-layer", 2, "--n-head", 4, "--n-embd", 64, "--vocab-size", 300, "--beta2", 1.0], "must be below 1, got 0.9 and 1.0"),
         (["--n-layer", 1, "--n-head", 1, "--n-embd", 8, "--vocab-size", 30, "--seed", -1], "--seed must be in [0, 2^31 - 1]"),
         (["--n-layer", 1, "--n-head", 1, "--n-embd", 8, "--vocab-size", 30, "--val-batches", 0], "--val-batches positive"),
-        (["--n-layer", 1, "--n-head", 1, "--n-embd", 8, "--vocab-size", 30, "--device", "bogus"], "--device bogus: not a torch"),
+        (["--n-layer", 1, "--n-head", 1, "--n-embd", 8, "--vocab-size", 30, "--device", "bogus"], "--device bogus: not cpu, cuda"),
+        (["--n-layer", 1, "--n-head", 1, "--n-embd", 8, "--vocab-size", 30, "--device", "meta"], "--device meta: not cpu, cuda"),
+        (["--n-layer", 1, "--n-head", 1, "--n-embd", 8, "--vocab-size", 30, "--lr", "1e39"], "--lr must be a finite non-negative number in float32"),
+        (["--n-layer", 1, "--n-head", 1, "--n-embd", 8, "--vocab-size", 30, "--eps", 0], "--eps must be above 0"),
+        (["--n-layer", 1, "--n-head", 1, "--n-embd", 8, "--vocab-size", 30, "--eps", "1e-50"], "--eps must be above 0"),
         (["--n-layer", 1, "--n-head", 1, "--n-embd", 8, "--vocab-size", 30, "--write-model", "/nonexistent/m.bin"],
          "/nonexistent is not a writable directory"),
     ]

@@ -18,7 +18,9 @@
 #ifndef LLMC_ENCODER_CUH
 #define LLMC_ENCODER_CUH
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "llmc/cuda_utils.cuh"
 
 #define ENCODER_BLOCK 256
@@ -102,45 +104,39 @@ __global__ void encoder_backward_split_kernel(floatX* dwte, const float* partial
     store_floats(PACKX, dwte + (size_t)split_token[t] * C + c, d);
 }
 
-static int encoder_key_compare_(const void* a, const void* b) {
-    uint64_t x = *(const uint64_t*)a, y = *(const uint64_t*)b;
-    return x < y ? -1 : x > y;
-}
-
-/* the number of sorted keys from i on with key i's token */
-static inline int encoder_same_token_(const uint64_t* keys, int i, int BT) {
-    int n = 1;
-    while (i + n < BT && keys[i + n] >> 32 == keys[i] >> 32) n++;
-    return n;
-}
-
-/* Groups the BT positions of inputs by token into plan (encoder_plan_max_ints(BT) ints; the first .ints
- * of them are the plan to copy to the device). keys: BT scratch words. */
-static inline EncoderPlan encoder_plan(int* plan, uint64_t* keys, const int* inputs, int BT) {
-    for (int i = 0; i < BT; i++) keys[i] = (uint64_t)(uint32_t)inputs[i] << 32 | (uint32_t)i;
-    qsort(keys, (size_t)BT, sizeof(uint64_t), encoder_key_compare_);
+/* Groups the BT positions of inputs (tokens in [0, V)) by token into plan (encoder_plan_max_ints(BT) ints;
+ * the first .ints of them are the plan to copy to the device): a counting sort, O(BT + V). counts: V + 1
+ * scratch ints. */
+static inline EncoderPlan encoder_plan(int* plan, int* counts, const int* inputs, int BT, int V) {
+    memset(counts, 0, (size_t)(V + 1) * sizeof(int));
+    for (int i = 0; i < BT; i++) {
+        if (inputs[i] < 0 || inputs[i] >= V) {
+            fprintf(stderr, "error: encoder_plan: token %d at position %d is outside the vocabulary [0, %d)\n", inputs[i], i, V);
+            exit(1);
+        }
+        counts[inputs[i] + 1]++;
+    }
     EncoderPlan p = {0, 0, 0, 0};
-    for (int i = 0, n; i < BT; i += n) { /* count the runs: a token's n positions make ceil(n / ENCODER_RUN) */
-        n = encoder_same_token_(keys, i, BT);
-        p.runs += ceil_div(n, ENCODER_RUN);
-        p.split += n > ENCODER_RUN;
+    for (int v = 1; v <= V; v++) { /* a token's n positions make ceil(n / ENCODER_RUN) runs */
+        p.runs += ceil_div(counts[v], ENCODER_RUN);
+        p.split += counts[v] > ENCODER_RUN;
+        counts[v] += counts[v - 1]; /* counts[v]: where token v's positions start */
     }
     int *run_token = plan, *run_slot = plan + p.runs, *run_start = plan + 2 * p.runs, *positions = plan + 3 * p.runs + 1,
         *split_token = positions + BT, *split_first = split_token + p.split;
+    for (int i = 0; i < BT; i++) positions[counts[inputs[i]]++] = i; /* then counts[v]: where token v's positions end */
     int run = 0, split = 0;
-    for (int i = 0, n; i < BT; i += n) {
-        n = encoder_same_token_(keys, i, BT);
-        int token = (int)(keys[i] >> 32);
+    for (int v = 0; v < V; v++) {
+        int start = v > 0 ? counts[v - 1] : 0, n = counts[v] - start;
         if (n > ENCODER_RUN) {
-            split_token[split] = token;
+            split_token[split] = v;
             split_first[split++] = p.partials;
         }
         for (int j = 0; j < n; j += ENCODER_RUN, run++) {
-            run_token[run] = token;
+            run_token[run] = v;
             run_slot[run] = n > ENCODER_RUN ? p.partials++ : -1;
-            run_start[run] = i + j;
+            run_start[run] = start + j;
         }
-        for (int j = i; j < i + n; j++) positions[j] = (int)(uint32_t)keys[j];
     }
     run_start[run] = BT;
     split_first[split] = p.partials;

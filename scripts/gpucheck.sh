@@ -39,15 +39,20 @@ gc_init() {
         done
     fi
     MPICXX=${MPICXX:-mpicxx}
+    # the first Python whose torch sees a GPU (the d12 reference state then runs there), else the first
+    # with torch at all (a CPU-only torch, say Debian's in /usr/bin/python3, must not win over a CUDA one)
     gc_python_note="no Python with torch and numpy among: ${PYTHON:-} python3 /usr/bin/python3"
-    for candidate in ${PYTHON:-} python3 /usr/bin/python3; do
-        if version=$("$candidate" -c 'import numpy, torch; print(torch.__version__)' 2>/dev/null); then
-            PYTHON=$(command -v "$candidate")
-            gc_python_note="$PYTHON, torch $version"
-            break
-        fi
+    local found="" need
+    for need in "torch.cuda.is_available()" "True"; do
+        for candidate in ${PYTHON:-} python3 /usr/bin/python3; do
+            if version=$("$candidate" -c "import numpy, torch; assert $need; print(torch.__version__)" 2>/dev/null); then
+                found=$(command -v "$candidate")
+                gc_python_note="$found, torch $version$([ "$need" = True ] && echo ' (no GPU seen by it)')"
+                break 2
+            fi
+        done
     done
-    PYTHON=${PYTHON:-python3}
+    PYTHON=${found:-${PYTHON:-python3}}
     gc_arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d '. ')
     gc_gpu=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -n 1)
     echo "gpucheck: GPU ${gc_gpu:-none seen by nvidia-smi}, compute capability ${gc_arch:-?}; nvcc $NVCC; python $gc_python_note; logs in $gc_dir"

@@ -61,7 +61,7 @@ int main(void) {
         floatX* dwte = device_random((size_t)V * C, 0.0f);
         float* partials;
         int *plan = (int*)malloc_check(encoder_plan_max_ints(BT) * sizeof(int)), *skewed = (int*)malloc_check(BT * sizeof(int)), *plan_d;
-        uint64_t* keys = (uint64_t*)malloc_check(BT * sizeof(uint64_t));
+        int* counts = (int*)malloc_check((V + 1) * sizeof(int));
         cudaCheck(cudaMalloc(&plan_d, encoder_plan_max_ints(BT) * sizeof(int)));
         cudaCheck(cudaMalloc(&partials, encoder_partial_floats(BT, C) * sizeof(float)));
         for (int i = 0; i < BT; i++) {
@@ -71,13 +71,13 @@ int main(void) {
         const int* batches[2] = {host_tokens, skewed};
         const char* names[2] = {"encoder_backward (uniform tokens)", "encoder_backward (one token 8%)"};
         for (int k = 0; k < 2; k++) {
-            EncoderPlan p = encoder_plan(plan, keys, batches[k], BT);
+            EncoderPlan p = encoder_plan(plan, counts, batches[k], BT, V);
             cudaCheck(cudaMemcpy(plan_d, plan, p.ints * sizeof(int), cudaMemcpyHostToDevice));
             report_bytes(names[k], time_ms(REPEATS, [&] { encoder_backward(dwte, y, partials, x, plan_d, p, B, T, C, s); }), 3 * act, z, x);
         }
         free(plan);
         free(skewed);
-        free(keys);
+        free(counts);
         cudaCheck(cudaFree(plan_d));
         cudaCheck(cudaFree(partials));
         cudaCheck(cudaFree(dwte));

@@ -134,12 +134,12 @@ static void check_encoder(int B, int T, int C, int V, const int* inputs, const c
     snprintf(what, sizeof(what), "encoder_forward (B=%d T=%d C=%d)", B, T, C);
     check(what, out.d, out.h, out.n);
     int* plan = (int*)malloc_check(encoder_plan_max_ints(BT) * sizeof(int));
-    uint64_t* keys = (uint64_t*)malloc_check(BT * sizeof(uint64_t));
+    int* counts = (int*)malloc_check((V + 1) * sizeof(int));
     int* plan_d;
     float* partials;
     cudaCheck(cudaMalloc(&plan_d, encoder_plan_max_ints(BT) * sizeof(int)));
     cudaCheck(cudaMalloc(&partials, encoder_partial_floats(BT, C) * sizeof(float)));
-    EncoderPlan p = encoder_plan(plan, keys, inputs, BT);
+    EncoderPlan p = encoder_plan(plan, counts, inputs, BT, V);
     cudaCheck(cudaMemcpy(plan_d, plan, p.ints * sizeof(int), cudaMemcpyHostToDevice));
     encoder_backward(wte.d, wpe.d, partials, out.d, plan_d, p, B, T, C, s);
     encoder_backward(wte.h, wpe.h, out.h, inputs, B, T, C);
@@ -147,7 +147,7 @@ static void check_encoder(int B, int T, int C, int V, const int* inputs, const c
     check(what, wte.d, wte.h, wte.n);
     check("  encoder_backward dwpe", wpe.d, wpe.h, wpe.n);
     free(plan);
-    free(keys);
+    free(counts);
     cudaCheck(cudaFree(plan_d));
     cudaCheck(cudaFree(partials));
     cudaCheck(cudaFree(inp_d));
