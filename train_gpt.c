@@ -426,12 +426,8 @@ int main(int argc, char** argv) {
     /* data: a training window is one optimizer step of `accum` micro-batches; micro-step j reads
      * slot j (as the GPU trainer's rank r reads slot j*world + r), so the data order does not
      * depend on how a step is split */
-    size_t tokens_per_micro = (size_t)B * T;
-    long long total_batch = args.total_batch > 0 ? args.total_batch : (long long)tokens_per_micro;
-    if (total_batch % (long long)tokens_per_micro != 0)
-        fatalf("--total-batch %lld is not a multiple of micro-batch x sequence length = %d x %d = %zu tokens", total_batch, B, T,
-               tokens_per_micro);
-    int accum = (int)(total_batch / (long long)tokens_per_micro);
+    int accum = train_micro_steps(args.total_batch, B, T, 1);
+    long long total_batch = (long long)accum * B * T;
     DataLoader train, val;
     int have_val = train_open_data(&args, B, T, c->vocab_size, 0, 1, accum, &train, &val);
     int val_batches = have_val && args.val_every > 0 ? train_val_batches(&args, &val) : 0;

@@ -883,6 +883,9 @@ int main(int argc, char** argv) {
     TrainArgs args;
     flags_parse(&args, argc, argv, "train_gpt");
     flags_reject(&args, "threads", "--threads sets the CPU trainer's OpenMP threads; the GPU trainer's host side does not use them");
+#if defined(PRECISION_FP32)
+    flags_reject(&args, "master-weights", "the fp32 build's parameters are the fp32 weights (no separate master copy)");
+#endif
     int save_error_continue = train_check_run_flags(&args);
     HealthConfig health_config = {args.max_bad_steps, args.spike_zscore, args.spike_window};
     HealthState health;
@@ -925,15 +928,8 @@ int main(int argc, char** argv) {
     gpt_check_memory(&config, B, T, args.recompute, gpt_uses_master(args.master_weights), opt_shard.size, comm_bytes); /* fail fast */
 
     /* the global batch: micro-batch x sequence length x ranks x micro-steps = --total-batch tokens */
-    long long tokens_per_micro = (long long)B * T * world;
-    long long total_batch = args.total_batch > 0 ? args.total_batch : tokens_per_micro;
-    if (total_batch % tokens_per_micro != 0) {
-        long long below = total_batch / tokens_per_micro;
-        fatalf("--total-batch %lld is not a multiple of micro-batch x sequence length x ranks = %d x %d x %d = %lld tokens: "
-               "%lld (%lld micro-steps) or %lld (%lld micro-steps) would be",
-               total_batch, B, T, world, tokens_per_micro, below * tokens_per_micro, below, (below + 1) * tokens_per_micro, below + 1);
-    }
-    int accum = (int)(total_batch / tokens_per_micro);
+    int accum = train_micro_steps(args.total_batch, B, T, world);
+    long long total_batch = (long long)accum * B * T * world;
 
     /* data: a global batch of the training loader is one optimizer step; micro-step j of rank r reads
      * its slot j x world + r, so the data order does not depend on how the step is split over ranks */

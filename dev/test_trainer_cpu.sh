@@ -63,7 +63,15 @@ expect_error "unknown flag with a suggestion" "did you mean --max-steps" ./train
 expect_error "unknown schedule" "lr-schedule.*zigzag" ./train_gpt_cpu $small $data -k zigzag
 expect_error "sequence longer than the model's" "seq-len 64.*32" ./train_gpt_cpu -e "$model" $data $quiet -t 64
 expect_error "vocabulary flag differs from the model file" "vocab" ./train_gpt_cpu -e "$model" $data $quiet --vocab-size 300
-expect_error "total batch not a multiple of B*T" "total-batch 1000" ./train_gpt_cpu $small $data $quiet -d 1000
+expect_error "total batch not a multiple of B*T (the nearest totals)" \
+    "total-batch 1000 is not a multiple of .* = 128 tokens: 896 \(7 micro-steps\) or 1024 \(8 micro-steps\) would be" \
+    ./train_gpt_cpu $small $data $quiet -d 1000
+expect_error "total batch below one micro-batch (only the total above)" "total-batch 64 .*: 128 \(1 micro-step\) would be" \
+    ./train_gpt_cpu $small $data $quiet -d 64
+expect_error "checkpoints asked for without an output directory" "checkpoint-every.*need --output-dir" \
+    ./train_gpt_cpu $small $data $quiet -n 2
+expect_error "--on-save-error continue without an output directory" "on-save-error continue: without --output-dir" \
+    ./train_gpt_cpu $small $data $quiet --on-save-error continue
 expect_error "ZeRO is rejected on the CPU" "zero" ./train_gpt_cpu $small $data $quiet -z 1
 expect_error "heads do not divide channels" "(head|divis)" ./train_gpt_cpu --n-layer 1 --n-head 5 --n-embd 32 --vocab-size 256 $data $quiet
 expect_error "beta1 of 1 (bias correction 1/0)" "beta1 and --beta2 must be below 1" ./train_gpt_cpu $small $data $quiet --beta1 1

@@ -66,6 +66,10 @@ static inline int train_check_run_flags(const TrainArgs* args) {
     if (args->lr_ref_batch > 0 && strcmp(args->lr_scale, "none") == 0)
         usagef("--lr-ref-batch %d is the batch --lr-scale scales from, but --lr-scale is none", args->lr_ref_batch);
     if (args->total_batch == 0) usagef("--total-batch 0: give the tokens per step, or -1 for B*T*world");
+    if (!args->output_dir[0] && (args->checkpoint_every > 0 || args->keep_last > 0 || args->keep_every > 0))
+        usagef("--checkpoint-every, --keep-last and --keep-every need --output-dir (the directory of the checkpoints)");
+    if (!args->output_dir[0] && strcmp(args->on_save_error, "stop") != 0)
+        usagef("--on-save-error %s: without --output-dir nothing is saved", args->on_save_error);
     if (args->mock_data && (args->train_data[0] || args->val_data[0]))
         usagef("--mock-data trains and validates on synthetic tokens: it cannot be given with --train-data or --val-data");
     if (args->prompt[0] && args->sample_every == 0) usagef("--prompt is the start of the samples, but --sample-every 0 turns sampling off");
@@ -74,6 +78,20 @@ static inline int train_check_run_flags(const TrainArgs* args) {
     if (strcmp(args->tokenizer, TRAIN_DEFAULT_TOKENIZER) != 0 && access(args->tokenizer, R_OK) != 0)
         usagef("--tokenizer %s: cannot read it: %s", args->tokenizer, strerror(errno));
     return strcmp(args->on_save_error, "continue") == 0;
+}
+
+/* The micro-steps of an optimizer step: --total-batch tokens (-1: one micro-batch of every rank) over the
+ * B·T·world tokens of a micro-step; stops, naming the nearest totals that would work, unless they divide. */
+static inline int train_micro_steps(int total_batch_flag, int B, int T, int world) {
+    long long per_micro = (long long)B * T * world, total = total_batch_flag > 0 ? total_batch_flag : per_micro;
+    if (total % per_micro == 0) return (int)(total / per_micro);
+    long long below = total / per_micro;
+    char product[96], lower[64] = "";
+    if (world > 1) snprintf(product, sizeof(product), "micro-batch x sequence length x ranks = %d x %d x %d", B, T, world);
+    else snprintf(product, sizeof(product), "micro-batch x sequence length = %d x %d", B, T);
+    if (below > 0) snprintf(lower, sizeof(lower), "%lld (%lld micro-step%s) or ", below * per_micro, below, below > 1 ? "s" : "");
+    fatalf("--total-batch %lld is not a multiple of %s = %lld tokens: %s%lld (%lld micro-step%s) would be", total, product, per_micro,
+           lower, (below + 1) * per_micro, below + 1, below > 0 ? "s" : "");
 }
 
 typedef enum { MODEL_FROM_SCRATCH, MODEL_FROM_PRESET, MODEL_FROM_FILE } ModelSource;

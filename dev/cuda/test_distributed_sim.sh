@@ -170,7 +170,7 @@ echo "rc $?" >>"$tmp/mem.log"
 expect_error_log "the memory check counts the communication buffers (2 ranks, --grad-comm fp32, a 70 MiB device)" \
     "error: batch 1 x 8 does not fit in device memory: needs 0.08 GiB .*scratch 0.05" "$tmp/mem.log"
 mpi 2 "$tmp/split.log" ./train_gpt_sim_dist $model -b 4 -x 1; echo "rc $?" >>"$tmp/split.log"
-expect_error_log "a total batch 2 ranks cannot split" "error: --total-batch 384 is not a multiple of .* 4 x 32 x 2 = 256 tokens: 256 \(1 micro-steps\) or 512 \(2 micro-steps\) would be" "$tmp/split.log"
+expect_error_log "a total batch 2 ranks cannot split" "error: --total-batch 384 is not a multiple of .* 4 x 32 x 2 = 256 tokens: 256 \(1 micro-step\) or 512 \(2 micro-steps\) would be" "$tmp/split.log"
 mpi 2 "$tmp/lr.log" ./train_gpt_sim_dist $model -b 6 -x 3 --lr-scale linear --lr-ref-batch 192
 if grep -q '^learning rate: 0.003 x linear(384 / 192 tokens) = 0.006$' "$tmp/lr.log" && grep -q '^step     3/3 .*lr 6.000e-03' "$tmp/lr.log"; then
     ok "linear learning-rate scaling: $(grep '^learning rate' "$tmp/lr.log")"

@@ -83,6 +83,8 @@ fi
 expect_error "a micro-batch above flash attention's grid (B > 65535)" "batch size 65536: flash attention takes at most 65535" \
     ./train_gpt_sim --mock-data 1 --vocab-size 16 --n-layer 1 --n-head 1 --n-embd 8 -b 65536 -t 1 -x 1 -s 0 -v 0
 expect_error "ZeRO stage 2 is rejected (exit 2)" "zero: bad value '2'" ./train_gpt_sim $common -x 1 -z 2
+expect_error "no master weights in the fp32 build (its weights are fp32)" "master-weights 0 is not supported: the fp32 build" \
+    ./train_gpt_sim_fp32 $common -x 1 -w 0
 for flag in --grad-comm --lr-scale --dist-init; do
     expect_error "$flag with an unknown word" "$flag: bad value 'bogus': expected [a-z0-9|]+ \\(see --help\\)" ./train_gpt_sim $common -x 1 $flag bogus
 done
