@@ -98,6 +98,11 @@ if grep -q '^resume: step 4 from' "$tmp/fp.log" && grep -q 'state_00000004_00000
     ok "resume on other shards with the same counts: warned ($(grep -m1 'data_crc was' "$tmp/fp.log" | sed 's/.*: //'))"
 else bad "resume on swapped shards: $(grep -E 'resume|was' "$tmp/fp.log" | head -4)"; fi
 rm -f "$tmp/fp/done_00000006.txt"
+./train_gpt_cpu $small -i "$tmp/data/train_*.bin" -j "$tmp/data/val_*.bin" -s 0 -v 3 -x 6 -n 2 -o "$tmp/fp" -y 1 >"$tmp/fp_v.log" 2>&1
+if grep -q 'state_00000004_00000.bin: val_every was 0, now 3$' "$tmp/fp_v.log" && [ "$(grep -c ' was .*, now ' "$tmp/fp_v.log")" -eq 1 ]; then
+    ok "resume with another --val-every (what --early-stop counts): warned"
+else bad "resume with another --val-every: $(grep -E 'resume|was' "$tmp/fp_v.log" | head -4)"; fi
+rm -f "$tmp/fp/done_00000006.txt"
 expect_error "resume with another --seed (it seeds mock data and the GPU's bf16 rounding too)" \
     "state_00000004_00000.bin: the checkpoint's run has --seed 7, this one 8: a resumed run keeps its seed" \
     ./train_gpt_cpu ${small/--seed 7/--seed 8} -i "$tmp/data/train_*.bin" $quiet -x 6 -n 2 -o "$tmp/fp" -y 1

@@ -370,6 +370,7 @@ typedef struct {
     int data_shards;
     uint32_t data_crc; /* the training loader's fingerprint (llmc/dataloader.h): which shards, in which order */
     int seed;          /* --seed of the run (init, data order, sampling); −1: not recorded (an older file); a resume must keep it */
+    int val_every;     /* --val-every (its evaluations are what --early-stop counts); −1: not recorded (an older file) */
 } TrainState;
 
 /* header words of the health state: count, bad in a row, skipped, then the loss and norm windows */
@@ -425,6 +426,7 @@ static inline void state_header_fill_(int32_t* h, const TrainState* st) {
     h[GPTS_DATA_WORD + 7] = st->data_shards;
     h[GPTS_DATA_WORD + 8] = (int32_t)st->data_crc;
     h[GPTS_DATA_WORD + 9] = (int32_t)((uint32_t)st->seed + 1u); /* 0 in older files; unsigned: --seed INT_MAX wraps, no UB */
+    h[GPTS_DATA_WORD + 10] = (int32_t)((uint32_t)st->val_every + 1u);
 }
 
 /* Writes m, v (and master if st->has_master; it must then be non-NULL), shard_count floats each. */
@@ -520,6 +522,7 @@ static inline void state_file_read(const char* path, TrainState* st, float** m, 
     st->data_shards = h[GPTS_DATA_WORD + 7];
     st->data_crc = (uint32_t)h[GPTS_DATA_WORD + 8];
     st->seed = (int)((uint32_t)h[GPTS_DATA_WORD + 9] - 1u);
+    st->val_every = (int)((uint32_t)h[GPTS_DATA_WORD + 10] - 1u);
     if (st->seq_len < 1 || st->step_tokens < (uint64_t)st->seq_len || (st->shuffle != 0 && st->shuffle != 1) ||
         (st->mock != 0 && st->mock != 1) || st->data_shards < 0)
         fatalf("%s: training state data fields (seq_len %d, tokens per step %llu, shuffle %d, mock %d, %d shards) are inconsistent",
@@ -595,6 +598,7 @@ static inline int state_compare(const char* path, const TrainState* saved, const
     STATE_CMP_INT_(data_tokens)
     STATE_CMP_INT_(data_shards)
     if (saved->data_crc != 0) STATE_CMP_INT_(data_crc) /* 0: mock data, or a checkpoint older than the field */
+    if (saved->val_every >= 0) STATE_CMP_INT_(val_every)
 #undef STATE_CMP_INT_
 #undef STATE_CMP_F32_
     return diffs;

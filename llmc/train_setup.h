@@ -217,6 +217,7 @@ static inline TrainState train_run_state(const TrainArgs* args, size_t num_param
     run.data_shards = train->num_shards;
     run.data_crc = train->fingerprint;
     run.seed = args->seed;
+    run.val_every = args->val_every;
     return run;
 }
 
