@@ -16,14 +16,16 @@
  * a document may continue into the next shard. Document i (0-based, in input order) goes to val
  * when floor((i+1)·f) > floor(i·f) for f = --val-fraction: one document in every 1/f, evenly spread.
  * Shards are written as DIR/<name>_NNNNNN.bin.tmp and renamed once the whole input is written, so a
- * failed run (a broken JSON line, a full disk) leaves the directory as it was; then stale train_/val_
- * shards of an earlier run beyond the ones written are removed. (The renames are one per shard, not one
- * atomic step: a kill among them leaves old and new shards side by side.)
+ * failed run (a broken JSON line, a full disk, SIGINT/SIGTERM: exit 128 + the signal) leaves the
+ * directory as it was; then stale train_/val_ shards (and .tmp files) of an earlier run beyond the ones
+ * written are removed. (The renames are one per shard, not one atomic step: a kill among them leaves
+ * old and new shards side by side.)
  *
  * Deterministic: the shards depend only on the inputs and flags, never on --threads. Parallelism:
  * the input is read in batches of about 64 MiB, cut into chunks of about 1 MiB at JSON-line ends,
  * document separators, or points inside a document where cutting cannot change the tokens
- * (tokenizer_can_cut). The threads encode a batch's chunks (OpenMP dynamic schedule) and write
+ * (tokenizer_can_cut: before the white space that precedes a word; with --doc-separator only at line
+ * starts). Each file is read in blocks of at most 16 MiB (a smaller file in one read of its size). The threads encode a batch's chunks (OpenMP dynamic schedule) and write
  * each chunk's tokens as soon as all earlier chunks are written (omp ordered), while one of them
  * first reads the next batch: reading and writing overlap encoding instead of running alone.
  */
@@ -33,6 +35,7 @@
 #include <time.h>
 
 #include "llmc/tokenizer.h"
+#include "llmc/signals.h"
 
 #define GTOK_MAGIC 0x4B4F5447u
 #define GTOK_VERSION 1
@@ -128,6 +131,7 @@ typedef struct {
     long long* sizes;
     int count, capacity;
     long long total_bytes;
+    int binaries; /* files skipped in directories (a NUL byte in their first 8 KiB) */
 } FileList;
 
 static int ends_with(const char* s, const char* suffix) {
@@ -200,10 +204,10 @@ static void gather_inputs(FileList* l, const Options* o) {
         struct stat st;
         if (stat(o->inputs[i], &st) != 0) fatalf("%s: cannot read input: %s", o->inputs[i], strerror(errno));
         if (S_ISDIR(st.st_mode)) {
-            int before = l->count, binaries = 0;
-            add_directory(l, o->inputs[i], &binaries);
+            int before = l->count, binaries_before = l->binaries;
+            add_directory(l, o->inputs[i], &l->binaries);
             if (l->count == before)
-                fatalf("%s: directory has no text files (%d binary files skipped)", o->inputs[i], binaries);
+                fatalf("%s: directory has no text files (%d binary files skipped)", o->inputs[i], l->binaries - binaries_before);
         } else {
             if (access(o->inputs[i], R_OK) != 0) fatalf("%s: cannot read input: %s", o->inputs[i], strerror(errno));
             if (S_ISREG(st.st_mode) && looks_binary(o->inputs[i]))
@@ -480,14 +484,15 @@ static void encode_chunk(const Chunk* ch, Encoded* e, const Tokenizer* t, const 
         long long line = ch->first_line;
         for (size_t i = 0, next; i < n; i = next, line++) {
             size_t end = line_end(s, n, i, &next);
+            if (line == 1 && end - i >= 3 && memcmp(s + i, "\xEF\xBB\xBF", 3) == 0) i += 3; /* a UTF-8 byte order mark */
             size_t k = i;
             while (k < end && (s[k] == ' ' || s[k] == '\t')) k++;
             if (k == end) continue;
             size_t len = 0;
             const char* err = json_line_field(s + i, end - i, o->json_field, text, &len);
             if (err) {
-                snprintf(e->error, sizeof(e->error), "%s:%lld: broken JSON line: %s%s%s", files->paths[ch->file], line,
-                         err, err == JSON_NO_FIELD ? " " : "", err == JSON_NO_FIELD ? o->json_field : "");
+                snprintf(e->error, sizeof(e->error), "%s:%lld: broken JSON line: %s%s%s (a *.json or *.jsonl input is read as JSON lines, one object a line)",
+                         files->paths[ch->file], line, err, err == JSON_NO_FIELD ? " " : "", err == JSON_NO_FIELD ? o->json_field : "");
                 break;
             }
             if (len == 0) continue;
@@ -509,11 +514,13 @@ static void encode_chunk(const Chunk* ch, Encoded* e, const Tokenizer* t, const 
     }
 }
 
-/* First cut point at or after `from` in s[0..n) (n is what has been read of the file so far) at
- * which a chunk may end: after a JSON line's '\n'; after a separator line (then the next chunk
- * starts a document); or inside a document where tokenizer_can_cut holds. Returns 0 if none.
- * A separator line that holds s[from - 1] counts: the document after it must start one. */
-static size_t find_cut(const unsigned char* s, size_t n, size_t from, int jsonl, const char* sep, int* starts_document) {
+/* First cut point at or after `from` in s[0..n) (what has been read of the file so far; eof: all of it)
+ * at which a chunk may end: after a JSON line's '\n'; after a separator line (then the next chunk
+ * starts a document); or inside a document where tokenizer_can_cut holds (with separators, at a line
+ * start only, so that each chunk's lines are whole; before eof, with the 8 bytes it reads after p
+ * read: a character cut by the read would be misjudged). Returns 0 if none. A separator line that
+ * holds s[from - 1] counts: the document after it must start one. */
+static size_t find_cut(const unsigned char* s, size_t n, int eof, size_t from, int jsonl, const char* sep, int* starts_document) {
     if (from < 1) from = 1;
     if (jsonl) {
         const unsigned char* nl = from - 1 < n ? (const unsigned char*)memchr(s + from - 1, '\n', n - from + 1) : NULL;
@@ -526,13 +533,13 @@ static size_t find_cut(const unsigned char* s, size_t n, size_t from, int jsonl,
         if (q == 0 || s[q - 1] == '\n') p = q;
     }
     for (; p < n; p++) {
-        if (p > 0 && s[p - 1] != '\n') continue;
+        if (sep && p > 0 && s[p - 1] != '\n') continue;
         size_t next;
         if (sep && is_separator_line(s, n, p, sep, &next) && next < n && s[next - 1] == '\n') {
             *starts_document = 1;
             return next;
         }
-        if (p >= from && tokenizer_can_cut(s, n, p)) {
+        if (p >= from && (eof || p + 8 <= n) && tokenizer_can_cut(s, n, p)) {
             *starts_document = 0;
             return p;
         }
@@ -562,8 +569,9 @@ static void shard_path(const ShardWriter* w, int k, const char* suffix, char* pa
 }
 
 /* The writers whose .tmp files are removed if the program exits with an error (atexit): a failed run
- * leaves the directory as it was. This is the program's only mutable global: exit() gives no other
- * way to reach them. After a successful run the .tmp files are renamed, so nothing is left to remove. */
+ * leaves the directory as it was. With llmc/signals.h's flag of a stop signal, the program's only
+ * mutable globals: exit() gives no other way to reach them. After a successful run the .tmp files are
+ * renamed, so nothing is left to remove. */
 static ShardWriter* open_writers_[2];
 
 static void remove_tmp_files(void) {
@@ -575,6 +583,14 @@ static void remove_tmp_files(void) {
             unlink(path);
         }
     }
+}
+
+/* exits (128 + the signal, the .tmp files removed by remove_tmp_files) once SIGINT or SIGTERM came */
+static void stop_if_signalled(void) {
+    int sig = preempt_requested();
+    if (!sig) return;
+    fprintf(stderr, "\nprepare_data: stopped by %s; no shard was written (the output directory is as it was)\n", preempt_signal_name(sig));
+    exit(128 + sig);
 }
 
 static void shard_flush(ShardWriter* w) {
@@ -639,6 +655,7 @@ typedef struct {
 /* Appends an encoded chunk's documents to their splits; chunks must come in input order. Exits with
  * the chunk's error (a broken JSON line), if any. */
 static void write_chunk(Output* out, const Encoded* e, size_t chunk_bytes, int eot_token, double val_fraction) {
+    stop_if_signalled();
     if (e->error[0]) fatalf("%s", e->error);
     for (int k = 0; k < e->num_segments; k++) {
         const Segment* sg = &e->segments[k];
@@ -654,17 +671,21 @@ static void write_chunk(Output* out, const Encoded* e, size_t chunk_bytes, int e
     out->bytes_done += (long long)chunk_bytes;
 }
 
-/* removes w's DIR/<name>_NNNNNN.bin beyond the shards this run wrote (left from an earlier, larger run) */
+/* removes w's DIR/<name>_NNNNNN.bin (and .bin.tmp: a killed run's) beyond the shards this run wrote,
+ * left from an earlier, larger run */
 static int remove_stale_shards(const ShardWriter* w) {
     int removed = 0;
     for (int k = w->shards_done;; k++) {
-        char path[4200];
+        char path[4200], tmp[4200];
         shard_path(w, k, "", path, sizeof(path));
-        if (unlink(path) != 0) break;
-        removed++;
+        shard_path(w, k, ".tmp", tmp, sizeof(tmp));
+        int gone = (unlink(path) == 0) + (unlink(tmp) == 0);
+        if (!gone) break;
+        removed += gone;
     }
     return removed;
 }
+
 
 /* ----------------------------------------------------------------------------
  * driver */
@@ -722,24 +743,23 @@ static int read_block(Reader* r, Batch* b, const FileList* files, const Options*
         r->f = fopen_check(files->paths[r->file], "rb");
         r->starts_document = 1;
         r->line = 1;
-        r->read_size = READ_BYTES;
+        long long size = files->sizes[r->file]; /* one read for a small file (+ 1 byte: its end is seen) */
+        r->read_size = size > 0 && size < READ_BYTES ? (size_t)size + 1 : READ_BYTES;
     }
     const char* path = files->paths[r->file];
     int jsonl = files->is_jsonl[r->file];
-    unsigned char* block = (unsigned char*)malloc_check(r->carry_len + r->read_size);
-    memcpy(block, r->carry, r->carry_len);
+    unsigned char* block = (unsigned char*)realloc(r->carry, r->carry_len + r->read_size); /* the carry first */
+    if (!block) fatalf("%s: out of memory reading %zu bytes (no cut point found in the %zu before)", path, r->read_size, r->carry_len);
     size_t got = fread(block + r->carry_len, 1, r->read_size, r->f);
     if (ferror(r->f)) fatalf("%s: read failed: %s", path, strerror(errno));
     size_t n = r->carry_len + got;
     int eof = got < r->read_size;
-    free(r->carry);
     r->carry = NULL;
     r->carry_len = 0;
-    batch_add_block(b, block);
     size_t pos = 0;
     while (pos < n) {
         int next_starts = 0;
-        size_t cut = n - pos <= CHUNK_BYTES && eof ? n : find_cut(block, n, pos + CHUNK_BYTES, jsonl, o->doc_separator, &next_starts);
+        size_t cut = n - pos <= CHUNK_BYTES && eof ? n : find_cut(block, n, eof, pos + CHUNK_BYTES, jsonl, o->doc_separator, &next_starts);
         if (cut == 0 && eof) cut = n;
         if (cut == 0) break;
         Chunk* c = batch_add_chunk(b);
@@ -753,11 +773,18 @@ static int read_block(Reader* r, Batch* b, const FileList* files, const Options*
         b->bytes += cut - pos;
         pos = cut;
     }
-    if (pos < n) {
-        r->carry_len = n - pos;
-        r->carry = (unsigned char*)malloc_check(r->carry_len);
-        memcpy(r->carry, block + pos, r->carry_len);
-        if (pos == 0) r->read_size *= 2; /* no cut point yet: read more next time */
+    if (pos == 0 && n > 0) { /* no cut point yet: the block is the carry, and the next read is larger */
+        r->carry = block;
+        r->carry_len = n;
+        r->read_size *= 2;
+    } else {
+        batch_add_block(b, block);
+        if (pos < n) {
+            r->carry_len = n - pos;
+            r->carry = (unsigned char*)malloc_check(r->carry_len);
+            memcpy(r->carry, block + pos, r->carry_len);
+        }
+        if (r->read_size < READ_BYTES) r->read_size = READ_BYTES; /* a file that grew since it was listed */
     }
     if (eof) {
         fclose_check(r->f, path);
@@ -813,6 +840,7 @@ int main(int argc, char** argv) {
     open_writers_[0] = train;
     open_writers_[1] = val;
     atexit(remove_tmp_files);
+    preempt_install();
 
     int progress_tty = isatty(2);
     double start = now_seconds(), last_report = start;
@@ -839,13 +867,15 @@ int main(int argc, char** argv) {
             encoded_free(&encoded);
         }
         batch_free(b);
+        stop_if_signalled();
         double now = now_seconds();
         if (now - last_report > (progress_tty ? 0.25 : 5.0) || last) {
             double rate = out.bytes_done / 1e6 / (now - start + 1e-9);
-            double eta = rate > 0 ? (files.total_bytes - out.bytes_done) / 1e6 / rate : 0;
-            fprintf(stderr, "%s%.1f/%.1f MB, %.1f MB/s, %llu tokens, ETA %.0f s%s", progress_tty ? "\r" : "",
-                    out.bytes_done / 1e6, files.total_bytes / 1e6, rate, (unsigned long long)(train->total + val->total),
-                    eta, progress_tty ? "   " : "\n");
+            char eta[64] = ""; /* none when the listed sizes are passed (a pipe, a growing file) */
+            if (rate > 0 && files.total_bytes > out.bytes_done)
+                snprintf(eta, sizeof(eta), ", ETA %.0f s", (files.total_bytes - out.bytes_done) / 1e6 / rate);
+            fprintf(stderr, "%s%.1f/%.1f MB, %.1f MB/s, %llu tokens%s%s", progress_tty ? "\r" : "", out.bytes_done / 1e6,
+                    files.total_bytes / 1e6, rate, (unsigned long long)(train->total + val->total), eta, progress_tty ? "   " : "\n");
             last_report = now;
         }
     }
@@ -853,12 +883,16 @@ int main(int argc, char** argv) {
     if (train->total == 0) fatalf("%s: every document went to val (%lld documents, --val-fraction %g)", o.inputs[0], out.documents, o.val_fraction);
     if (train->open) shard_finish(train);
     if (val->open) shard_finish(val);
+    stop_if_signalled(); /* the last chance: from here the shards go under their names */
     shard_commit_all(train);
     shard_commit_all(val);
     int stale = remove_stale_shards(train) + remove_stale_shards(val);
     double elapsed = now_seconds() - start;
     fprintf(stderr, "%s%lld documents from %d files (%.1f MB) in %.2f s, %.1f MB/s, %ld threads\n", progress_tty ? "\r" : "",
             out.documents, files.count, out.bytes_done / 1e6, elapsed, out.bytes_done / 1e6 / elapsed, o.threads);
+    if (files.binaries)
+        fprintf(stderr, "skipped %d binary files in the input directories (a NUL byte in their first 8 KiB: compressed, or UTF-16)\n",
+                files.binaries);
     fprintf(stderr, "train: %llu tokens in %d shards; val: %llu tokens (%lld documents) in %d shards -> %s%s\n",
             (unsigned long long)train->total, train->shards_done, (unsigned long long)val->total, out.val_documents,
             val->shards_done, o.output_dir, stale ? " (removed stale shards of an earlier run)" : "");

@@ -440,7 +440,7 @@ int main(int argc, char** argv) {
 
     Schedule sched = train_schedule(&args, args.lr, max_steps);
     OptimizerConfig oc = {args.beta1, args.beta2, args.eps, args.weight_decay, args.grad_clip};
-    TrainState run = train_run_state(&args, model.num_params, &sched, T, total_batch, &train);
+    TrainState run = train_run_state(&args, model.num_params, &sched, T, total_batch, &train, have_val);
     if (args.output_dir[0]) train_lock_output_dir(args.output_dir, NULL, 0);
 
     SampleSetup samples;
@@ -448,7 +448,7 @@ int main(int argc, char** argv) {
 
     Rng rng;
     train_rng_init(&rng, &args);
-    int start_step = 0, last = train_resume_find(&args);
+    int start_step = 0, last = train_resume_find(&args), saved_val_every = -1;
     if (args.resume) {
         if (last < 0) {
             printf("resume: no complete checkpoint in %s, starting from scratch\n", args.output_dir);
@@ -463,6 +463,7 @@ int main(int argc, char** argv) {
             int saved_world;
             TrainState st = train_resume_read_state(args.output_dir, last, &run, 0, model.num_params, model.adam_m, model.adam_v, &saved_world);
             start_step = train_resume_restore(&st, &health, &health_config, &rng, &train, max_steps);
+            saved_val_every = st.val_every;
             printf("resume: step %d from %s", start_step, args.output_dir);
             if (saved_world != 1) printf(" (optimizer state of %d ranks)", saved_world);
             printf("\n");
@@ -476,7 +477,7 @@ int main(int argc, char** argv) {
     if (args.early_stop > 0 && args.output_dir[0]) {
         early_stop_dir(best_dir, sizeof(best_dir), args.output_dir);
         make_dir_check(best_dir);
-        if (start_step > 0) early_stop_resume(&early, best_dir, start_step, max_steps, args.val_every, stdout);
+        if (start_step > 0) early_stop_resume(&early, best_dir, start_step, max_steps, args.val_every, saved_val_every, stdout);
     }
 
     /* the run header (llmc/progress.h), on stdout and as the first record of this run in metrics.jsonl */

@@ -220,14 +220,14 @@ static int gpt_uses_master(int master_weights) {
 #endif
 }
 
-/* opt_elems: elements of each optimizer array (the parameter count, or a ZeRO-1 shard); comm_bytes: what the
- * communication layer allocates (dist_memory_bytes), counted as scratch */
 /* the floats of scratch that the column sums and the encoder backward share */
 static size_t gpt_work_floats(size_t BT, size_t C) {
     size_t colsum = colsum_scratch_floats((long)BT, 4 * (long)C), encoder = encoder_partial_floats((long)BT, (long)C);
     return colsum > encoder ? colsum : encoder;
 }
 
+/* opt_elems: elements of each optimizer array (the parameter count, or a ZeRO-1 shard); comm_bytes: what the
+ * communication layer allocates (dist_memory_bytes), counted as scratch */
 static MemoryPlan gpt_memory_plan(const GPTConfig* c, int B, int T, int recompute, int master_weights, size_t opt_elems, size_t comm_bytes) {
     MemoryPlan p;
     size_t n = gpt_num_params(c), BT = (size_t)B * T, C = c->channels;
@@ -971,7 +971,7 @@ int main(int argc, char** argv) {
     else if (strcmp(args.lr_scale, "sqrt") == 0) lr_factor = sqrt(batch_ratio);
     Schedule sched = train_schedule(&args, (float)(args.lr * lr_factor), max_steps);
     OptimizerConfig oc = {args.beta1, args.beta2, args.eps, args.weight_decay, args.grad_clip};
-    TrainState run = train_run_state(&args, model.num_params, &sched, T, total_batch, &train);
+    TrainState run = train_run_state(&args, model.num_params, &sched, T, total_batch, &train, have_val);
     if (args.output_dir[0]) { /* rank 0 holds the directory's lock; the others must see it */
         char token[512] = "", why[4600] = "";
         if (rank == 0) train_lock_output_dir(args.output_dir, token, sizeof(token));
@@ -984,7 +984,7 @@ int main(int argc, char** argv) {
 
     Rng rng;
     train_rng_init(&rng, &args);
-    int start_step = 0, last = train_resume_find(&args);
+    int start_step = 0, last = train_resume_find(&args), saved_val_every = -1;
     if (args.resume) {
         /* every rank walks the same directory; they must agree on the step */
         if (dist_mean(&dist, (float)last, model.stream) != (float)last)
@@ -1008,6 +1008,7 @@ int main(int argc, char** argv) {
             free(mm);
             free(vv);
             start_step = train_resume_restore(&st, &health, &health_config, &rng, &train, max_steps);
+            saved_val_every = st.val_every;
             printf("resume: step %d from %s", start_step, args.output_dir);
             if (saved_world != world) printf(" (optimizer state re-sharded from %d to %d ranks)", saved_world, world);
             printf("\n");
@@ -1025,7 +1026,7 @@ int main(int argc, char** argv) {
         early_stop_dir(best_dir, sizeof(best_dir), args.output_dir);
         if (rank == 0) make_dir_check(best_dir);
         dist_mean(&dist, 0.0f, model.stream); /* barrier: the directory exists */
-        if (start_step > 0) early_stop_resume(&early, best_dir, start_step, max_steps, args.val_every, stdout);
+        if (start_step > 0) early_stop_resume(&early, best_dir, start_step, max_steps, args.val_every, saved_val_every, stdout);
     }
 
     /* the run header (llmc/progress.h), on stdout and as the first record of this run in metrics.jsonl (rank 0 logs) */

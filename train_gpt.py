@@ -693,10 +693,10 @@ def main(argv=None):
         if as_used(args.eps) <= 0:
             raise ConfigError(f"--eps must be above 0 (a parameter with a zero gradient would be updated by 0/0), got {args.eps}"
                               f"{' (0 in float32)' if reference else ''}")
-        if args.wsd_frac > 1:
+        if as_used(args.wsd_frac) > 1:
             raise ConfigError(f"--wsd-frac must be in [0, 1], got {args.wsd_frac}")
-        if args.beta1 >= 1 or args.beta2 >= 1:
-            raise ConfigError(f"--beta1 and --beta2 must be below 1, got {args.beta1} and {args.beta2}")
+        if as_used(args.beta1) >= 1 or as_used(args.beta2) >= 1:
+            raise ConfigError(f"--beta1 and --beta2 must be below 1{' in float32' if reference else ''}, got {args.beta1} and {args.beta2}")
         if not 0 <= args.seed <= 2**31 - 1:
             raise ConfigError(f"--seed must be in [0, 2^31 - 1] (the C trainers' range), got {args.seed}")
         if args.val_every < 0 or args.val_batches < 1:

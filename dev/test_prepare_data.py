@@ -19,6 +19,7 @@ import json
 import math
 import os
 import random
+import signal
 import struct
 import subprocess
 import sys
@@ -93,6 +94,34 @@ def main():
         r = prepare("--input", path, "--output-dir", os.path.join(tmp, "wide"), "--val-fraction", "0")
         check(r.returncode == 0, f"prepare_data on one {len(wide)}-byte non-ASCII document: exit {r.returncode}")
         compare_splits("one non-ASCII document (chunked)", os.path.join(tmp, "wide"), {"train": [EOT] + ref_encode(wide), "val": []})
+
+        # documents whose only cut points are white space before a word (no line ends "X\nY"): CRLF lines,
+        # paragraphs between blank lines, one long line; each is cut into chunks at those points
+        crlf = corpus.replace(b"\n", b"\r\n")
+        paragraphs = corpus.replace(b"\n", b"\n\n")
+        one_line = corpus.replace(b"\n", b" ")
+        for name, doc in [("CRLF", crlf), ("blank-line paragraphs", paragraphs), ("single-line", one_line)]:
+            path = os.path.join(tmp, "cut.txt")
+            open(path, "wb").write(doc)
+            d = os.path.join(tmp, "cut")
+            r = prepare("--input", path, "--output-dir", d, "--val-fraction", "0")
+            check(r.returncode == 0, f"prepare_data on a {len(doc)}-byte {name} document: exit {r.returncode}")
+            compare_splits(f"one {name} document (chunked)", d, {"train": [EOT] + ref_encode(doc), "val": []})
+
+        # the file's first read (16 MiB) ends inside a character: "...,\n\n" then the first byte of U+00A0
+        # (White_Space); no cut point before (no white space), so the one before the second newline is the
+        # candidate, valid only if the character after it is not White_Space: it must not be judged from
+        # its first byte alone (the cut would split the whole's piece "\n\n", one token, into two)
+        n = 16 << 20
+        head = (b"hello," * (n // 6 + 1))[:n - 3]
+        split_char = head + b"\n\n" + "\u00a0Y tail\n".encode()
+        path = os.path.join(tmp, "split_char.txt")
+        open(path, "wb").write(split_char)
+        d = os.path.join(tmp, "split_char")
+        r = prepare("--input", path, "--output-dir", d, "--val-fraction", "0", "--threads", "1")
+        check(r.returncode == 0, f"prepare_data on a 16 MiB read ending inside U+00A0: exit {r.returncode}")
+        compare_splits("a read ending inside U+00A0 (no cut there)", d, {"train": [EOT] + ref_encode(split_char), "val": []})
+        os.remove(path)
 
         # determinism over thread counts, separators inside a large file
         outs = []
@@ -169,6 +198,38 @@ def main():
         check(earlier.returncode == 0 and intact and shard_bytes(out_dir) == before and len(before) > 2,
               f"after the failure the directory holds the earlier run's {len(before)} shards, unchanged, and no .tmp "
               f"({len(shard_bytes(out_dir))} shards; {what or 'none bad'})")
+        # SIGINT while the input is read (a FIFO: the signal comes before the input ends): exit 130, and the
+        # directory keeps the earlier run's shards, unchanged
+        fifo = os.path.join(tmp, "slow.txt")
+        os.mkfifo(fifo)
+        proc = subprocess.Popen(["./prepare_data", "--input", fifo, "--output-dir", out_dir], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+        with open(fifo, "wb") as w:  # opens once prepare_data does, after it has installed its handler
+            w.write(corpus[:1000000])
+            w.flush()
+            proc.send_signal(signal.SIGINT)
+            w.write(corpus[1000000:])
+        err = proc.communicate(timeout=120)[1]
+        intact, what = shards_intact(out_dir)
+        check(proc.returncode == 130 and "stopped by SIGINT" in err and intact and shard_bytes(out_dir) == before,
+              f"SIGINT: exit {proc.returncode}, the earlier {len(before)} shards unchanged, no .tmp ({err.strip()[-120:]!r})")
+        # .tmp shards of a killed run (SIGKILL: nothing could remove them) go with a later run's stale shards
+        for k in range(6):
+            open(os.path.join(out_dir, f"train_{k:06d}.bin.tmp"), "wb").write(b"partial")
+        r = prepare("--input", jsonl, "--output-dir", out_dir, "--shard-tokens", "20000", "--val-fraction", "0.1")
+        check(r.returncode == 0 and shard_bytes(out_dir) == before and not glob.glob(os.path.join(out_dir, "*.tmp")),
+              f"a killed run's .tmp files are removed by the next run: {sorted(os.listdir(out_dir))}")
+        # a JSON-lines file that starts with a UTF-8 byte order mark (written by some Windows tools)
+        bom = os.path.join(tmp, "bom.jsonl")
+        open(bom, "wb").write(b"\xef\xbb\xbf" + json.dumps({"text": "first"}).encode() + b"\n" + json.dumps({"text": "second"}).encode() + b"\n")
+        r = prepare("--input", bom, "--output-dir", os.path.join(tmp, "bom"), "--val-fraction", "0")
+        check(r.returncode == 0, f"JSON lines after a byte order mark: exit {r.returncode} {r.stderr.strip()[-150:]}")
+        compare_splits("JSON lines after a byte order mark", os.path.join(tmp, "bom"), expected_split([b"first", b"second"], 0))
+        mixed = os.path.join(tmp, "mixed")
+        os.mkdir(mixed)
+        open(os.path.join(mixed, "a.txt"), "w").write("some text\n")
+        open(os.path.join(mixed, "b.bin"), "wb").write(b"\x00\x01 binary")
+        r = prepare("--input", mixed, "--output-dir", os.path.join(tmp, "mixed_out"), "--val-fraction", "0")
+        check(r.returncode == 0 and "skipped 1 binary files" in r.stderr, f"a skipped binary file is said: {r.stderr.strip()[-160:]!r}")
         nofield = os.path.join(tmp, "nofield.jsonl")
         open(nofield, "w").write('{"text": "a"}\n{"body": "b"}\n')
         expect_failure("JSON line without the field", prepare("--input", nofield, "--output-dir", tmp), "nofield.jsonl:2:")

@@ -118,18 +118,21 @@ static void test_early_stop_resume(void) {
     make_dir_check(dir);
     int mismatches = 0, cases = 0;
     const int max_steps = 41; /* evaluations at s = 0, every, 2 every, ... and at the last step, 40 */
+    const int saved_periods[4] = {-1, 0, 2, 5}; /* the checkpoint's run's --val-every: not recorded, no validation, ... */
     for (int every = 1; every <= 7; every++)
+        for (int k = 0; k < 4; k++)
         for (int best = 0; best <= max_steps - 1; best++) {
-            if (best % every != 0 && best != max_steps - 1) continue;
+            int past = saved_periods[k] >= 0 ? saved_periods[k] : every; /* the period of the evaluations before start */
+            if (past > 0 && best % past != 0 && best != max_steps - 1) continue; /* the best is one of them */
             for (int start = 1; start <= 40; start++) {
-                /* reference, by enumeration: the evaluations after the best one and before start; or, when the best
-                 * is not before start (a resume from an older checkpoint), minus those the resumed run repeats up
-                 * to and including it (each adds one, reaching 0 at the best) */
+                if (past == 0 && best < start) continue; /* no evaluation before start: a best only after it */
+                /* reference, by enumeration: the evaluations after the best one and before start (the saved run's);
+                 * or, when the best is not before start (a resume from an older checkpoint), minus those the
+                 * resumed run repeats up to and including it (each adds one, reaching 0 at the best) */
                 int want = 0;
                 for (int s = 0; s < max_steps; s++) {
-                    if (s % every != 0 && s != max_steps - 1) continue;
-                    if (best < s && s < start) want++;
-                    if (start <= s && s <= best) want--;
+                    if (s < start && past > 0 && (s % past == 0 || s == max_steps - 1) && best < s) want++;
+                    if (s >= start && (s % every == 0 || s == max_steps - 1) && s <= best) want--;
                 }
                 EarlyStop e;
                 early_stop_init(&e, 3);
@@ -145,7 +148,7 @@ static void test_early_stop_resume(void) {
                 EarlyStop r;
                 early_stop_init(&r, 3);
                 FILE* sink = fopen_check("/dev/null", "w");
-                int restored = rc == 0 && early_stop_resume(&r, dir, start, max_steps, every, sink);
+                int restored = rc == 0 && early_stop_resume(&r, dir, start, max_steps, every, saved_periods[k], sink);
                 fclose_check(sink, "/dev/null");
                 remove(done);
                 cases++;
@@ -157,7 +160,7 @@ static void test_early_stop_resume(void) {
     EarlyStop r;
     early_stop_init(&r, 3);
     FILE* sink = fopen_check("/dev/null", "w");
-    int without_checkpoint = early_stop_resume(&r, dir, 40, max_steps, 5, sink); /* best.txt names a step with no marker */
+    int without_checkpoint = early_stop_resume(&r, dir, 40, max_steps, 5, -1, sink); /* best.txt names a step with no marker */
     fclose_check(sink, "/dev/null");
     remove(path);
     rmdir(dir);

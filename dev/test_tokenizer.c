@@ -133,7 +133,7 @@ int main(int argc, char** argv) {
 
     /* 3. cut points */
     {
-        int texts = 600, cuts = 0, non_ascii = 0, bad = 0;
+        int texts = 600, cuts = 0, non_ascii = 0, in_line = 0, bad = 0;
         for (int c = 0; c < texts; c++) {
             size_t n = random_text(&rng, buf, 1024, 0);
             int* whole;
@@ -144,6 +144,7 @@ int main(int argc, char** argv) {
                 size_t ca = tokenizer_encode(&t, buf, p, &a), cb = tokenizer_encode(&t, buf + p, n - p, &b);
                 cuts++;
                 non_ascii += buf[p - 2] >= 0x80 || buf[p] >= 0x80;
+                in_line += buf[p - 1] != '\n';
                 if (ca + cb != count || memcmp(a, whole, ca * sizeof(int)) != 0 || memcmp(b, whole + ca, cb * sizeof(int)) != 0)
                     bad++;
                 free(a);
@@ -152,9 +153,10 @@ int main(int argc, char** argv) {
             free(whole);
         }
         char what[160];
-        snprintf(what, sizeof(what), "encode(prefix) + encode(suffix) == encode(text) at %d cut points (%d beside a byte >= 0x80): %d differ",
-                 cuts, non_ascii, bad);
-        check(bad == 0 && cuts > 100 && non_ascii > 100, what);
+        snprintf(what, sizeof(what),
+                 "encode(prefix) + encode(suffix) == encode(text) at %d cut points (%d beside a byte >= 0x80, %d not after a newline): %d differ",
+                 cuts, non_ascii, in_line, bad);
+        check(bad == 0 && cuts > 100 && non_ascii > 100 && in_line > 100, what);
     }
 
     /* 4. byte tokens */

@@ -83,7 +83,8 @@ static inline int early_stop_evals(int a, int b, int val_every, int max_steps) {
  * --max-steps now ends before S does not stop early). Returns 1 if
  * restored; 0 if there is no best.txt, or if best_dir holds no complete checkpoint of S (a write cut
  * short), with the reason printed to report. */
-static inline int early_stop_resume(EarlyStop* e, const char* best_dir, int start_step, int max_steps, int val_every, FILE* report) {
+static inline int early_stop_resume(EarlyStop* e, const char* best_dir, int start_step, int max_steps, int val_every, int saved_val_every,
+                                    FILE* report) {
     char path[4200];
     if ((size_t)snprintf(path, sizeof(path), "%s/best.txt", best_dir) >= sizeof(path)) fatalf("%s: path too long", best_dir);
     FILE* f = fopen(path, "rb");
@@ -106,7 +107,9 @@ static inline int early_stop_resume(EarlyStop* e, const char* best_dir, int star
     }
     e->best_step = step;
     e->best_loss = loss;
-    e->since_best = early_stop_evals(step + 1, start_step - 1, val_every, max_steps) - early_stop_evals(start_step, step, val_every, max_steps);
+    int past_every = saved_val_every >= 0 ? saved_val_every : val_every; /* the evaluations before start_step were the saved run's */
+    e->since_best = (past_every > 0 ? early_stop_evals(step + 1, start_step - 1, past_every, max_steps) : 0) -
+                    early_stop_evals(start_step, step, val_every, max_steps);
     fprintf(report, "resume: early stop: best val loss %.6f at step %d, ", (double)loss, step);
     if (e->since_best >= 0) fprintf(report, "%d evaluation(s) since\n", e->since_best);
     else fprintf(report, "not before this checkpoint: the evaluations up to it are repeated\n");

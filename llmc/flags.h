@@ -72,9 +72,9 @@ typedef enum { FLAG_STR, FLAG_INT, FLAG_FLOAT, FLAG_BOOL, FLAG_SCHED } FlagType;
     X(prompt, NULL, "--prompt", FLAG_STR, "", 0, 0, "text that samples continue (after <|endoftext|>); needs the tokenizer")     \
     X(top_k, NULL, "--top-k", FLAG_INT, "0", 0, FLAG_INT_MAX, "sample among the k most likely tokens (0: all)")                      \
     X(checkpoint_every, "-n", "--checkpoint-every", FLAG_INT, "0", 0, FLAG_INT_MAX,                                                  \
-      "write a checkpoint every this many steps (0: never)")                                                                         \
+      "write a checkpoint to -o every this many steps (0: never)")                                                                         \
     X(resume, "-y", "--resume", FLAG_INT, "0", 0, 1, "1: resume from the newest complete, valid checkpoint in --output-dir")                \
-    X(keep_last, NULL, "--keep-last", FLAG_INT, "0", 0, FLAG_INT_MAX, "keep the newest K checkpoints, delete older ones (0: keep all)")   \
+    X(keep_last, NULL, "--keep-last", FLAG_INT, "0", 0, FLAG_INT_MAX, "keep the newest K checkpoints of -o, delete older ones (0: keep all)")   \
     X(keep_every, NULL, "--keep-every", FLAG_INT, "0", 0, FLAG_INT_MAX,                                                              \
       "also keep every checkpoint whose step is a multiple of M (0: none)")                                                          \
     X(on_save_error, NULL, "--on-save-error", FLAG_STR, "stop", 0, 0,                                                                \
@@ -97,7 +97,7 @@ typedef enum { FLAG_STR, FLAG_INT, FLAG_FLOAT, FLAG_BOOL, FLAG_SCHED } FlagType;
     X(lr_scale, NULL, "--lr-scale", FLAG_STR, "none", 0, 0, "scale --lr by the global batch / --lr-ref-batch: none|linear|sqrt")      \
     X(lr_ref_batch, NULL, "--lr-ref-batch", FLAG_INT, "0", 0, FLAG_INT_MAX, "tokens per step --lr was tuned for (--lr-scale; 0: B*T)") \
     X(recompute, "-r", "--recompute", FLAG_INT, "0", 0, 2, "recompute activations in backward: 0 off, 1 GELU, 2 also LayerNorm")     \
-    X(master_weights, "-w", "--master-weights", FLAG_INT, "1", 0, 1, "keep fp32 master weights (1) or not (0)")                      \
+    X(master_weights, "-w", "--master-weights", FLAG_INT, "1", 0, 1, "keep fp32 master weights (1) or not (0; bf16 build only)")   \
     X(deterministic, NULL, "--deterministic", FLAG_INT, "1", 0, 1,                                                                   \
       "1: bit-identical gradients run to run; 0: faster attention backward (atomic dQ)")                                             \
     X(seed, NULL, "--seed", FLAG_INT, "1337", 0, FLAG_INT_MAX, "random seed (init, data order, sampling)")                           \

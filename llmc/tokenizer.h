@@ -387,22 +387,32 @@ static inline size_t tokenizer_next_piece(const unsigned char* s, size_t n, size
 }
 
 /* Whether the character that s[e] ends, as the encoder decodes s, is White_Space, given that s[e + 1]
- * is ASCII. An ASCII or lead byte always starts a character (an invalid sequence is one byte of class
- * other), so the character holding s[e] starts at the last such byte at most 3 back, if it ends at e. */
+ * starts a character (ASCII, or a lead byte of a well-formed sequence). An ASCII or lead byte always
+ * starts a character (an invalid sequence is one byte of class other), so the character holding s[e]
+ * starts at the last such byte at most 3 back, if it ends at e. */
 static inline int tokenizer_space_ends_at(const unsigned char* s, size_t n, size_t e) {
     size_t q = e, len;
     while (q > 0 && e - q < 3 && (s[q] & 0xC0) == 0x80) q--;
     return tokenizer_char_class(s, n, q, &len) == UCLASS_SPACE && q + len == e + 1;
 }
 
-/* True if a document may be cut before s[p] without changing its tokens: the text before p,
- * encoded alone, gives the same tokens as in the whole. Holds when s[p-1] is '\n' and neither the
- * character before it nor the one at p is White_Space (any script, or an invalid byte): that newline
- * is then a piece of its own in both, and no piece looks behind its start. */
+/* True if a document may be cut before s[p] without changing its tokens: the text before p and the
+ * text from p, each encoded alone, give the tokens of the whole. A piece holds White_Space (any
+ * script; an invalid byte is other) only as a run of it or as the ' ' that begins " word", and no
+ * piece looks behind its start; so a piece starts at p in both, and the pieces before p end there, when
+ *   - s[p-1] is '\n' and neither the character before it nor the one at p is White_Space (that newline
+ *     is a piece of its own: "X\nY"), or
+ *   - the character at p is White_Space and the one after it is not: a run of white space before a
+ *     word ends its piece before its last character (\s+(?!\S)), which is a piece of its own or
+ *     begins the next ("\r\nY", "\n\nY", "a b").
+ * The characters at and after p must be whole in s[0..n): a caller that has read part of a file cuts
+ * only at p + 8 <= n, or anywhere once it has the whole file. */
 static inline int tokenizer_can_cut(const unsigned char* s, size_t n, size_t p) {
-    size_t len;
-    return p >= 2 && p < n && s[p - 1] == '\n' && !tokenizer_space_ends_at(s, n, p - 2) &&
-           tokenizer_char_class(s, n, p, &len) != UCLASS_SPACE;
+    size_t len, next_len;
+    if (p < 2 || p >= n) return 0;
+    int space_at_p = tokenizer_char_class(s, n, p, &len) == UCLASS_SPACE;
+    if (!space_at_p) return s[p - 1] == '\n' && !tokenizer_space_ends_at(s, n, p - 2);
+    return p + len < n && tokenizer_char_class(s, n, p + len, &next_len) != UCLASS_SPACE;
 }
 
 /* ----------------------------------------------------------------------------

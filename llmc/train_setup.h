@@ -190,11 +190,12 @@ static inline Schedule train_schedule(const TrainArgs* args, float max_lr, int m
 }
 
 /* The run-defining part of a checkpoint's training state: one rank holding all num_params parameters'
- * optimizer state, the schedule, AdamW's settings and what the training loader's position counts in
- * (T, total_batch tokens a step, shuffle, mock, the data's size); step, rng and loader are set when
- * saving. The model file holds the fp32 (master) weights, so the state file holds none. */
+ * optimizer state, the schedule, AdamW's settings, what the training loader's position counts in
+ * (T, total_batch tokens a step, shuffle, mock, the data's size) and the evaluations' period (0 without
+ * validation data); step, rng and loader are set when saving. The model file holds the fp32 (master)
+ * weights, so the state file holds none. */
 static inline TrainState train_run_state(const TrainArgs* args, size_t num_params, const Schedule* sched, int T, long long total_batch,
-                                         const DataLoader* train) {
+                                         const DataLoader* train, int have_val) {
     TrainState run;
     memset(&run, 0, sizeof(run));
     run.rank = 0;
@@ -217,7 +218,7 @@ static inline TrainState train_run_state(const TrainArgs* args, size_t num_param
     run.data_shards = train->num_shards;
     run.data_crc = train->fingerprint;
     run.seed = args->seed;
-    run.val_every = args->val_every;
+    run.val_every = have_val ? args->val_every : 0;
     return run;
 }
 

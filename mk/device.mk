@@ -4,7 +4,7 @@
 #                        attention and kernel benchmarks, sample_gpt, the 1-rank NCCL overhead; every step under
 #                        a timeout (DEVICE_CHECK_BUDGET, default 480 s in all); logs and summary in $$OUT
 #                        (default build/device_check); the summary table and "N passed, M failed" come last.
-#   Passes NVCC, PYTHON and MPICXX through; PYTHON falls back to the first python3 that imports torch.
+#   Passes NVCC, PYTHON and MPICXX through; PYTHON: gpucheck.sh's choice (a torch that sees the GPU first).
 device-check:
 	@NVCC="$(NVCC)" PYTHON="$(PYTHON)" MPICXX="$(MPICXX)" bash scripts/device_check.sh
 

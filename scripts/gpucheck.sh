@@ -19,7 +19,7 @@
 # always brought up to date: make build/references/.stamp, and the d12 one when missing or stale)
 # Sourced (scripts/device_check.sh), it only defines the gc_* functions below and runs nothing.
 # Environment: NVCC (default nvcc, else $CUDA_HOME/bin/nvcc or /usr/local/cuda/bin/nvcc), PYTHON (the first of
-# $PYTHON, python3, /usr/bin/python3 that imports torch and numpy), MPICXX (default mpicxx), GPUCHECK_DIR
+# $PYTHON, python3, /usr/bin/python3 whose torch sees a GPU, else the first that imports torch and numpy), MPICXX (default mpicxx), GPUCHECK_DIR
 # (default build/gpucheck), GPUCHECK_BUDGET (default 900).
 
 # gc_init: the tools, the GPU's architecture, the log directory and the deadline
