@@ -1,6 +1,7 @@
 /* Fuzz harness: prepare_data.c's corpus readers on arbitrary bytes: the JSON-lines field
- * extractor (json_line_field, each line, field "text") and the chunk cutter (find_cut, for text
- * with a separator line and for JSON lines), which must return a cut at or after where it was asked to start. prepare_data.c is
+ * extractor (json_line_field, each line, field "text") and the chunk cutter (find_cut, for JSON
+ * lines and for text with and without a separator line, with the file read to its end or not), which
+ * must return a cut at or after where it was asked to start. prepare_data.c is
  * included with its main renamed, so its static functions are reachable. */
 #include <omp.h>
 #include "dev/fuzz/fuzz_common.h"
@@ -18,11 +19,13 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             if (!err && len > end - i) abort();
             if (next <= i) abort();
         }
-        for (int jsonl = 0; jsonl <= 1; jsonl++) {
+        for (int mode = 0; mode < 6; mode++) { /* JSON lines, text with a separator line, text; read to the end or not */
+            int jsonl = mode / 2 == 0, eof = mode % 2;
+            const char* sep = mode / 2 == 1 ? "---" : NULL;
             size_t from = 0;
             int starts_document;
             for (int cuts = 0; cuts < 10000; cuts++) {
-                size_t cut = find_cut(data, size, from, jsonl, jsonl ? NULL : "---", &starts_document);
+                size_t cut = find_cut(data, size, eof, from, jsonl, sep, &starts_document);
                 if (cut == 0) break;
                 if (cut < from || cut > size) abort();
                 from = cut + 1;
