@@ -903,7 +903,6 @@ int main(int argc, char** argv) {
     if (device >= device_count)
         fatalf("rank %d: local rank %d but this node shows %d GPU(s): start at most one process per GPU", rank, device, device_count);
     cudaCheck(cudaSetDevice(device));
-    if (world > 1) process_group_watchdog_start(&pg);
     cudaDeviceProp prop;
     cudaCheck(cudaGetDeviceProperties(&prop, device));
 
@@ -1067,6 +1066,7 @@ int main(int argc, char** argv) {
     TrainProfile profiling;
     train_profile_init(&profiling, args.profile, start_step, max_steps);
     stop = dist_any(&model, preempt_requested());
+    if (world > 1) process_group_watchdog_start(&pg); /* the training loop's collectives: a dead peer must not hang them */
     for (int step = start_step; step < max_steps && !stop; step++) {
         StepStart start = train_step_start(&rng, &train);
         int evaluated = train_eval_due(&args, have_val, step, max_steps);
@@ -1161,6 +1161,7 @@ int main(int argc, char** argv) {
             if (save_checkpoint(&model, args.output_dir, &st, args.keep_last, args.keep_every) != 0) exit_status = SAVE_FAILED_EXIT_STATUS;
         }
     } else if (exit_status == 0 && args.sample_every > 0 && rank == 0) {
+        process_group_watchdog_stop(&pg); /* the end-of-run sample has no heartbeat (the other ranks are done) */
         sample_generate(&samples, next_logits_gpu, &model, args.sample_tokens, T, args.temperature, args.top_k, &rng);
     }
 

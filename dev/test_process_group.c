@@ -30,7 +30,7 @@ static double now_s(void) { return (double)pg_now_ns_() * 1e-9; }
 static void clear_launcher_env(void) {
     static const char* names[] = {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_RANK", "PMI_SIZE",
                                   "MPI_LOCALRANKID", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "RANK", "WORLD_SIZE",
-                                  "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"};
+                                  "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID"};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) unsetenv(names[i]);
 }
 
@@ -229,27 +229,43 @@ static void test_rendezvous_timeout(const char* tmp, const char* method, const c
           WIFEXITED(status) ? WEXITSTATUS(status) : -1, secs, msg);
 }
 
-static void test_discovery(const char* tmp) {
+/* process_group_init (--dist-init auto) in a child under env ("NAME=VALUE", NULL-terminated) and nothing
+ * else of the launchers'; true if it found rank of world, the local rank, the launcher and the method */
+static int discovers(const char* const* env, int rank, int world, int local, const char* launcher, const char* method) {
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
+        if (!freopen("/dev/null", "w", stderr)) _exit(99);
         clear_launcher_env();
-        setenv("SLURM_PROCID", "2", 1);
-        setenv("SLURM_NTASKS", "4", 1);
-        setenv("SLURM_LOCALID", "1", 1);
-        setenv("MASTER_ADDR", "127.0.0.1", 1);
-        setenv("MASTER_PORT", "29500", 1);
+        for (int i = 0; env[i]; i++) putenv((char*)env[i]);
         ProcessGroup pg;
         process_group_init(&pg, NULL, NULL, "auto", "", 5.0);
-        _exit(pg.rank == 2 && pg.world == 4 && pg.local_rank == 1 && strcmp(pg.launcher, "slurm") == 0 && strcmp(pg.method, "tcp") == 0 ? 0 : 1);
+        _exit(pg.rank == rank && pg.world == world && pg.local_rank == local && strcmp(pg.launcher, launcher) == 0 &&
+                      strcmp(pg.method, method) == 0
+                  ? 0
+                  : 1);
     }
     int status;
     waitpid(pid, &status, 0);
-    check(WIFEXITED(status) && WEXITSTATUS(status) == 0, "Slurm variables: rank 2 of 4, local rank 1, id by tcp (MASTER_ADDR set)");
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+static void test_discovery(const char* tmp) {
+    const char* slurm[] = {"SLURM_PROCID=2", "SLURM_NTASKS=4", "SLURM_LOCALID=1", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=29500", NULL};
+    check(discovers(slurm, 2, 4, 1, "slurm", "tcp"), "Slurm variables: rank 2 of 4, local rank 1, id by tcp (MASTER_ADDR set)");
+    const char* env_in_slurm[] = {"RANK=1", "WORLD_SIZE=2", "LOCAL_RANK=1", "SLURM_PROCID=0", "SLURM_NTASKS=1", "SLURM_LOCALID=0",
+                                  "MASTER_ADDR=127.0.0.1", "MASTER_PORT=29500", NULL};
+    check(discovers(env_in_slurm, 1, 2, 1, "env", "tcp"),
+          "RANK, WORLD_SIZE, LOCAL_RANK inside a Slurm allocation (srun torchrun, an sbatch script's processes): rank 1 of 2 from them");
+    const char* pmi2[] = {"PMI_RANK=1", "PMI_SIZE=2", "SLURM_PROCID=1", "SLURM_NTASKS=2", "SLURM_LOCALID=1", "MASTER_ADDR=127.0.0.1",
+                          "MASTER_PORT=29500", NULL};
+    check(discovers(pmi2, 1, 2, 1, "pmi", "tcp"), "srun --mpi=pmi2 (PMI_RANK, no MPI_LOCALRANKID): local rank 1 from SLURM_LOCALID");
+    const char* lone[] = {"MASTER_ADDR=localhost", NULL};
+    check(discovers(lone, 0, 1, 0, "none", "none"), "one process with MASTER_ADDR but no MASTER_PORT: no rendezvous at all");
     char err_path[4200];
     snprintf(err_path, sizeof(err_path), "%s/discovery.err", tmp);
     fflush(stdout);
-    pid = fork();
+    pid_t pid = fork();
     if (pid == 0) {
         if (!freopen(err_path, "w", stderr)) _exit(99);
         clear_launcher_env();
@@ -259,6 +275,7 @@ static void test_discovery(const char* tmp) {
         process_group_init(&pg, NULL, NULL, "auto", "", 5.0);
         _exit(0);
     }
+    int status;
     waitpid(pid, &status, 0);
     char msg[512] = "";
     FILE* f = fopen(err_path, "r");
@@ -269,6 +286,43 @@ static void test_discovery(const char* tmp) {
     msg[strcspn(msg, "\n")] = '\0';
     check(WIFEXITED(status) && WEXITSTATUS(status) == 1 && strstr(msg, "RANK=4") != NULL, "RANK=4 of WORLD_SIZE=4: exit %d, \"%s\"",
           WIFEXITED(status) ? WEXITSTATUS(status) : -1, msg);
+}
+
+/* tcp rendezvous with a port scanner's connection (bytes that are no hello) and a silent one reaching rank 0
+ * before rank 1: both are dropped (the silent one after 5 s) and the ranks meet */
+static void test_rendezvous_strays(void) {
+    int port = 30000 + (int)(getpid() % 20000);
+    double t0 = now_s();
+    pid_t rank0 = spawn_rank(0, 2, "tcp", "", port, 30.0, "/dev/null");
+    struct addrinfo hints, *res;
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_INET;
+    hints.ai_socktype = SOCK_STREAM;
+    char port_text[16];
+    snprintf(port_text, sizeof(port_text), "%d", port);
+    int strays[2] = {-1, -1}, err = 0;
+    if (getaddrinfo("127.0.0.1", port_text, &hints, &res) == 0) {
+        for (int k = 0; k < 2; k++)
+            while (strays[k] < 0 && now_s() - t0 < 10.0)
+                if ((strays[k] = pg_connect_(res, pg_now_ns_() + 1000000000LL, &err)) < 0) usleep(50000);
+        freeaddrinfo(res);
+    }
+    const char probe[] = "GET / HTTP/1.0\r\n\r\n";
+    int sent = strays[0] >= 0 && send(strays[0], probe, sizeof(probe) - 1, MSG_NOSIGNAL) == (ssize_t)(sizeof(probe) - 1);
+    pid_t rank1 = spawn_rank(1, 2, "tcp", "", port, 30.0, "/dev/null");
+    int codes[2];
+    pid_t pids[2] = {rank0, rank1};
+    for (int r = 0; r < 2; r++) {
+        int status;
+        waitpid(pids[r], &status, 0);
+        codes[r] = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    double secs = now_s() - t0;
+    for (int k = 0; k < 2; k++)
+        if (strays[k] >= 0) close(strays[k]);
+    check(sent && strays[1] >= 0 && codes[0] == 0 && codes[1] == 0 && secs < 15.0,
+          "tcp rendezvous past a stray HTTP request and a silent connection: both ranks hold the id (exit %d %d) after %.1f s", codes[0],
+          codes[1], secs);
 }
 
 /* mode 0: no heartbeat; 1: a heartbeat every 0.1 s; 2: process_group_finish, then the struct overwritten (as a
@@ -319,6 +373,7 @@ int main(void) {
     test_discovery(tmp);
     test_rendezvous(tmp, "tcp");
     test_rendezvous(tmp, "file");
+    test_rendezvous_strays();
     test_rendezvous_timeout(tmp, "tcp", "no NCCL id from tcp://127.0.0.1");
     test_rendezvous_timeout(tmp, "file", "no NCCL id file");
     test_watchdog();

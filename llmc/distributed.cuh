@@ -160,6 +160,7 @@ static inline void dist_create(Distributed* d, const ProcessGroup* pg, int zero,
                pg->rank, device, count, pg->local_rank);
     }
     ncclCheck(init);
+    process_group_id_used(pg);
 #else
     fatalf("%d ranks: this binary was built without NCCL (make train_gpt finds NCCL by a test link: in NCCL_HOME, the CUDA toolkit or a pip wheel; install it, or run on one GPU)",
            pg->world);

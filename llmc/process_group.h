@@ -5,29 +5,38 @@
  *
  * Rank discovery, the first launcher whose variables are set:
  *   Open MPI (mpirun)   OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_RANK
+ *   torchrun-style      RANK, WORLD_SIZE, LOCAL_RANK (and MASTER_ADDR, MASTER_PORT for tcp); before PMI and
+ *                       Slurm, whose variables may describe the allocation or node (srun torchrun, an
+ *                       sbatch script starting processes itself) rather than this process
  *   MPICH/Hydra (PMI)   PMI_RANK, PMI_SIZE, MPI_LOCALRANKID
  *   Slurm (srun)        SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID
- *   torchrun-style      RANK, WORLD_SIZE, LOCAL_RANK (and MASTER_ADDR, MASTER_PORT for tcp)
  *   none                rank 0 of 1
+ * A launcher without a local rank (Slurm's PMI-2 plugin sets PMI_RANK but not MPI_LOCALRANKID) takes the
+ * first of the others' local-rank variables that is set (SLURM_LOCALID, ...); with none, 0 and a warning.
  *
  * Sharing the 128-byte NCCL id from rank 0 (--dist-init):
  *   mpi   MPI_Bcast (a build with MPI, started by an MPI launcher)
  *   file  rank 0 writes the id to --dist-file through "<path>.tmp" + rename; the others poll for the
- *         file (every 50 ms). The path must be new for each job (the scripts put the job id in it), on
- *         a file system every node sees; rank 0 deletes it when the run ends.
- *   tcp   rank 0 listens on MASTER_PORT; every other rank connects to MASTER_ADDR:MASTER_PORT (retrying
- *         every 100 ms), sends its rank and world size, and receives the id. Rank 0 checks that
- *         world − 1 distinct ranks of the same world size arrive.
- *   auto  mpi when an MPI launcher started us and the build has MPI; else tcp when MASTER_ADDR is set;
- *         else file when --dist-file is given; else (world 1) no id at all.
- * Every wait is bounded by --dist-timeout seconds: a rank that never arrives gives a one-line error
- * naming the method and the address, and exit status 1.
+ *         file (every 50 ms). The path must be new for each job (put the job id in it, e.g.
+ *         $SLURM_JOB_ID), on a file system every node sees; rank 0 deletes it once every rank has the
+ *         id (process_group_id_used) or when the run ends.
+ *   tcp   rank 0 listens on MASTER_PORT (MASTER_PORT + 1 under torchrun, whose own store has that port),
+ *         on IPv6 and IPv4; every other rank connects to MASTER_ADDR:port (each address it resolves to,
+ *         retrying every 100 ms), sends a tag, its rank and world size, and receives the id. Rank 0
+ *         checks that world − 1 distinct ranks of the same world size arrive, and drops a connection
+ *         that sends anything else (a port scanner) or nothing within 5 s.
+ *   auto  mpi when an MPI launcher started us and the build has MPI; else none for world 1; else tcp
+ *         when MASTER_ADDR is set; else file when --dist-file is given.
+ * Every wait (connect included) is bounded by --dist-timeout seconds: a rank that never arrives gives a
+ * one-line error naming the method and the address, and exit status 1. A signal (the trainer's
+ * preemption handler) does not cut a wait short.
  *
- * Watchdog (process_group_watchdog_start): a thread that exits the process with status 3 and one
- * line on stderr when the trainer has not called process_group_heartbeat for --dist-timeout seconds
- * — a rank blocked in a collective whose peer died. The launcher (mpirun, srun --kill-on-bad-exit,
- * torchrun, --nproc) then stops the others. process_group_finish ends and joins it (last: it still
- * guards MPI_Finalize), so it never reads the struct after the caller's frame is gone. State: the
+ * Watchdog (process_group_watchdog_start, around the training loop): a thread that exits the process
+ * with status 3 and one line on stderr when the trainer has not called process_group_heartbeat for
+ * --dist-timeout seconds — a rank blocked in a collective whose peer died. The launcher (mpirun, srun
+ * --kill-on-bad-exit, torchrun, --nproc) then stops the others. process_group_watchdog_stop (also
+ * called by process_group_finish) ends and joins it, so it never reads the struct after the caller's
+ * frame is gone. State: the
  * ProcessGroup struct the caller owns; the heartbeat and the stop flag are read and written atomically.
  */
 #ifndef LLMC_PROCESS_GROUP_H
@@ -41,6 +50,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -98,6 +108,9 @@ static inline int pg_env_int_(const char* name) {
 
 static inline int pg_mpi_launched_(void) { return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE"); }
 
+/* the tcp rendezvous port: MASTER_PORT, or the next one under torchrun (its agent's store listens on MASTER_PORT) */
+static inline int pg_tcp_port_(void) { return pg_env_int_("MASTER_PORT") + (getenv("TORCHELASTIC_RUN_ID") ? 1 : 0); }
+
 /* Finds rank, world and local rank from the environment (top comment); chooses the id-sharing
  * method from `method` ("auto", "mpi", "file", "tcp"); starts MPI when the method is mpi, or when an
  * MPI launcher started a build with MPI (the simulated NCCL needs it). Exits on inconsistent input. */
@@ -109,9 +122,9 @@ static inline void process_group_init(ProcessGroup* pg, int* argc, char*** argv,
     static const struct {
         const char *name, *rank, *world, *local;
     } launchers[4] = {{"mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
+                      {"env", "RANK", "WORLD_SIZE", "LOCAL_RANK"},
                       {"pmi", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"},
-                      {"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},
-                      {"env", "RANK", "WORLD_SIZE", "LOCAL_RANK"}};
+                      {"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"}};
     pg->rank = 0;
     pg->world = 1;
     pg->launcher = "none";
@@ -125,6 +138,10 @@ static inline void process_group_init(ProcessGroup* pg, int* argc, char*** argv,
         pg->rank = rank;
         pg->world = world;
         int local = pg_env_int_(launchers[i].local);
+        for (int j = 0; j < 4 && local < 0; j++) local = pg_env_int_(launchers[j].local);
+        if (local < 0 && world > 1)
+            fprintf(stderr, "warning: rank %d of %d (from %s): no local-rank variable (%s, %s, %s, %s) is set: using GPU 0\n", rank,
+                    world, launchers[i].name, launchers[0].local, launchers[1].local, launchers[2].local, launchers[3].local);
         pg->local_rank = local >= 0 ? local : 0;
         pg->launcher = launchers[i].name;
         break;
@@ -137,20 +154,22 @@ static inline void process_group_init(ProcessGroup* pg, int* argc, char*** argv,
         int mpi_ok = 0;
 #endif
         if (mpi_ok) chosen = "mpi";
+        else if (pg->world == 1) chosen = "none";
         else if (getenv("MASTER_ADDR")) chosen = "tcp";
         else if (file_path && file_path[0]) chosen = "file";
-        else if (pg->world == 1) chosen = "none";
         else
-            fatalf("rank %d of %d (from %s): no way to share the NCCL id: start with mpirun, set MASTER_ADDR and MASTER_PORT "
-                   "(tcp), or give --dist-file PATH on a shared file system",
-                   pg->rank, pg->world, pg->launcher);
+            fatalf("rank %d of %d (from %s): no way to share the NCCL id: %sset MASTER_ADDR and MASTER_PORT (tcp), or give "
+                   "--dist-file PATH on a shared file system",
+                   pg->rank, pg->world, pg->launcher,
+                   pg_mpi_launched_() ? "this binary was built without MPI, so mpirun cannot share it: " : "start with mpirun, ");
     } else if (strcmp(method, "mpi") != 0 && strcmp(method, "file") != 0 && strcmp(method, "tcp") != 0) {
         fatalf("--dist-init %s: expected auto, mpi, file or tcp", method);
     }
     snprintf(pg->method, sizeof(pg->method), "%s", chosen);
     if (strcmp(chosen, "file") == 0 && !(file_path && file_path[0])) fatalf("--dist-init file needs --dist-file PATH");
-    if (strcmp(chosen, "tcp") == 0 && (!getenv("MASTER_ADDR") || pg_env_int_("MASTER_PORT") <= 0))
-        fatalf("--dist-init tcp needs MASTER_ADDR and MASTER_PORT in the environment");
+    if (strcmp(chosen, "tcp") == 0 && (!getenv("MASTER_ADDR") || !getenv("MASTER_ADDR")[0] || pg_env_int_("MASTER_PORT") <= 0 ||
+                                       pg_tcp_port_() > 65535))
+        fatalf("--dist-init tcp needs MASTER_ADDR and MASTER_PORT (1 to %d) in the environment", getenv("TORCHELASTIC_RUN_ID") ? 65534 : 65535);
 #if defined(USE_MPI)
     if (strcmp(chosen, "mpi") == 0 || pg_mpi_launched_()) {
         mpiCheck(MPI_Init(argc, argv));
@@ -158,12 +177,11 @@ static inline void process_group_init(ProcessGroup* pg, int* argc, char*** argv,
         int mpi_rank, mpi_world;
         mpiCheck(MPI_Comm_rank(MPI_COMM_WORLD, &mpi_rank));
         mpiCheck(MPI_Comm_size(MPI_COMM_WORLD, &mpi_world));
-        if (strcmp(chosen, "mpi") == 0) {
-            pg->rank = mpi_rank;
-            pg->world = mpi_world;
-        } else if (mpi_rank != pg->rank || mpi_world != pg->world) {
-            fatalf("MPI says rank %d of %d, the environment (%s) says %d of %d", mpi_rank, mpi_world, pg->launcher, pg->rank, pg->world);
-        }
+        if (strcmp(pg->launcher, "none") != 0 && (mpi_rank != pg->rank || mpi_world != pg->world))
+            fatalf("MPI says rank %d of %d, the environment (%s) says %d of %d%s", mpi_rank, mpi_world, pg->launcher, pg->rank, pg->world,
+                   strcmp(pg->launcher, "slurm") == 0 ? " (under srun, MPI needs Slurm's PMI: srun --mpi=pmix or pmi2)" : "");
+        pg->rank = mpi_rank;
+        pg->world = mpi_world;
     }
 #else
     if (strcmp(chosen, "mpi") == 0) fatalf("--dist-init mpi: this binary was built without MPI (use file or tcp)");
@@ -203,8 +221,12 @@ static inline int pg_io_(int fd, void* buf, size_t len, int writing, int64_t dea
     while (len > 0) {
         struct pollfd pfd = {fd, (short)(writing ? POLLOUT : POLLIN), 0};
         int wait_ms = (int)((deadline - pg_now_ns_()) / 1000000);
-        if (wait_ms <= 0 || poll(&pfd, 1, wait_ms) <= 0) return -1;
+        if (wait_ms <= 0) return -1;
+        int ready = poll(&pfd, 1, wait_ms);
+        if (ready < 0 && errno == EINTR) continue;
+        if (ready <= 0) return -1;
         ssize_t k = writing ? send(fd, p, len, MSG_NOSIGNAL) : recv(fd, p, len, 0);
+        if (k < 0 && (errno == EINTR || errno == EAGAIN)) continue;
         if (k <= 0) return -1;
         p += k;
         len -= (size_t)k;
@@ -212,11 +234,40 @@ static inline int pg_io_(int fd, void* buf, size_t len, int writing, int64_t dea
     return 0;
 }
 
+/* a connected socket to addr within deadline (a non-blocking connect, polled), or -1 with *err set */
+static inline int pg_connect_(const struct addrinfo* addr, int64_t deadline, int* err) {
+    int fd = socket(addr->ai_family, addr->ai_socktype | SOCK_NONBLOCK, addr->ai_protocol);
+    if (fd < 0) {
+        *err = errno;
+        return -1;
+    }
+    if (connect(fd, addr->ai_addr, addr->ai_addrlen) == 0) return fd;
+    if (errno == EINPROGRESS) {
+        struct pollfd pfd = {fd, POLLOUT, 0};
+        for (;;) {
+            int wait_ms = (int)((deadline - pg_now_ns_()) / 1000000), ready = wait_ms > 0 ? poll(&pfd, 1, wait_ms) : 0;
+            if (ready < 0 && errno == EINTR) continue;
+            int so_error = ETIMEDOUT;
+            socklen_t len = sizeof(so_error);
+            if (ready > 0) getsockopt(fd, SOL_SOCKET, SO_ERROR, &so_error, &len);
+            if (so_error == 0) return fd;
+            *err = so_error;
+            break;
+        }
+    } else {
+        *err = errno;
+    }
+    close(fd);
+    return -1;
+}
+
+#define PG_TCP_TAG 0x434D4C4C /* "LLMC": the first word a peer sends */
+
 /* tcp method: rank 0 serves the id to world − 1 connections; the others connect (retrying) */
 static inline void pg_share_tcp_(const ProcessGroup* pg, unsigned char* id) {
     const char* host = getenv("MASTER_ADDR");
     char port[16];
-    snprintf(port, sizeof(port), "%d", pg_env_int_("MASTER_PORT"));
+    snprintf(port, sizeof(port), "%d", pg_tcp_port_());
     int64_t deadline = pg_now_ns_() + (int64_t)(pg->timeout_s * 1e9);
     struct addrinfo hints, *res = NULL;
     memset(&hints, 0, sizeof(hints));
@@ -226,28 +277,44 @@ static inline void pg_share_tcp_(const ProcessGroup* pg, unsigned char* id) {
         hints.ai_flags = AI_PASSIVE;
         int rc = getaddrinfo(NULL, port, &hints, &res);
         if (rc != 0) fatalf("tcp rendezvous: port %s: %s", port, gai_strerror(rc));
-        int fd = socket(res->ai_family, res->ai_socktype, res->ai_protocol), one = 1;
-        if (fd < 0) fatalf("tcp rendezvous: socket: %s", strerror(errno));
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-        if (bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 128) != 0)
-            fatalf("tcp rendezvous: rank 0 cannot listen on port %s: %s (is MASTER_PORT free?)", port, strerror(errno));
+        int fd = -1, one = 1, zero = 0;
+        for (const struct addrinfo* a = res; a && fd < 0; a = a->ai_next) /* IPv6 first: with V6ONLY off it takes IPv4 too */
+            if (a->ai_family == AF_INET6 && (fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol)) >= 0) {
+                setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+                setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+                if (bind(fd, a->ai_addr, a->ai_addrlen) != 0) {
+                    close(fd);
+                    fd = -1;
+                }
+            }
+        if (fd < 0) {
+            fd = socket(res->ai_family, res->ai_socktype, res->ai_protocol);
+            if (fd < 0) fatalf("tcp rendezvous: socket: %s", strerror(errno));
+            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+            if (bind(fd, res->ai_addr, res->ai_addrlen) != 0)
+                fatalf("tcp rendezvous: rank 0 cannot listen on port %s: %s (is the port free?)", port, strerror(errno));
+        }
+        if (listen(fd, 128) != 0) fatalf("tcp rendezvous: rank 0 cannot listen on port %s: %s (is the port free?)", port, strerror(errno));
         freeaddrinfo(res);
         unsigned char* seen = (unsigned char*)calloc_check((size_t)pg->world, 1);
         for (int joined = 1; joined < pg->world;) {
             struct pollfd pfd = {fd, POLLIN, 0};
-            int wait_ms = (int)((deadline - pg_now_ns_()) / 1000000);
-            if (wait_ms <= 0 || poll(&pfd, 1, wait_ms) <= 0)
+            int wait_ms = (int)((deadline - pg_now_ns_()) / 1000000), ready = wait_ms > 0 ? poll(&pfd, 1, wait_ms) : 0;
+            if (ready < 0 && errno == EINTR) continue;
+            if (ready <= 0)
                 fatalf("tcp rendezvous: rank 0 saw %d of %d ranks on port %s within %.0f s (--dist-timeout)", joined, pg->world, port,
                        pg->timeout_s);
             int peer = accept(fd, NULL, NULL);
             if (peer < 0) continue;
-            int32_t hello[2];
-            if (pg_io_(peer, hello, sizeof(hello), 0, deadline) == 0) {
-                if (hello[1] != pg->world || hello[0] <= 0 || hello[0] >= pg->world || seen[hello[0]])
-                    fatalf("tcp rendezvous: a peer says rank %d of %d; this job is %d ranks (each rank once)", hello[0], hello[1],
-                           pg->world);
-                if (pg_io_(peer, id, PG_ID_BYTES, 1, deadline) == 0) {
-                    seen[hello[0]] = 1;
+            int64_t hello_deadline = pg_now_ns_() + 5000000000LL; /* a silent connection cannot hold the others up */
+            int32_t hello[3];
+            if (pg_io_(peer, hello, sizeof(hello), 0, hello_deadline < deadline ? hello_deadline : deadline) == 0 &&
+                hello[0] == PG_TCP_TAG) {
+                if (hello[2] != pg->world || hello[1] <= 0 || hello[1] >= pg->world || seen[hello[1]])
+                    fprintf(stderr, "warning: tcp rendezvous: a peer says rank %d of %d; this job is %d ranks (each rank once): ignored\n",
+                            hello[1], hello[2], pg->world);
+                else if (pg_io_(peer, id, PG_ID_BYTES, 1, deadline) == 0) {
+                    seen[hello[1]] = 1;
                     joined++;
                 }
             }
@@ -257,24 +324,30 @@ static inline void pg_share_tcp_(const ProcessGroup* pg, unsigned char* id) {
         close(fd);
         return;
     }
+    char last_error[256] = "no attempt";
     for (;;) {
         int rc = getaddrinfo(host, port, &hints, &res);
-        if (rc == 0) {
-            int fd = socket(res->ai_family, res->ai_socktype, res->ai_protocol);
-            int connected = fd >= 0 && connect(fd, res->ai_addr, res->ai_addrlen) == 0;
-            freeaddrinfo(res);
-            if (connected) {
-                int32_t hello[2] = {pg->rank, pg->world};
-                if (pg_io_(fd, hello, sizeof(hello), 1, deadline) == 0 && pg_io_(fd, id, PG_ID_BYTES, 0, deadline) == 0) {
-                    close(fd);
-                    return;
-                }
+        if (rc != 0) snprintf(last_error, sizeof(last_error), "resolving %s: %s", host, gai_strerror(rc));
+        for (const struct addrinfo* a = rc == 0 ? res : NULL; a; a = a->ai_next) {
+            int err = 0, fd = pg_connect_(a, deadline, &err);
+            if (fd < 0) { /* a timeout at the deadline says less than the error before it */
+                if (err != ETIMEDOUT || strcmp(last_error, "no attempt") == 0)
+                    snprintf(last_error, sizeof(last_error), "connect: %s", strerror(err));
+                continue;
             }
-            if (fd >= 0) close(fd);
+            int32_t hello[3] = {PG_TCP_TAG, pg->rank, pg->world};
+            int ok = pg_io_(fd, hello, sizeof(hello), 1, deadline) == 0 && pg_io_(fd, id, PG_ID_BYTES, 0, deadline) == 0;
+            close(fd);
+            if (ok) {
+                freeaddrinfo(res);
+                return;
+            }
+            snprintf(last_error, sizeof(last_error), "connected, but no id came back");
         }
+        if (rc == 0) freeaddrinfo(res);
         if (pg_now_ns_() > deadline)
-            fatalf("rank %d: no NCCL id from tcp://%s:%s within %.0f s (--dist-timeout): is rank 0 running and reachable?", pg->rank,
-                   host, port, pg->timeout_s);
+            fatalf("rank %d: no NCCL id from tcp://%s:%s within %.0f s (--dist-timeout; last: %s): is rank 0 running and reachable?",
+                   pg->rank, host, port, pg->timeout_s, last_error);
         usleep(100000);
     }
 }
@@ -315,17 +388,27 @@ static inline void process_group_watchdog_start(ProcessGroup* pg) {
     pg->watchdog_running = 1;
 }
 
-/* End of the run: rank 0 removes the id file; MPI is finalised if this process started it. */
-static inline void process_group_finish(ProcessGroup* pg) {
+/* Ends and joins the watchdog, if it runs. */
+static inline void process_group_watchdog_stop(ProcessGroup* pg) {
+    if (!pg->watchdog_running) return;
+    __atomic_store_n(&pg->watchdog_stop, 1, __ATOMIC_RELEASE);
+    if (pthread_join(pg->watchdog, NULL) != 0) fatalf("cannot join the watchdog thread");
+    pg->watchdog_running = 0;
+}
+
+/* Every rank has used the id (the NCCL communicator exists: its creation needs them all): rank 0 removes
+ * the id file, so that a later job on the same path cannot read this one's id. */
+static inline void process_group_id_used(const ProcessGroup* pg) {
     if (strcmp(pg->method, "file") == 0 && pg->rank == 0) unlink(pg->file_path);
+}
+
+/* End of the run: the watchdog stopped, rank 0 removes the id file; MPI is finalised if this process started it. */
+static inline void process_group_finish(ProcessGroup* pg) {
+    process_group_watchdog_stop(pg);
+    process_group_id_used(pg);
 #if defined(USE_MPI)
     if (pg->mpi_started) mpiCheck(MPI_Finalize());
 #endif
-    if (pg->watchdog_running) {
-        __atomic_store_n(&pg->watchdog_stop, 1, __ATOMIC_RELEASE);
-        if (pthread_join(pg->watchdog, NULL) != 0) fatalf("cannot join the watchdog thread");
-        pg->watchdog_running = 0;
-    }
 }
 
 #endif /* LLMC_PROCESS_GROUP_H */

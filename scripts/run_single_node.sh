@@ -2,7 +2,7 @@
 # One node, one process per GPU, with Open MPI's mpirun (the NCCL id is shared by MPI):
 #   scripts/run_single_node.sh [NGPUS] -- TRAINER FLAGS...
 #   scripts/run_single_node.sh 8 -- -e d12 -i "data/fineweb_train_*.bin" -j "data/fineweb_val_*.bin" -b 32 -t 1024 -d 524288 -z 1 -o out/d12
-# NGPUS defaults to every GPU nvidia-smi lists. Without MPI (a build without it, or no mpirun), the same
+# NGPUS defaults to the GPUs CUDA_VISIBLE_DEVICES names, else every GPU nvidia-smi lists. Without MPI (a build without it, or no mpirun), the same
 # job runs with torchrun-style variables and a tcp rendezvous on this host: LAUNCH=env; there the first
 # rank to fail stops the others (the script exits with its status), and SIGTERM / SIGINT / SIGUSR1 to the
 # script reach every rank (they checkpoint and exit 75). TRAINER (default ./train_gpt) is the binary;
@@ -20,7 +20,9 @@ if [ $# -gt 0 ]; then
     [ "$1" = -- ] || { echo "error: expected -- between NGPUS and the trainer's flags, got '$1'" >&2; echo "$usage" >&2; exit 2; }
     shift
 fi
-if [ -z "$ngpus" ]; then
+if [ -z "$ngpus" ] && [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then # the GPUs this job may use
+    ngpus=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c .)
+elif [ -z "$ngpus" ]; then
     ngpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
     [ "$ngpus" -ge 1 ] || { echo "error: no NGPUS given and nvidia-smi lists no GPU" >&2; echo "$usage" >&2; exit 2; }
 elif ! [[ $ngpus =~ ^[1-9][0-9]*$ ]]; then
@@ -39,6 +41,8 @@ fi
 # torchrun-style: RANK / WORLD_SIZE / LOCAL_RANK per process, the id over tcp from rank 0. Each rank runs
 # in a subshell that records the trainer's pid and, when it ends, its exit status, in $dir.
 export MASTER_ADDR=${MASTER_ADDR:-127.0.0.1} MASTER_PORT=${MASTER_PORT:-$((20000 + $$ % 20000))} WORLD_SIZE=$ngpus
+# an MPI launcher's variables (this script run under mpirun or srun --mpi) would name another rank
+unset OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_SIZE OMPI_COMM_WORLD_LOCAL_RANK PMI_RANK PMI_SIZE MPI_LOCALRANKID
 dir=$(mktemp -d)
 signal_ranks() { # SIG: to every rank still running (a finished one's pid may belong to another process by now)
     for ((r = 0; r < ngpus; r++)); do
