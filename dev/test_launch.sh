@@ -58,8 +58,8 @@ else bad "LAUNCH=MPI: exit $rc: $err"; fi
 # run_multi_node_mpirun.sh
 out=$(NCCL_P2P_DISABLE=1 NCCL_NET_GDR_LEVEL=PHB HOSTS=a:8,b-2.c:2 TRAINER=ok_trainer bash scripts/run_multi_node_mpirun.sh -- -x 1 2>&1)
 if grep -q '^mpirun -np 10 --host a:8,b-2.c:2 --map-by slot --bind-to none .*ok_trainer -x 1$' <<<"$out" &&
-    grep -q -- '-x NCCL_P2P_DISABLE' <<<"$out" && grep -q -- '-x NCCL_NET_GDR_LEVEL' <<<"$out"; then
-    ok "multi-node launch line, NCCL variables (digits too) forwarded: $out"
+    grep -q -- '-x NCCL_P2P_DISABLE' <<<"$out" && grep -q -- '-x NCCL_NET_GDR_LEVEL' <<<"$out" && grep -q -- '-x PATH' <<<"$out"; then
+    ok "multi-node launch line, NCCL variables (digits too) and PATH forwarded: $out"
 else
     bad "multi-node launch line: $out"
 fi
