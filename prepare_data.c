@@ -539,7 +539,9 @@ static size_t find_cut(const unsigned char* s, size_t n, int eof, size_t from, i
             *starts_document = 1;
             return next;
         }
-        if (p >= from && (eof || p + 8 <= n) && tokenizer_can_cut(s, n, p)) {
+        size_t len; /* with separators, no cut before white space: the document may end after it ("x\n\n---") */
+        if (p >= from && (eof || p + 8 <= n) && tokenizer_can_cut(s, n, p) &&
+            !(sep && tokenizer_char_class(s, n, p, &len) == UCLASS_SPACE)) {
             *starts_document = 0;
             return p;
         }
@@ -778,7 +780,8 @@ static int read_block(Reader* r, Batch* b, const FileList* files, const Options*
         r->carry_len = n;
         r->read_size *= 2;
     } else {
-        batch_add_block(b, block);
+        if (n > 0) batch_add_block(b, block);
+        else free(block); /* an empty file: nothing points into it */
         if (pos < n) {
             r->carry_len = n - pos;
             r->carry = (unsigned char*)malloc_check(r->carry_len);

@@ -123,6 +123,25 @@ def main():
         compare_splits("a read ending inside U+00A0 (no cut there)", d, {"train": [EOT] + ref_encode(split_char), "val": []})
         os.remove(path)
 
+        # with a separator, a blank line before it ends the document: "\n\n" is one token there (628), and a
+        # chunk cut before the second "\n" would make it two
+        for k in (10, 200):
+            doc = b"x" * ((1 << 20) + k) + b"\n\n"
+            path = os.path.join(tmp, "blank_sep.txt")
+            open(path, "wb").write(doc + b"---\nbar\n")
+            d = os.path.join(tmp, "blank_sep")
+            r = prepare("--input", path, "--output-dir", d, "--doc-separator", "---", "--val-fraction", "0")
+            compare_splits(f"a blank line before a separator past the chunk size (+{k})", d, expected_split([doc, b"bar\n"], 0))
+        # empty files do not hold a read buffer each
+        empties = os.path.join(tmp, "empties")
+        os.mkdir(empties)
+        for i in range(300):
+            open(os.path.join(empties, f"e{i:03d}.txt"), "wb").close()
+        open(os.path.join(empties, "z.txt"), "w").write("hello world\n")
+        r = subprocess.run(["bash", "-c", f"ulimit -v 2000000; ./prepare_data --input {empties} --output-dir {tmp}/empties_out "
+                            "--val-fraction 0 --threads 1"], capture_output=True, cwd=ROOT, text=True)
+        check(r.returncode == 0, f"300 empty files and one text file under ulimit -v 2 GB: exit {r.returncode} {r.stderr.strip()[-120:]!r}")
+
         # determinism over thread counts, separators inside a large file
         outs = []
         for threads in ("1", "2"):

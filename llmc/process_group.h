@@ -11,8 +11,8 @@
  *   MPICH/Hydra (PMI)   PMI_RANK, PMI_SIZE, MPI_LOCALRANKID
  *   Slurm (srun)        SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID
  *   none                rank 0 of 1
- * A launcher without a local rank (Slurm's PMI-2 plugin sets PMI_RANK but not MPI_LOCALRANKID) takes the
- * first of the others' local-rank variables that is set (SLURM_LOCALID, ...); with none, 0 and a warning.
+ * PMI without MPI_LOCALRANKID (Slurm's PMI-2 plugin) takes SLURM_LOCALID; a launcher with no local rank
+ * at all gets 0 and a warning.
  *
  * Sharing the 128-byte NCCL id from rank 0 (--dist-init):
  *   mpi   MPI_Bcast (a build with MPI, started by an MPI launcher)
@@ -23,8 +23,8 @@
  *   tcp   rank 0 listens on MASTER_PORT (MASTER_PORT + 1 under torchrun, whose own store has that port),
  *         on IPv6 and IPv4; every other rank connects to MASTER_ADDR:port (each address it resolves to,
  *         retrying every 100 ms), sends a tag, its rank and world size, and receives the id. Rank 0
- *         checks that world − 1 distinct ranks of the same world size arrive, and drops a connection
- *         that sends anything else (a port scanner) or nothing within 5 s.
+ *         checks that world − 1 distinct ranks of the same world size arrive (another is an error), and
+ *         drops a connection that sends no tag (a port scanner) or nothing within 5 s.
  *   auto  mpi when an MPI launcher started us and the build has MPI; else none for world 1; else tcp
  *         when MASTER_ADDR is set; else file when --dist-file is given.
  * Every wait (connect included) is bounded by --dist-timeout seconds: a rank that never arrives gives a
@@ -138,10 +138,10 @@ static inline void process_group_init(ProcessGroup* pg, int* argc, char*** argv,
         pg->rank = rank;
         pg->world = world;
         int local = pg_env_int_(launchers[i].local);
-        for (int j = 0; j < 4 && local < 0; j++) local = pg_env_int_(launchers[j].local);
+        if (local < 0 && strcmp(launchers[i].name, "pmi") == 0) local = pg_env_int_("SLURM_LOCALID"); /* srun --mpi=pmi2 */
         if (local < 0 && world > 1)
-            fprintf(stderr, "warning: rank %d of %d (from %s): no local-rank variable (%s, %s, %s, %s) is set: using GPU 0\n", rank,
-                    world, launchers[i].name, launchers[0].local, launchers[1].local, launchers[2].local, launchers[3].local);
+            fprintf(stderr, "warning: rank %d of %d (from %s): %s is not set: using GPU 0\n", rank, world, launchers[i].name,
+                    launchers[i].local);
         pg->local_rank = local >= 0 ? local : 0;
         pg->launcher = launchers[i].name;
         break;
@@ -311,9 +311,9 @@ static inline void pg_share_tcp_(const ProcessGroup* pg, unsigned char* id) {
             if (pg_io_(peer, hello, sizeof(hello), 0, hello_deadline < deadline ? hello_deadline : deadline) == 0 &&
                 hello[0] == PG_TCP_TAG) {
                 if (hello[2] != pg->world || hello[1] <= 0 || hello[1] >= pg->world || seen[hello[1]])
-                    fprintf(stderr, "warning: tcp rendezvous: a peer says rank %d of %d; this job is %d ranks (each rank once): ignored\n",
-                            hello[1], hello[2], pg->world);
-                else if (pg_io_(peer, id, PG_ID_BYTES, 1, deadline) == 0) {
+                    fatalf("tcp rendezvous: a peer says rank %d of %d; this job is %d ranks (each rank once)", hello[1], hello[2],
+                           pg->world);
+                if (pg_io_(peer, id, PG_ID_BYTES, 1, deadline) == 0) {
                     seen[hello[1]] = 1;
                     joined++;
                 }
@@ -329,7 +329,8 @@ static inline void pg_share_tcp_(const ProcessGroup* pg, unsigned char* id) {
         int rc = getaddrinfo(host, port, &hints, &res);
         if (rc != 0) snprintf(last_error, sizeof(last_error), "resolving %s: %s", host, gai_strerror(rc));
         for (const struct addrinfo* a = rc == 0 ? res : NULL; a; a = a->ai_next) {
-            int err = 0, fd = pg_connect_(a, deadline, &err);
+            int64_t attempt = pg_now_ns_() + 5000000000LL; /* a filtered address must leave time for the next */
+            int err = 0, fd = pg_connect_(a, attempt < deadline ? attempt : deadline, &err);
             if (fd < 0) { /* a timeout at the deadline says less than the error before it */
                 if (err != ETIMEDOUT || strcmp(last_error, "no attempt") == 0)
                     snprintf(last_error, sizeof(last_error), "connect: %s", strerror(err));
