@@ -508,7 +508,8 @@ int main(int argc, char** argv) {
     train_profile_init(&profiling, args.profile, start_step, max_steps);
     Progress progress;
     progress_init(&progress);
-    for (int step = start_step; step < max_steps && !preempt_requested(); step++) {
+    /* step == max_steps evaluates the final weights (and trains no more); a stop signal skips no evaluation of them */
+    for (int step = start_step; step <= max_steps && (step == max_steps || !preempt_requested()); step++) {
         StepStart start = train_step_start(&rng, &train);
         int evaluated = train_eval_due(&args, have_val, step, max_steps);
         float val_loss = 0.0f;
@@ -520,11 +521,12 @@ int main(int argc, char** argv) {
                 int failed = save_checkpoint(&model, best_dir, &st, 0, 0) != 0 || train_record_best(&early, best_dir, step) != 0;
                 if (failed && (exit_status = train_save_failed(save_error_continue, 0, "the best checkpoint", saved_step)) != 0) break;
             }
-            if (verdict == EARLY_STOP_STOP) {
+            if (verdict == EARLY_STOP_STOP && step < max_steps) {
                 train_report_early_stop(&early, best_dir);
                 break;
             }
         }
+        if (step == max_steps) break;
         if (args.sample_every > 0 && step > 0 && step % args.sample_every == 0)
             sample_generate(&samples, next_logits_cpu, &model, args.sample_tokens, T, args.temperature, args.top_k, &rng);
 

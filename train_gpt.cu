@@ -1067,7 +1067,8 @@ int main(int argc, char** argv) {
     train_profile_init(&profiling, args.profile, start_step, max_steps);
     stop = dist_any(&model, preempt_requested());
     if (world > 1) process_group_watchdog_start(&pg); /* the training loop's collectives: a dead peer must not hang them */
-    for (int step = start_step; step < max_steps && !stop; step++) {
+    /* step == max_steps evaluates the final weights (and trains no more); a stop signal skips no evaluation of them */
+    for (int step = start_step; step <= max_steps && (step == max_steps || !stop); step++) {
         StepStart start = train_step_start(&rng, &train);
         int evaluated = train_eval_due(&args, have_val, step, max_steps);
         float val_loss = 0.0f;
@@ -1081,11 +1082,12 @@ int main(int argc, char** argv) {
                 int agreed_failed = dist_any(&model, failed); /* every rank takes the same branch */
                 if (agreed_failed && (exit_status = train_save_failed(save_error_continue, 0, "the best checkpoint", saved_step)) != 0) break;
             }
-            if (verdict == EARLY_STOP_STOP) {
+            if (verdict == EARLY_STOP_STOP && step < max_steps) {
                 train_report_early_stop(&early, best_dir);
                 break;
             }
         }
+        if (step == max_steps) break;
         if (args.sample_every > 0 && step > 0 && step % args.sample_every == 0) { /* rank 0 samples; a stop signal cuts it short */
             if (rank == 0) sample_generate(&samples, next_logits_gpu, &model, args.sample_tokens, T, args.temperature, args.top_k, &rng);
             stop = dist_any(&model, preempt_requested()); /* then the step is dropped below, Rng included */

@@ -117,22 +117,22 @@ static void test_early_stop_resume(void) {
     snprintf(dir, sizeof(dir), "/tmp/test_progress_%d", (int)getpid());
     make_dir_check(dir);
     int mismatches = 0, cases = 0;
-    const int max_steps = 41; /* evaluations at s = 0, every, 2 every, ... and at the last step, 40 */
+    const int max_steps = 40; /* evaluations at s = 0, every, 2 every, ... and after the last step, 40 */
     const int saved_periods[4] = {-1, 0, 2, 5}; /* the checkpoint's run's --val-every: not recorded, no validation, ... */
     for (int every = 1; every <= 7; every++)
         for (int k = 0; k < 4; k++)
-        for (int best = 0; best <= max_steps - 1; best++) {
+        for (int best = 0; best <= max_steps; best++) {
             int past = saved_periods[k] >= 0 ? saved_periods[k] : every; /* the period of the evaluations before start */
-            if (past > 0 && best % past != 0 && best != max_steps - 1) continue; /* the best is one of them */
-            for (int start = 1; start <= 40; start++) {
+            if (past > 0 && best % past != 0 && best != max_steps) continue; /* the best is one of them */
+            for (int start = 1; start <= max_steps; start++) {
                 if (past == 0 && best < start) continue; /* no evaluation before start: a best only after it */
                 /* reference, by enumeration: the evaluations after the best one and before start (the saved run's);
                  * or, when the best is not before start (a resume from an older checkpoint), minus those the
                  * resumed run repeats up to and including it (each adds one, reaching 0 at the best) */
                 int want = 0;
-                for (int s = 0; s < max_steps; s++) {
-                    if (s < start && past > 0 && (s % past == 0 || s == max_steps - 1) && best < s) want++;
-                    if (s >= start && (s % every == 0 || s == max_steps - 1) && s <= best) want--;
+                for (int s = 0; s <= max_steps; s++) {
+                    if (s < start && past > 0 && (s % past == 0 || s == max_steps) && best < s) want++;
+                    if (s >= start && (s % every == 0 || s == max_steps) && s <= best) want--;
                 }
                 EarlyStop e;
                 early_stop_init(&e, 3);

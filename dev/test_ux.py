@@ -10,6 +10,9 @@ dev/test_ux.py — tests of what a user sees after a run: metrics.jsonl, scripts
             printed header; "tokens" = step x B x T; "elapsed_s" and "mfu" match the step line's elapsed and
             % of peak; ETA = mean of the last 20 printed step times x steps left; evaluation steps show
             the val loss in the step line
+  eval      from train_gpt.py's initial model, on the same shards and hyperparameters: train_gpt_cpu
+            evaluates at the steps train_gpt.py does (every --val-every and after the last update), with
+            the same val and step losses (to train_gpt.py's printed 4 decimals)
   early     --early-stop: at lr 0 (val loss constant) --early-stop 2 stops at the 3rd evaluation, exit 0,
             naming best step 0, with the best checkpoint in DIR/best; on a learning run, DIR/best/best.txt
             names the step of the lowest val loss in metrics.jsonl and holds exactly that checkpoint; a run
@@ -241,8 +244,28 @@ def run_tests(tmp):
     tails = check_progress(runs["run_a"][1], metrics_a, 4 * 32, 40)
     shown = {s - 1: float(t[1]) for s, t in tails.items() if t and t[1] is not None}
     worst = max((abs(shown[k] - logged_val[k]) for k in logged_val if k in shown), default=1.0)
-    check(sorted(shown) == sorted(logged_val) and worst <= 5.01e-7, f"the step line after each evaluation shows its val loss: {len(shown)} lines, "
-          f"{len(logged_val)} val records, worst |diff| {worst:.1e} (bound 5e-7)")
+    check(sorted(shown) + [40] == sorted(logged_val) and worst <= 5.01e-7, f"the step line after each evaluation shows its val "
+          f"loss, the one after the last step (40) has its own line: {len(shown)} step lines, {len(logged_val)} val records "
+          f"(steps {sorted(logged_val)}), worst |diff| {worst:.1e} (bound 5e-7)")
+
+    # ------------------------------------------------------------ evaluation points, as train_gpt.py's
+    init = os.path.join(tmp, "init.bin")
+    data = ["-b", "4", "-t", "32", "--val-batches", "2", "--lr", "3e-3", "--warmup", "2", "--final-lr-frac", "0.1",
+            "--weight-decay", "0.1", "--grad-clip", "1", "--val-every", "3"]
+    py = run([PY, "train_gpt.py", "--train-data", os.path.join(tmp, "train_*.bin"), "--val-data", os.path.join(tmp, "val_*.bin"),
+              "--n-layer", "2", "--n-head", "2", "--n-embd", "32", "--vocab-size", "256", "--steps", "7", "--write-model", init]
+             + data)
+    c = run(["./train_gpt_cpu", "-e", init, "-i", os.path.join(tmp, "train_*.bin"), "-j", os.path.join(tmp, "val_*.bin"),
+             "-x", "7", "-s", "0", "--shuffle", "0", "-k", "cosine"] + data)
+    vals = [{int(m.group(1)): float(m.group(2)) for m in map(VAL_RE.match, x.stdout.splitlines()) if m} for x in (py, c)]
+    losses = [[float(m.group(2)) for m in map(STEP_RE.match, x.stdout.splitlines()) if m] for x in (py, c)]
+    worst = max([abs(vals[0][k] - vals[1][k]) for k in vals[0] if k in vals[1]] +
+                [abs(a - b) for a, b in zip(*losses)], default=1.0)
+    check(py.returncode == 0 and c.returncode == 0 and sorted(vals[0]) == sorted(vals[1]) == [0, 3, 6, 7]
+          and len(losses[0]) == len(losses[1]) == 7 and worst <= 1.5e-4,
+          f"7 steps, --val-every 3 from train_gpt.py's initial model: evaluations at steps {sorted(vals[1])} as train_gpt.py's "
+          f"{sorted(vals[0])} (want 0, 3, 6, 7: the last after the last update), val and step losses within {worst:.1e} "
+          f"(bound 1.5e-4: train_gpt.py prints 4 decimals) {(py.stderr + c.stderr).strip()[-300:]}")
 
     # ------------------------------------------------------------ early stopping
     best_dir = os.path.join(runs["run_a"][0], "best")

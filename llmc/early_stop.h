@@ -65,13 +65,13 @@ static inline int early_stop_try_write(const EarlyStop* e, const char* best_dir,
     return atomic_try_write(path, 1, data, bytes, NULL, 0, 0, err, cap);
 }
 
-/* Evaluations at steps a..b (inclusive): every val_every-th step and the last one (max_steps − 1),
- * as the trainers evaluate (train_eval_due). */
+/* Evaluations at steps a..b (inclusive): every val_every-th step and the last one (max_steps: after
+ * the last update), as the trainers evaluate (train_eval_due). */
 static inline int early_stop_evals(int a, int b, int val_every, int max_steps) {
     if (a < 0) a = 0;
     if (b < a) return 0;
     int n = b / val_every - (a > 0 ? (a - 1) / val_every : -1);
-    int last = max_steps - 1;
+    int last = max_steps;
     return n + (last >= a && last <= b && last % val_every != 0);
 }
 

@@ -60,10 +60,11 @@ static inline void train_step_rewind(const StepStart* start, Rng* rng, DataLoade
     dataloader_set_state(train, &start->loader);
 }
 
-/* Whether the validation loss is computed before step `step` (after `step` completed steps: the weights
- * this step's training loss is computed with): every --val-every steps and before the last. */
+/* Whether the validation loss is computed after `step` completed steps (before step `step`: the weights
+ * its training loss is computed with): every --val-every steps and after the last (step == max_steps:
+ * the final weights, as train_gpt.py and llm.c evaluate). */
 static inline int train_eval_due(const TrainArgs* args, int have_val, int step, int max_steps) {
-    return have_val && args->val_every > 0 && (step % args->val_every == 0 || step == max_steps - 1);
+    return have_val && args->val_every > 0 && (step % args->val_every == 0 || step == max_steps);
 }
 
 /* The training state a checkpoint of `step` completed steps saves: the run-defining part (train_run_state),
