@@ -431,11 +431,7 @@ int main(int argc, char** argv) {
     DataLoader train, val;
     int have_val = train_open_data(&args, B, T, c->vocab_size, 0, 1, accum, &train, &val);
     int val_batches = have_val && args.val_every > 0 ? train_val_batches(&args, &val) : 0;
-    int max_steps = args.max_steps;
-    if (max_steps < 0) {
-        max_steps = (int)dataloader_batches_per_epoch(&train);
-        if (max_steps < 1) max_steps = 1;
-    }
+    int max_steps = train_max_steps(&args, &train);
     gpt_alloc_activations(&model, B, T);
 
     Schedule sched = train_schedule(&args, args.lr, max_steps);

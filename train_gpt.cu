@@ -935,8 +935,7 @@ int main(int argc, char** argv) {
     DataLoader train, val;
     int have_val = train_open_data(&args, B, T, config.vocab_size, rank, world, accum, &train, &val);
     int val_batches = have_val && args.val_every > 0 ? train_val_batches(&args, &val) : 0;
-    int max_steps = args.max_steps;
-    if (max_steps < 0) max_steps = (int)dataloader_batches_per_epoch(&train);
+    int max_steps = train_max_steps(&args, &train);
 
     /* the model on the device: the memory check comes first */
     GPT model;
@@ -1066,7 +1065,9 @@ int main(int argc, char** argv) {
     TrainProfile profiling;
     train_profile_init(&profiling, args.profile, start_step, max_steps);
     stop = dist_any(&model, preempt_requested());
-    if (world > 1) process_group_watchdog_start(&pg); /* the training loop's collectives: a dead peer must not hang them */
+    /* the training loop's collectives: a dead peer must not hang them; checkpoint writes and rank 0's samples
+     * (of no bounded length) hold the watchdog's clock */
+    if (world > 1) process_group_watchdog_start(&pg, "the training loop");
     /* step == max_steps evaluates the final weights (and trains no more); a stop signal skips no evaluation of them */
     for (int step = start_step; step <= max_steps && (step == max_steps || !stop); step++) {
         StepStart start = train_step_start(&rng, &train);
@@ -1077,9 +1078,11 @@ int main(int argc, char** argv) {
             EarlyStopVerdict verdict = train_record_val(&args, &logger, &early, step, max_steps, val_loss);
             if (verdict == EARLY_STOP_IMPROVED && best_dir[0]) {
                 TrainState st = train_state_at(&run, step, &rng, &health, &train, &start.loader);
+                process_group_watchdog_hold(&pg);
                 int failed = save_checkpoint(&model, best_dir, &st, 0, 0) != 0;
                 if (!failed && rank == 0) failed = train_record_best(&early, best_dir, step) != 0;
                 int agreed_failed = dist_any(&model, failed); /* every rank takes the same branch */
+                process_group_heartbeat(&pg);
                 if (agreed_failed && (exit_status = train_save_failed(save_error_continue, 0, "the best checkpoint", saved_step)) != 0) break;
             }
             if (verdict == EARLY_STOP_STOP && step < max_steps) {
@@ -1089,8 +1092,10 @@ int main(int argc, char** argv) {
         }
         if (step == max_steps) break;
         if (args.sample_every > 0 && step > 0 && step % args.sample_every == 0) { /* rank 0 samples; a stop signal cuts it short */
+            process_group_watchdog_hold(&pg);
             if (rank == 0) sample_generate(&samples, next_logits_gpu, &model, args.sample_tokens, T, args.temperature, args.top_k, &rng);
             stop = dist_any(&model, preempt_requested()); /* then the step is dropped below, Rng included */
+            process_group_heartbeat(&pg);
         }
 
         model.prof = train_profile_on(&profiling, step) ? &profiler : NULL;
@@ -1144,6 +1149,7 @@ int main(int argc, char** argv) {
 
         if (train_checkpoint_due(&args, completed, max_steps)) {
             TrainState st = train_state_at(&run, completed, &rng, &health, &train, NULL);
+            process_group_watchdog_hold(&pg);
             if (save_checkpoint(&model, args.output_dir, &st, args.keep_last, args.keep_every) == 0) saved_step = completed;
             else if ((exit_status = train_save_failed(save_error_continue, completed == max_steps, "it", saved_step)) != 0) break;
         }
@@ -1160,6 +1166,7 @@ int main(int argc, char** argv) {
         exit_status = PREEMPT_EXIT_STATUS;
         if (train_preempted(&args, preempt_requested(), completed, saved_step)) {
             TrainState st = train_state_at(&run, completed, &rng, &health, &train, NULL);
+            process_group_watchdog_hold(&pg);
             if (save_checkpoint(&model, args.output_dir, &st, args.keep_last, args.keep_every) != 0) exit_status = SAVE_FAILED_EXIT_STATUS;
         }
     } else if (exit_status == 0 && args.sample_every > 0 && rank == 0) {

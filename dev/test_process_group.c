@@ -328,7 +328,7 @@ static void test_rendezvous_strays(void) {
 /* mode 0: no heartbeat; 1: a heartbeat every 0.1 s; 2: process_group_finish, then the struct overwritten (as a
  * returned frame's would be) and 1.5 s idle past the timeout, as exit handlers may take */
 static void test_watchdog(void) {
-    for (int mode = 0; mode <= 2; mode++) {
+    for (int mode = 0; mode <= 4; mode++) {
         double t0 = now_s();
         fflush(stdout);
         pid_t pid = fork();
@@ -337,7 +337,15 @@ static void test_watchdog(void) {
             clear_launcher_env();
             ProcessGroup pg;
             process_group_init(&pg, NULL, NULL, "auto", "", 1.0);
-            process_group_watchdog_start(&pg);
+            process_group_watchdog_start(&pg, "the test");
+            if (mode >= 3) { /* held for 2.5 s; then (mode 4) a heartbeat and no more */
+                process_group_watchdog_hold(&pg);
+                usleep(2500000);
+                if (mode == 3) _exit(0);
+                process_group_heartbeat(&pg);
+                usleep(2500000);
+                _exit(0);
+            }
             if (mode == 2) {
                 process_group_finish(&pg);
                 memset(&pg, 0, sizeof pg);
@@ -360,8 +368,14 @@ static void test_watchdog(void) {
                   secs);
         else if (mode == 1)
             check(code == 0, "watchdog, --dist-timeout 1, heartbeat every 0.1 s: the process runs its 2.5 s (exit %d)", code);
-        else
+        else if (mode == 2)
             check(code == 0, "watchdog ended by process_group_finish: the struct overwritten, 1.5 s idle with --dist-timeout 1: exit %d", code);
+        else if (mode == 3)
+            check(code == 0, "watchdog held (a checkpoint write): 2.5 s with no heartbeat and --dist-timeout 1: exit %d", code);
+        else
+            check(code == PG_WATCHDOG_EXIT && secs >= 3.5 && secs < 4.5,
+                  "watchdog held 2.5 s, then a heartbeat and none after: exit %d (expected %d) after %.2f s (bound [3.5, 4.5) s)", code,
+                  PG_WATCHDOG_EXIT, secs);
     }
 }
 

@@ -117,7 +117,7 @@ static inline size_t dist_memory_bytes(int world, int comm_fp32, int force, int 
 /* Sets up communication for `world` ranks of `pg` over buckets (num_buckets lists of ranges, see the
  * top comment). zero: 0 or 1. comm_fp32: reduce gradients in fp32 (bf16 build). force: make a
  * communicator even for one rank (to measure the distributed path's cost). */
-static inline void dist_create(Distributed* d, const ProcessGroup* pg, int zero, int comm_fp32, int force, size_t num_params,
+static inline void dist_create(Distributed* d, ProcessGroup* pg, int zero, int comm_fp32, int force, size_t num_params,
                                int num_buckets, const int* bucket_first, const ParamRange* ranges) {
     memset(d, 0, sizeof(*d));
     d->rank = pg->rank;
@@ -150,7 +150,10 @@ static inline void dist_create(Distributed* d, const ProcessGroup* pg, int zero,
     ncclUniqueId id;
     if (pg->rank == 0) ncclCheck(ncclGetUniqueId(&id));
     process_group_share_id(pg, (unsigned char*)id.internal);
+    /* every rank must arrive with the same id: a peer that died, or another job's stale --dist-file id, would hang it */
+    process_group_watchdog_start(pg, "ncclCommInitRank (a peer died, or read another job's id: a stale --dist-file?)");
     ncclResult_t init = ncclCommInitRank(&d->comm, pg->world, id, pg->rank);
+    process_group_watchdog_stop(pg);
     if (init == ncclInvalidUsage) { /* what NCCL says when two ranks share a GPU */
         int device = -1, count = 0;
         cudaCheck(cudaGetDevice(&device));

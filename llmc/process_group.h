@@ -31,12 +31,14 @@
  * one-line error naming the method and the address, and exit status 1. A signal (the trainer's
  * preemption handler) does not cut a wait short.
  *
- * Watchdog (process_group_watchdog_start, around the training loop): a thread that exits the process
- * with status 3 and one line on stderr when the trainer has not called process_group_heartbeat for
- * --dist-timeout seconds — a rank blocked in a collective whose peer died. The launcher (mpirun, srun
- * --kill-on-bad-exit, torchrun, --nproc) then stops the others. process_group_watchdog_stop (also
- * called by process_group_finish) ends and joins it, so it never reads the struct after the caller's
- * frame is gone. State: the
+ * Watchdog (process_group_watchdog_start(pg, what), around the NCCL communicator's creation and the
+ * training loop): a thread that exits the process with status 3 and one line on stderr naming `what`
+ * when the trainer has not called process_group_heartbeat for --dist-timeout seconds — a rank blocked
+ * in a collective whose peer died. The launcher (mpirun, srun --kill-on-bad-exit, torchrun, --nproc)
+ * then stops the others. process_group_watchdog_hold stops the clock until the next heartbeat, for work
+ * of no bounded length (a checkpoint write on a slow disk, rank 0's sample, which the others wait for).
+ * process_group_watchdog_stop (also called by process_group_finish) ends and joins it, so it never
+ * reads the struct after the caller's frame is gone. State: the
  * ProcessGroup struct the caller owns; the heartbeat and the stop flag are read and written atomically.
  */
 #ifndef LLMC_PROCESS_GROUP_H
@@ -76,6 +78,7 @@ static inline void mpi_check_(int err, const char* call, const char* file, int l
 
 #define PG_ID_BYTES 128
 #define PG_WATCHDOG_EXIT 3
+#define PG_HOLD INT64_MAX
 
 typedef struct {
     int rank, world, local_rank;
@@ -84,7 +87,8 @@ typedef struct {
     int mpi_started;      /* this process called MPI_Init */
     double timeout_s;
     const char* file_path;
-    int64_t heartbeat_ns; /* atomic: CLOCK_MONOTONIC of the last heartbeat */
+    int64_t heartbeat_ns; /* atomic: CLOCK_MONOTONIC of the last heartbeat; PG_HOLD: held */
+    const char* watched;  /* what the watchdog guards, for its message */
     pthread_t watchdog;
     int watchdog_running;
     int watchdog_stop;    /* atomic: process_group_finish asks the watchdog to end */
@@ -370,10 +374,11 @@ static inline void* pg_watchdog_main_(void* arg) {
     for (;;) {
         usleep(200000);
         if (__atomic_load_n(&pg->watchdog_stop, __ATOMIC_ACQUIRE)) return NULL;
-        int64_t idle = pg_now_ns_() - __atomic_load_n(&pg->heartbeat_ns, __ATOMIC_RELAXED);
+        int64_t beat = __atomic_load_n(&pg->heartbeat_ns, __ATOMIC_RELAXED);
+        int64_t idle = beat == PG_HOLD ? 0 : pg_now_ns_() - beat;
         if (idle > limit) {
-            fprintf(stderr, "error: rank %d of %d: no progress for %.0f s (--dist-timeout): a peer rank died or hangs; exiting\n",
-                    pg->rank, pg->world, (double)idle * 1e-9);
+            fprintf(stderr, "error: rank %d of %d: no progress for %.0f s (--dist-timeout) in %s: a peer rank died or hangs; exiting\n",
+                    pg->rank, pg->world, (double)idle * 1e-9, pg->watched);
             fflush(stderr);
             _exit(PG_WATCHDOG_EXIT);
         }
@@ -381,8 +386,12 @@ static inline void* pg_watchdog_main_(void* arg) {
     return NULL;
 }
 
-/* Starts the watchdog (top comment); the heartbeat starts now. */
-static inline void process_group_watchdog_start(ProcessGroup* pg) {
+/* Stops the watchdog's clock until the next process_group_heartbeat (top comment). */
+static inline void process_group_watchdog_hold(ProcessGroup* pg) { __atomic_store_n(&pg->heartbeat_ns, PG_HOLD, __ATOMIC_RELAXED); }
+
+/* Starts the watchdog (top comment) over `what` (a string that outlives it); the heartbeat starts now. */
+static inline void process_group_watchdog_start(ProcessGroup* pg, const char* what) {
+    pg->watched = what;
     process_group_heartbeat(pg);
     __atomic_store_n(&pg->watchdog_stop, 0, __ATOMIC_RELAXED);
     if (pthread_create(&pg->watchdog, NULL, pg_watchdog_main_, pg) != 0) fatalf("cannot start the watchdog thread");

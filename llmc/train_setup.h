@@ -9,6 +9,7 @@
  *   train_check_file_config   a model file's config against --vocab-size / --max-seq-len
  *   train_open_data           the training and validation loaders of a rank (mock data or shards)
  *   train_val_batches         --val-batches, capped at what the validation data holds
+ *   train_max_steps           --max-steps, or the steps of one epoch of the training data
  *   train_schedule            the learning-rate Schedule (the GPU trainer passes its batch-scaled max lr)
  *   train_run_state           the run-defining part of a checkpoint's TrainState
  *   train_rng_init            the run's Rng (sampling), seeded alike in both trainers
@@ -34,6 +35,7 @@
 #include "llmc/flags.h"
 #include "llmc/health.h"
 #include "llmc/zero.h"
+#include <limits.h>
 #include <sys/file.h>
 #include <time.h>
 
@@ -175,6 +177,16 @@ static inline int train_val_batches(const TrainArgs* args, const DataLoader* val
     printf("validation: --val-batches %d, but the validation data holds %zu batches of %d x %d tokens: using %zu\n",
            args->val_batches, available, val->B * val->world, val->T, available);
     return (int)available;
+}
+
+/* --max-steps, or for -1 the steps of one epoch of the training data (at least one); an epoch of more
+ * steps than an int counts is refused. */
+static inline int train_max_steps(const TrainArgs* args, const DataLoader* train) {
+    if (args->max_steps >= 0) return args->max_steps;
+    size_t epoch = dataloader_batches_per_epoch(train);
+    if (epoch > (size_t)INT_MAX)
+        fatalf("--max-steps -1: one epoch of the training data is %zu steps, more than %d: give --max-steps", epoch, INT_MAX);
+    return epoch < 1 ? 1 : (int)epoch;
 }
 
 /* The learning-rate schedule of --lr-schedule over max_steps steps, peaking at max_lr. */
