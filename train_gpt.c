@@ -377,9 +377,11 @@ static int save_checkpoint(GPT* m, const char* dir, const TrainState* st, int ke
         m->adam_m = (float*)calloc_check(m->num_params, sizeof(float));
         m->adam_v = (float*)calloc_check(m->num_params, sizeof(float));
     }
+    TrainState mine = *st;
+    mine.has_model_crc = 1;
     if (checkpoint_begin(dir, st->step, err, sizeof(err)) != 0 ||
-        model_file_try_write(model_path, &m->config, m->params, err, sizeof(err)) != 0 ||
-        state_file_try_write(state_path, st, m->adam_m, m->adam_v, NULL, err, sizeof(err)) != 0 ||
+        model_file_try_write(model_path, &m->config, m->params, &mine.model_crc, err, sizeof(err)) != 0 ||
+        state_file_try_write(state_path, &mine, m->adam_m, m->adam_v, NULL, err, sizeof(err)) != 0 ||
         checkpoint_try_mark_done(dir, st->step, 1, err, sizeof(err)) != 0) {
         fprintf(stderr, "error: checkpoint of step %d not written: %s\n", st->step, err);
         return -1;

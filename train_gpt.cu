@@ -842,8 +842,11 @@ static int save_checkpoint(GPT* m, const char* dir, const TrainState* st, int ke
     mine.shard_offset = d->shard.offset;
     mine.shard_count = count;
     int failed = 0;
-    if (d->rank == 0)
-        failed = checkpoint_begin(dir, st->step, err, sizeof(err)) != 0 || model_file_try_write(model_path, &m->config, host, err, sizeof(err)) != 0;
+    if (d->rank == 0) { /* its state file records the model file's header CRC (checkpoint_verify) */
+        mine.has_model_crc = 1;
+        failed = checkpoint_begin(dir, st->step, err, sizeof(err)) != 0 ||
+                 model_file_try_write(model_path, &m->config, host, &mine.model_crc, err, sizeof(err)) != 0;
+    }
     failed = failed || state_file_try_write(state_path, &mine, host + n, host + n + count, NULL, err, sizeof(err)) != 0;
     free(host);
     if (failed) fprintf(stderr, "error: rank %d: checkpoint of step %d not written: %s\n", d->rank, st->step, err);

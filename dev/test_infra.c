@@ -866,8 +866,50 @@ static void test_state_file(void) {
     patch_word(bad, 26, 7); /* the loader's batch: the position a flipped bit would silently move */
     expect_failure("state file header word 26 changed (header CRC)", child_read_state, bad, 1, "header is corrupt");
     char err[4600];
-    check(file_verify(bad, "training state file", GPTS_MAGIC, GPTS_VERSION, err, sizeof(err)) != 0 && strstr(err, "header is corrupt"),
+    check(file_verify(bad, "training state file", GPTS_MAGIC, GPTS_VERSION, NULL, err, sizeof(err)) != 0 && strstr(err, "header is corrupt"),
           "file_verify (checkpoint scan) of that state file: %s", err);
+}
+
+/* checkpoint_retain against a naive rule, on random marker sets: kept are the steps above `newest` (an
+ * earlier run's, skipped as invalid: they take none of the keep_last places), `newest` and the keep_last − 1
+ * below it, and the positive multiples of keep_every */
+static void test_checkpoint_retention(const char* parent) {
+    char dir[600];
+    snprintf(dir, sizeof(dir), "%s/retention", parent);
+    make_dir_check(dir);
+    Rng rng;
+    rng_seed(&rng, 7);
+    int mismatches = 0, cases = 0;
+    FILE* sink = fopen_check("/dev/null", "w");
+    for (int c = 0; c < 400; c++) {
+        int present[24] = {0}, any = 0, newest = -1;
+        for (int s = 0; s < 24; s++) any += present[s] = rng_below(&rng, 3) == 0;
+        if (!any) continue;
+        for (int pick = (int)rng_below(&rng, (uint64_t)any), s = 0; s < 24; s++)
+            if (present[s] && pick-- == 0) newest = s;
+        int keep_last = (int)rng_below(&rng, 4), keep_every = (int)rng_below(&rng, 5);
+        for (int s = 0; s < 24; s++)
+            if (present[s]) {
+                char model[4200], state[4200], done[4200];
+                checkpoint_paths(model, state, done, sizeof(model), dir, s, 0);
+                FILE* f = fopen_check(done, "w");
+                fclose_check(f, done);
+            }
+        checkpoint_retain(dir, newest, keep_last, keep_every, sink);
+        int below = 0;
+        for (int s = 23; s >= 0; s--) {
+            if (!present[s]) continue;
+            int want = s > newest || keep_last == 0 || below++ < keep_last || (keep_every > 0 && s > 0 && s % keep_every == 0);
+            char model[4200], state[4200], done[4200];
+            checkpoint_paths(model, state, done, sizeof(model), dir, s, 0);
+            int kept = access(done, F_OK) == 0;
+            mismatches += kept != want;
+            if (kept) remove(done);
+        }
+        cases++;
+    }
+    fclose_check(sink, "/dev/null");
+    check(mismatches == 0 && cases > 300, "checkpoint_retain vs the naive rule on %d random marker sets: %d mismatches", cases, mismatches);
 }
 
 static void test_checkpoint_dir(void) {
@@ -915,6 +957,7 @@ static void test_checkpoint_dir(void) {
           "checkpoint_keep_only(12) among 5, 12, 13: deleted %d, left %d (step %d), unmarked step 20's files gone", deleted, n,
           n > 0 ? steps[0] : -1);
     free(steps);
+    test_checkpoint_retention(dir);
 }
 
 /* ----------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 # ./train_gpt_cpu and 20 micro-steps per step in the signal runs; the simulated GPU trainer takes 4):
 #   - SIGTERM, SIGUSR1, SIGINT: the run stops at the next micro-step, writes a checkpoint of the
 #     completed steps and exits 75; resuming it ends bit-identical to an uninterrupted run;
-#   - corrupted checkpoints (flipped byte, truncated state, malformed marker) are skipped, named,
+#   - corrupted checkpoints (flipped byte, truncated state, malformed marker; model files swapped
+#     between steps, a changed model header word) are skipped, named,
 #     and the newest valid one is resumed; the result is still bit-identical; a changed byte in a
 #     state file's header (the data position) is caught by its header CRC; when no checkpoint is
 #     valid, -y 1 stops (exit 1) instead of starting from scratch over them; resuming a checkpoint
@@ -96,6 +97,23 @@ else
     bad "corrupted checkpoints: exit $rc, $skips skipped: $(grep '^resume' "$tmp/corrupt.log" | head -5)"
 fi
 if same_final "$tmp/ref" "$tmp/corrupt" 10; then ok "after skipping them the run ends bit-identical (step 10)"; else bad "after skipping: step 10 differs"; fi
+mkdir -p "$tmp/foreign" # files that each verify, but are not their checkpoint's: caught by checkpoint_verify, skipped
+cp "$tmp/ref"/*_0000000[2468]*.* "$tmp/foreign/"
+cp "$tmp/ref/model_00000006.bin" "$tmp/foreign/model_00000008.bin"
+cp "$tmp/ref/model_00000008.bin" "$tmp/foreign/model_00000006.bin"
+printf '\x07' | dd of="$tmp/foreign/model_00000004.bin" bs=1 seek=36 conv=notrunc status=none # word 9: n_layer 7
+"${short[@]}" -o "$tmp/foreign" -n 2 -y 1 >"$tmp/foreign.log" 2>&1
+rc=$?
+skips=$(grep -c '^resume: skipping' "$tmp/foreign.log")
+if [ $rc -eq 0 ] && [ "$skips" -eq 3 ] && grep -q '^resume: step 2 from' "$tmp/foreign.log" &&
+    grep -q 'step 8: .*model_00000008.bin: not this checkpoint.s model file' "$tmp/foreign.log" &&
+    grep -q 'step 6: .*model_00000006.bin: not this checkpoint.s model file' "$tmp/foreign.log" &&
+    grep -q 'step 4: .*model_00000004.bin: not this checkpoint.s model file' "$tmp/foreign.log" &&
+    same_final "$tmp/ref" "$tmp/foreign" 10; then
+    ok "model files of steps 6 and 8 swapped, a changed header word in step 4's: all 3 skipped, resumed from step 2, bit-identical at step 10"
+else
+    bad "foreign model files: exit $rc, $skips skipped: $(grep -E '^(resume|error)' "$tmp/foreign.log" | head -5)"
+fi
 mkdir -p "$tmp/allbad"
 cp "$tmp/ref"/*_0000000[24]*.* "$tmp/allbad/"
 printf '\x7f' | dd of="$tmp/allbad/state_00000004_00000.bin" bs=1 seek=104 conv=notrunc status=none # word 26: the loader's batch

@@ -190,8 +190,10 @@ static inline int ckpt_error_(char* err, size_t cap, const char* fmt, ...) {
 }
 
 /* Checks, without exiting, a file's common header (magic, version), its length against the
- * header's payload size and the payload's CRC-32: 0 if good, else −1 with the reason in err. */
-static inline int file_verify(const char* path, const char* kind, uint32_t magic, int32_t version, char* err, size_t cap) {
+ * header's payload size and the payload's CRC-32: 0 if good, else −1 with the reason in err. The
+ * header's words go to header (HEADER_WORDS of them) unless it is NULL. */
+static inline int file_verify(const char* path, const char* kind, uint32_t magic, int32_t version, int32_t* header, char* err,
+                              size_t cap) {
     FILE* f = fopen(path, "rb");
     if (!f) return ckpt_error_(err, cap, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
@@ -220,6 +222,7 @@ static inline int file_verify(const char* path, const char* kind, uint32_t magic
             ckpt_error_(err, cap, "%s: %s is corrupt: payload CRC-32 0x%08x, header says 0x%08x", path, kind, crc, (uint32_t)h[2]);
         else rc = 0;
     }
+    if (rc == 0 && header) memcpy(header, h, sizeof(h));
     fclose(f);
     return rc;
 }
@@ -253,7 +256,7 @@ static inline int atomic_try_write(const char* path, int pieces, const void* con
     if (rc == 0 && fflush(f) != 0) rc = ckpt_error_(err, cap, "%s: write failed: %s", tmp, strerror(errno));
     if (rc == 0 && fsync(fileno(f)) != 0) rc = ckpt_error_(err, cap, "%s: fsync failed: %s", tmp, strerror(errno));
     if (fclose(f) != 0 && rc == 0) rc = ckpt_error_(err, cap, "%s: close failed: %s", tmp, strerror(errno));
-    if (rc == 0 && kind) rc = file_verify(tmp, kind, magic, version, err, cap);
+    if (rc == 0 && kind) rc = file_verify(tmp, kind, magic, version, NULL, err, cap);
     if (rc == 0 && rename(tmp, path) != 0) rc = ckpt_error_(err, cap, "%s: rename from %s failed: %s", path, tmp, strerror(errno));
     if (rc != 0) {
         unlink(tmp);
@@ -264,7 +267,15 @@ static inline int atomic_try_write(const char* path, int pieces, const void* con
 
 /* ----------------------------------------------------------------------------
  * model file (GPTM) */
-static inline int model_file_try_write(const char* path, const GPTConfig* c, const float* params, char* err, size_t cap) {
+
+/* CRC-32 of a model file's header words (its payload CRC among them): what a checkpoint's state file
+ * records to tie the model file to it */
+static inline uint32_t model_header_crc(const int32_t* h) { return crc32_update(0, h, HEADER_BYTES); }
+
+/* Writes a model file atomically; 0, or −1 with the reason in err. *header_crc (unless NULL): its
+ * model_header_crc. */
+static inline int model_file_try_write(const char* path, const GPTConfig* c, const float* params, uint32_t* header_crc, char* err,
+                                       size_t cap) {
     gpt_config_check(c, path);
     size_t n = gpt_num_params(c);
     int32_t h[HEADER_WORDS];
@@ -278,13 +289,14 @@ static inline int model_file_try_write(const char* path, const GPTConfig* c, con
     h[10] = c->num_heads;
     h[11] = c->channels;
     header_set_u64(h, 12, (uint64_t)n);
+    if (header_crc) *header_crc = model_header_crc(h);
     const void* data[2] = {h, params};
     size_t bytes[2] = {HEADER_BYTES, n * sizeof(float)};
     return atomic_try_write(path, 2, data, bytes, "model file", GPTM_MAGIC, GPTM_VERSION, err, cap);
 }
 static inline void model_file_write(const char* path, const GPTConfig* c, const float* params) {
     char err[4600];
-    if (model_file_try_write(path, c, params, err, sizeof(err)) != 0) fatalf("%s", err);
+    if (model_file_try_write(path, c, params, NULL, err, sizeof(err)) != 0) fatalf("%s", err);
 }
 
 /* Exits naming the tensor and element if values[0..n) (n parameters of config c) holds a NaN or inf. */
@@ -371,6 +383,8 @@ typedef struct {
     uint32_t data_crc; /* the training loader's fingerprint (llmc/dataloader.h): which shards, in which order */
     int seed;          /* --seed of the run (init, data order, sampling); −1: not recorded (an older file); a resume must keep it */
     int val_every;     /* --val-every (its evaluations are what --early-stop counts); −1: not recorded (an older file) */
+    int has_model_crc; /* model_crc is recorded: rank 0's file of a checkpoint (0 in older files and other ranks') */
+    uint32_t model_crc; /* model_header_crc of the checkpoint's model file: a model file of another step is not taken */
 } TrainState;
 
 /* header words of the health state: count, bad in a row, skipped, then the loss and norm windows */
@@ -427,6 +441,8 @@ static inline void state_header_fill_(int32_t* h, const TrainState* st) {
     h[GPTS_DATA_WORD + 8] = (int32_t)st->data_crc;
     h[GPTS_DATA_WORD + 9] = (int32_t)((uint32_t)st->seed + 1u); /* 0 in older files; unsigned: --seed INT_MAX wraps, no UB */
     h[GPTS_DATA_WORD + 10] = (int32_t)((uint32_t)st->val_every + 1u);
+    h[GPTS_DATA_WORD + 11] = st->has_model_crc;
+    h[GPTS_DATA_WORD + 12] = st->has_model_crc ? (int32_t)st->model_crc : 0;
 }
 
 /* Writes m, v (and master if st->has_master; it must then be non-NULL), shard_count floats each. */
@@ -523,6 +539,10 @@ static inline void state_file_read(const char* path, TrainState* st, float** m, 
     st->data_crc = (uint32_t)h[GPTS_DATA_WORD + 8];
     st->seed = (int)((uint32_t)h[GPTS_DATA_WORD + 9] - 1u);
     st->val_every = (int)((uint32_t)h[GPTS_DATA_WORD + 10] - 1u);
+    st->has_model_crc = h[GPTS_DATA_WORD + 11];
+    st->model_crc = (uint32_t)h[GPTS_DATA_WORD + 12];
+    if (st->has_model_crc != 0 && st->has_model_crc != 1)
+        fatalf("%s: training state model-file flag is %d, not 0 or 1", path, st->has_model_crc);
     if (st->seq_len < 1 || st->step_tokens < (uint64_t)st->seq_len || (st->shuffle != 0 && st->shuffle != 1) ||
         (st->mock != 0 && st->mock != 1) || st->data_shards < 0)
         fatalf("%s: training state data fields (seq_len %d, tokens per step %llu, shuffle %d, mock %d, %d shards) are inconsistent",
@@ -695,16 +715,25 @@ static inline int checkpoint_list(const char* dir, int** steps) {
 }
 
 /* Checks checkpoint `step` of dir without exiting: its marker, the model file and the state file of
- * every rank verify (header, length, CRC). 0 if good, else −1 with the first problem in err. */
+ * every rank verify (header, length, CRC), each state file names this step, its rank and the marker's
+ * world, and the model file is the one rank 0's state file recorded (a file of another step, or a
+ * changed header, is not). 0 if good, else −1 with the first problem in err. */
 static inline int checkpoint_verify(const char* dir, int step, char* err, size_t cap) {
     char model[4200], state[4200], done[4200];
     checkpoint_paths(model, state, done, sizeof(model), dir, step, 0);
     int world = 0;
+    int32_t mh[HEADER_WORDS] = {0}, sh[HEADER_WORDS] = {0};
     if (checkpoint_read_marker(done, step, &world, err, cap) != 0) return -1;
-    if (file_verify(model, "model file", GPTM_MAGIC, GPTM_VERSION, err, cap) != 0) return -1;
+    if (file_verify(model, "model file", GPTM_MAGIC, GPTM_VERSION, mh, err, cap) != 0) return -1;
     for (int r = 0; r < world; r++) {
         checkpoint_paths(model, state, done, sizeof(model), dir, step, r);
-        if (file_verify(state, "training state file", GPTS_MAGIC, GPTS_VERSION, err, cap) != 0) return -1;
+        if (file_verify(state, "training state file", GPTS_MAGIC, GPTS_VERSION, sh, err, cap) != 0) return -1;
+        if (sh[5] != step || sh[6] != r || sh[7] != world)
+            return ckpt_error_(err, cap, "%s: training state file of step %d, rank %d of %d, expected step %d, rank %d of %d", state,
+                               sh[5], sh[6], sh[7], step, r, world);
+        if (r == 0 && sh[GPTS_DATA_WORD + 11] == 1 && (uint32_t)sh[GPTS_DATA_WORD + 12] != model_header_crc(mh))
+            return ckpt_error_(err, cap, "%s: not this checkpoint's model file: header CRC-32 0x%08x, %s recorded 0x%08x", model,
+                               model_header_crc(mh), state, (uint32_t)sh[GPTS_DATA_WORD + 12]);
     }
     return 0;
 }
@@ -744,18 +773,21 @@ static inline int checkpoint_file_step_(const char* name, int* is_tmp) {
     return -1;
 }
 
-/* Retention, run by the writer of the markers after checkpoint `newest` is complete: keeps the
- * newest keep_last checkpoints (0: all), every one whose step is a multiple of keep_every (0: none
- * extra) and every one newer than `newest` — or, with `only`, `newest` alone; deletes the others
+/* Retention, run by the writer of the markers after checkpoint `newest` is complete: keeps `newest`
+ * and the keep_last − 1 before it (0: all), every one whose step is a positive multiple of keep_every
+ * (0: none extra; a step-0 checkpoint, written by a run stopped before its first step, is no milestone)
+ * and every one newer than `newest` (an earlier run's, skipped as invalid on resume: it counts for none
+ * of the keep_last) — or, with `only`, `newest` alone; deletes the others
  * (marker first, so none is ever seen half-deleted), any ".tmp" file (an interrupted write) and the
  * files without a marker of the steps not kept. Prints one line per deleted checkpoint to report; a
  * failed deletion is reported, not fatal. Returns the number of checkpoints deleted. */
 static inline int checkpoint_prune_(const char* dir, int newest, int keep_last, int keep_every, int only, FILE* report) {
     int* steps;
-    int n = checkpoint_list(dir, &steps), deleted = 0;
+    int n = checkpoint_list(dir, &steps), deleted = 0, recent = 0; /* recent: kept so far of keep_last (newest first) */
     for (int i = 0; i < n; i++) {
         int keep = only ? steps[i] == newest
-                        : (keep_last == 0 || i < keep_last) || (keep_every > 0 && steps[i] % keep_every == 0) || steps[i] > newest;
+                        : steps[i] > newest || keep_last == 0 || recent++ < keep_last ||
+                              (keep_every > 0 && steps[i] > 0 && steps[i] % keep_every == 0);
         if (keep) continue;
         char model[4200], state[4200], done[4200];
         checkpoint_paths(model, state, done, sizeof(model), dir, steps[i], 0);

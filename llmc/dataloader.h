@@ -295,15 +295,16 @@ static inline void dataloader_get_state(const DataLoader* dl, DataLoaderState* s
 /* Restores a position saved by dataloader_get_state on a loader over the same data and
  * settings; fails if the position does not exist in this data. */
 static inline void dataloader_set_state(DataLoader* dl, const DataLoaderState* st) {
+    const char* data = dl->shard_paths ? dl->shard_paths[0] : "mock data";
     if (st->shard >= (uint64_t)dl->num_shards)
-        fatalf("dataloader: saved position is in shard %llu of the epoch, but the data has %d shard(s)",
-               (unsigned long long)st->shard, dl->num_shards);
+        fatalf("%s%s: saved position is in shard %llu of the epoch, but the data has %d shard(s) (data changed?)", data,
+               dl->num_shards > 1 ? " ..." : "", (unsigned long long)st->shard, dl->num_shards);
     dl->pos = *st;
     dataloader_begin_epoch_(dl);
-    size_t n = dl->shard_batches[dl->shard_order[st->shard]];
+    size_t k = dl->shard_order[st->shard], n = dl->shard_batches[k];
     if (st->batch > n)
-        fatalf("dataloader: saved position is batch %llu of a shard that has %zu batches (data or B/T/world changed?)",
-               (unsigned long long)st->batch, n);
+        fatalf("%s: saved position is batch %llu of this shard, which has %zu batches (data or B/T/world changed?)",
+               dl->shard_paths ? dl->shard_paths[k] : data, (unsigned long long)st->batch, n);
 }
 
 static inline size_t dataloader_batches_per_epoch(const DataLoader* dl) {
