@@ -7,7 +7,7 @@
  * Inputs, in command-line order: a file, or a directory searched recursively (entries in byte order
  * of their paths; hidden entries, symbolic links and files with a NUL byte in their first 8 KiB
  * skipped). Files named *.jsonl or *.json are JSON lines: one object per line, the document is its
- * string field --json-field; blank lines are skipped. Other files are text: the whole file is one
+ * string field --json-field (an unpaired surrogate escape becomes U+FFFD); blank lines are skipped. Other files are text: the whole file is one
  * document, or, with --doc-separator LINE, the documents are the runs of lines between lines equal
  * to LINE (e.g. "%" for fortune files); empty documents are skipped.
  *
@@ -286,17 +286,22 @@ static int json_string(JsonCursor* c, unsigned char* out, size_t* len) {
         case 'n': cp = '\n'; break;
         case 'r': cp = '\r'; break;
         case 't': cp = '\t'; break;
-        case 'u':
+        case 'u': /* a surrogate pair is one code point; an unpaired surrogate (valid JSON, not a character) is
+                   * U+FFFD, as tiktoken encodes a Python str holding one */
             if (!json_hex4(c, &cp)) return 0;
-            if (cp >= 0xDC00 && cp <= 0xDFFF) return json_fail(c, "lone low surrogate in \\u escape");
-            if (cp >= 0xD800 && cp <= 0xDBFF) {
-                uint32_t lo;
-                if (c->i + 2 > c->n || c->s[c->i] != '\\' || c->s[c->i + 1] != 'u')
-                    return json_fail(c, "lone high surrogate in \\u escape");
-                c->i += 2;
-                if (!json_hex4(c, &lo)) return 0;
-                if (lo < 0xDC00 || lo > 0xDFFF) return json_fail(c, "lone high surrogate in \\u escape");
-                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+            if (cp >= 0xDC00 && cp <= 0xDFFF) cp = 0xFFFD;
+            else if (cp >= 0xD800 && cp <= 0xDBFF) {
+                size_t at = c->i;
+                uint32_t lo = 0;
+                if (c->i + 2 <= c->n && c->s[c->i] == '\\' && c->s[c->i + 1] == 'u') {
+                    c->i += 2;
+                    if (!json_hex4(c, &lo)) return 0;
+                }
+                if (lo >= 0xDC00 && lo <= 0xDFFF) cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                else {
+                    c->i = at; /* the next escape is read on its own */
+                    cp = 0xFFFD;
+                }
             }
             break;
         default: return json_fail(c, "unknown escape in string");
@@ -565,6 +570,8 @@ typedef struct {
     size_t buffered;
 } ShardWriter;
 
+#define MAX_SHARDS 1000000 /* of each split: DIR/<name>_000000.bin ... _999999.bin */
+
 /* DIR/<name>_NNNNNN.bin, with suffix (".tmp": where the shard is written until the run succeeds) */
 static void shard_path(const ShardWriter* w, int k, const char* suffix, char* path, size_t size) {
     snprintf(path, size, "%s/%s_%06d.bin%s", w->dir, w->name, k, suffix);
@@ -631,6 +638,9 @@ static void shard_write(ShardWriter* w, const int* tokens, size_t n) {
     for (size_t i = 0; i < n; i++) {
         if (!w->open) {
             char path[4200];
+            if (w->shards_done == MAX_SHARDS) /* names sort in shard order only with 6 digits, as the loader reads them */
+                fatalf("%s: more than %d %s shards: give a larger --shard-tokens (now %lld)", w->dir, MAX_SHARDS, w->name,
+                       (long long)w->shard_tokens);
             shard_path(w, w->shards_done, "", path, sizeof(path));
             atomic_open(&w->file, path);
             w->open = 1;
@@ -787,7 +797,7 @@ static int read_block(Reader* r, Batch* b, const FileList* files, const Options*
             r->carry = (unsigned char*)malloc_check(r->carry_len);
             memcpy(r->carry, block + pos, r->carry_len);
         }
-        if (r->read_size < READ_BYTES) r->read_size = READ_BYTES; /* a file that grew since it was listed */
+        r->read_size = READ_BYTES; /* after a carry's doubling, or a small file that grew since it was listed */
     }
     if (eof) {
         fclose_check(r->f, path);

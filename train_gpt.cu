@@ -419,6 +419,14 @@ static void gpt_gather_params(GPT* m) {
     GPU_PROFILE(m, PROF_COMM, dist_gather_params(m->dist, m->params, m->stream));
 }
 
+/* fp32 host copy of n floatX device values */
+static void copy_to_host(float* host, const floatX* dev, size_t n) {
+    floatX* staged = (floatX*)malloc_check(n * sizeof(floatX));
+    cudaCheck(cudaMemcpy(staged, dev, n * sizeof(floatX), cudaMemcpyDeviceToHost));
+    floatX_to_floats(host, staged, n);
+    free(staged);
+}
+
 /* fp32 host copy of all the weights: the masters if any (gathered from every rank when they are a
  * ZeRO-1 shard; every rank must call it then), else the parameters (gathered first if stale) */
 static void gpt_get_weights(GPT* m, float* host) {
@@ -435,18 +443,7 @@ static void gpt_get_weights(GPT* m, float* host) {
         gpt_gather_params(m);
         for (int b = 0; b < m->dist->num_buckets; b++) dist_wait_params(m->dist, b, m->stream);
     }
-    floatX* staged = (floatX*)malloc_check(n * sizeof(floatX));
-    cudaCheck(cudaMemcpy(staged, m->params, n * sizeof(floatX), cudaMemcpyDeviceToHost));
-    floatX_to_floats(host, staged, n);
-    free(staged);
-}
-
-/* fp32 host copy of n floatX device values */
-static void copy_to_host(float* host, const floatX* dev, size_t n) {
-    floatX* staged = (floatX*)malloc_check(n * sizeof(floatX));
-    cudaCheck(cudaMemcpy(staged, dev, n * sizeof(floatX), cudaMemcpyDeviceToHost));
-    floatX_to_floats(host, staged, n);
-    free(staged);
+    copy_to_host(host, m->params, n);
 }
 
 /* ----------------------------------------------------------------------------
@@ -662,7 +659,7 @@ static void gpt_backward(GPT* m, const int* inputs, int B, int T, int reduce) {
  * GPUs the norm first waits for the gradient reduction, and is the sum over ranks of each rank's shard's
  * Σ g² (llmc/distributed.cuh). gpt_grad_norm, then gpt_update_with_norm (the trainer's health guard sits
  * between them), then gpt_gather_params (the trainer queues it after the step's collectives with a host
- * wait, see gpt_gather_params); gpt_update does all three.
+ * wait, see gpt_gather_params); test_gpt.cu's gpt_update does all three.
  * t is the 1-based step count (bias correction and the stochastic-rounding seed). G: the gradient type
  * (fp32 after an fp32 reduction). */
 template <typename G>

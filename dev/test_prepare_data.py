@@ -7,7 +7,8 @@
     blank lines) equal tiktoken on each decoded "text" field, with the documented val rule;
   * shards are byte-identical with --threads 1 and 2, and stale shards of an earlier run go away;
   * a separator line at any offset around the 1 MiB chunk boundary (also across it) starts a document;
-  * a JSON key written with escapes names the field, as in Python's json;
+  * a JSON key written with escapes names the field, as in Python's json; unpaired surrogate escapes
+    (valid JSON) give tiktoken's tokens of json.loads' str (each one U+FFFD);
   * bad input (missing file, directory without text, broken JSON line, missing field, unwritable
     output directory, bad tokenizer files, bad ids): non-zero exit, one line naming the file (and
     line), no *.tmp left, and a failed run leaves the directory's earlier shards as they were.
@@ -194,6 +195,15 @@ def main():
         check(r.returncode == 0, f"JSON keys with escapes: exit {r.returncode} {r.stderr.strip()[-200:]}")
         compare_splits("JSON keys with escapes, a repeated key (Python's json.loads)", os.path.join(tmp, "escaped"),
                        expected_split([json.loads(line)["text"].encode() for line in open(escaped)], 0))
+        lone = os.path.join(tmp, "lone.jsonl")  # unpaired surrogate escapes: valid JSON (json.loads takes them)
+        open(lone, "w").write("".join('{"text": "%s"}\n' % t for t in
+                                      ["a\\ud800b", "\\ude00x", "\\ud83d\\ud83d", "\\ud800\\u0041", "pair \\ud83d\\ude00 ok", "end\\ud800"]))
+        r = prepare("--input", lone, "--output-dir", os.path.join(tmp, "lone"), "--val-fraction", "0")
+        check(r.returncode == 0, f"JSON lines with unpaired surrogate escapes: exit {r.returncode} {r.stderr.strip()[-200:]}")
+        tokens, _ = read_shards(os.path.join(tmp, "lone"), "train")
+        want = [t for line in open(lone) for t in [EOT] + common.ENC.encode(json.loads(line)["text"])]
+        check(tokens == want, f"unpaired surrogate escapes equal tiktoken on json.loads' str (U+FFFD each): {len(tokens)} tokens, "
+                              f"first difference at {first_diff(tokens or [], want)}")
 
         # bad input
         expect_failure("missing input file", prepare("--input", os.path.join(tmp, "nope.txt"), "--output-dir", tmp), "nope.txt")

@@ -132,7 +132,6 @@ static inline int gpt_preset(const char* name, GPTConfig* c) {
     return 0;
 }
 
-/* Sizes positive and sane, C divisible by NH, Vp = padded_vocab(V); fatalf naming origin. */
 /* GPT-2 initialisation of params (gpt_num_params floats, file order): weights N(0, 0.02) from an Rng
  * seeded with `seed`, residual projections N(0, 0.02/sqrt(2L)), biases 0, layernorm weights 1,
  * padded vocabulary rows 0. Both trainers start from-scratch runs with it. */
@@ -160,6 +159,7 @@ static inline void gpt_init_weights(float* params, const GPTConfig* c, uint64_t 
     memset(params + (size_t)c->vocab_size * C, 0, (size_t)(c->padded_vocab_size - c->vocab_size) * C * sizeof(float));
 }
 
+/* Sizes positive and sane, C divisible by NH, Vp = padded_vocab(V); fatalf naming origin. */
 static inline void gpt_config_check(const GPTConfig* c, const char* origin) {
     struct { const char* name; int value, max; } fields[6] = {
         {"max_seq_len", c->max_seq_len, 1 << 20}, {"vocab_size", c->vocab_size, 1 << 24},

@@ -13,6 +13,7 @@
 #define LLMC_CUDA_UTILS_CUH
 
 #include "llmc/cuda_common.cuh"
+#include <limits.h>
 
 #if defined(PRECISION_FP32)
 typedef float floatX;
@@ -22,7 +23,15 @@ typedef __nv_bfloat16 floatX;
 #define FLOATX_NAME "bf16"
 #endif
 
-static inline int ceil_div(long a, long b) { return (int)((a + b - 1) / b); }
+/* ⌈a/b⌉ as a grid dimension: more than an int holds (a grid's x limit) exits with a message */
+static inline int ceil_div(long a, long b) {
+    long q = (a + b - 1) / b;
+    if (q > INT_MAX) {
+        fprintf(stderr, "error: %ld / %ld = %ld blocks: more than a grid dimension holds (%d)\n", a, b, q, INT_MAX);
+        exit(1);
+    }
+    return (int)q;
+}
 
 /* full unrolling of a loop over a register array, so the array stays in registers (the simulator has no
  * unroll pragma) */

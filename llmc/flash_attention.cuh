@@ -11,7 +11,7 @@
  * Interface (both overloads exist; a trainer calls them with floatX* and gets its precision's path):
  *   flash_attention_forward(out, lse, qkv, B, T, C, NH, stream)
  *       qkv [B,T,3C]: q at columns [0,C), k at [C,2C), v at [2C,3C); head h owns columns h·hs..h·hs+hs-1 of each
- *       (the layout of the qkv matmul's output, as llmc/cpu_ops.h and llmc/attention.cuh). out [B,T,C]: head h
+ *       (the layout of the qkv matmul's output, as llmc/cpu_ops.h). out [B,T,C]: head h
  *       at columns h·hs.. (the layout the projection matmul reads). lse [B,NH,T] fp32, natural log. Overwrites.
  *   flash_attention_backward(dqkv, scratch, dout, out, qkv, lse, B, T, C, NH, deterministic, stream)
  *       dqkv [B,T,3C] is OVERWRITTEN (every element written, dq|dk|dv as qkv). dout, out [B,T,C]. scratch: device

@@ -188,6 +188,9 @@ static inline void tokenizer_insert_pair_(Tokenizer* t, int32_t a, int32_t b, in
  * two mergeable tokens have the same bytes. Exits with a one-line error naming the file otherwise. */
 static inline void tokenizer_load(Tokenizer* t, const char* path) {
     memset(t, 0, sizeof(*t));
+    if (path[0] != '/' && access(path, F_OK) != 0 && errno == ENOENT) /* most often the default, run from another directory */
+        fatalf("%s: no such tokenizer file (a relative path, from the current directory: run from the repository root, or give "
+               "--tokenizer PATH)", path);
     FILE* f = fopen_check(path, "rb");
     int32_t h[HEADER_WORDS];
     header_read_check(f, path, "tokenizer file", GBPE_MAGIC, GBPE_VERSION, h);

@@ -83,7 +83,7 @@ patch "$sh" "$tmp/t_tok.bin" 1030 '<H' 500 fixcrc;         row "token shard toke
 patch "$sh" "$tmp/t_count.bin" 24 '<I' 0x80000000;         row "token shard count 2^63+N (2N wraps)" "${run[@]}" -i "$tmp/t_count.bin"
 patch "$sh" "$tmp/t_crc.bin" 1500 '<B' 0x55;               row "token shard payload byte flipped" "${run[@]}" -i "$tmp/t_crc.bin"
 row "token shard too short for one batch" ./train_gpt_cpu "${small[@]}" -t 4 -b 600 -i "$tmp/shard.bin" -x 1
-patch "$m" "$tmp/tok_magic.bin" 0 '<I' 0x45504247;         row "tokenizer file that is a model file" "${run[@]}" --tokenizer "$tmp/tok_magic.bin" -s 1 --prompt hi
+patch "$m" "$tmp/tok_magic.bin" 0 '<I' 0x45504247;         row "a model file with a tokenizer's magic" "${run[@]}" --tokenizer "$tmp/tok_magic.bin" -s 1 --prompt hi
 row "flag with a bad value" "${run[@]}" --lr 1e-3x
 row "unknown flag" "${run[@]}" --keep-lst 3
 row "--on-save-error with a bad value" "${run[@]}" --on-save-error maybe
