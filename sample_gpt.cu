@@ -113,6 +113,7 @@ static void decoder_reset(void* model) { ((Decoder*)model)->kv.length = 0; }
 int main(int argc, char** argv) {
     SampleArgs args;
     sample_cli_parse(&args, argc, argv, "sample_gpt", SAMPLE_TOOL_GPU);
+    cuda_device_count("sample_gpt_cpu");
     Decoder decoder;
     decoder_create(&decoder, args.model);
     const GPTConfig* c = &decoder.config;

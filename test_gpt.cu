@@ -91,8 +91,10 @@ int main(int argc, char** argv) {
         fprintf(stderr, "usage: %s DIR [RECOMPUTE]   (DIR written by: python3 train_gpt.py --reference-out DIR ...)\n", argv[0]);
         return 2;
     }
-    int recompute = argc == 3 ? atoi(argv[2]) : 0;
-    if (recompute < 0 || recompute > 2) fatalf("RECOMPUTE must be 0, 1 or 2, not %s", argv[2]);
+    int recompute = 0;
+    if (argc == 3 && (strlen(argv[2]) != 1 || argv[2][0] < '0' || argv[2][0] > '2')) fatalf("RECOMPUTE must be 0, 1 or 2, not %s", argv[2]);
+    if (argc == 3) recompute = argv[2][0] - '0';
+    cuda_device_count("test_gpt_cpu");
     char model_path[4096], ref_path[4096];
     snprintf(model_path, sizeof(model_path), "%s/model.bin", argv[1]);
     snprintf(ref_path, sizeof(ref_path), "%s/reference.bin", argv[1]);

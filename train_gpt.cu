@@ -896,8 +896,7 @@ int main(int argc, char** argv) {
     process_group_init(&pg, &argc, &argv, args.dist_init, args.dist_file, args.dist_timeout);
     int rank = pg.rank, world = pg.world;
     if (rank > 0 && !freopen("/dev/null", "w", stdout)) fatalf("rank %d: cannot silence stdout: %s", rank, strerror(errno));
-    int device_count;
-    cudaCheck(cudaGetDeviceCount(&device_count));
+    int device_count = cuda_device_count("train_gpt_cpu");
     /* GPU = local rank; a process that sees one GPU (srun --gpus-per-task, the simulator) uses that one */
     int device = device_count == 1 ? 0 : pg.local_rank;
     if (device >= device_count)

@@ -45,10 +45,14 @@ import sys
 import time
 import zlib
 
-import numpy as np
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
+try:
+    import numpy as np
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+except ImportError as missing:
+    sys.exit(f"error: {missing.name} is not installed for {sys.executable}: pip install numpy torch, or run a Python that has "
+             f"them (Debian: /usr/bin/python3 with python3-numpy and python3-torch)")
 
 # ----------------------------------------------------------------------------------------------------
 # file formats (doc/formats.md)

@@ -1025,6 +1025,9 @@ static void test_flags(void) {
     expect_failure("flags missing value", child_parse, &missing, 2, "--batch-size: missing value");
     Argv positional = {2, {"train_gpt", "data.bin"}};
     expect_failure("flags positional argument", child_parse, &positional, 2, "unexpected argument 'data.bin'");
+    Argv expanded = {4, {"train_gpt", "-i", "d/train_000.bin", "d/train_001.bin"}};
+    expect_failure("flags: a glob the shell expanded", child_parse, &expanded, 2,
+                   "unexpected argument 'd/train_001.bin' (flags start with -; an unquoted glob? quote it: -i 'DIR/train_*.bin')");
     Argv zero_ok = {3, {"train_gpt", "-z", "0"}};
     expect_failure("flags_reject at the default value passes", child_reject_zero, &zero_ok, 0, "");
     Argv zero1 = {3, {"train_gpt", "-z", "1"}};

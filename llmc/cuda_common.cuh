@@ -35,6 +35,19 @@ static inline void cuda_check_(cudaError_t err, const char* call, const char* fi
 }
 #define cudaCheck(call) cuda_check_((call), #call, __FILE__, __LINE__)
 
+/* The number of GPUs this process sees; none (no driver, no device) exits with a message naming the
+ * program's CPU twin. */
+static inline int cuda_device_count(const char* cpu_twin) {
+    int n = 0;
+    cudaError_t err = cudaGetDeviceCount(&n);
+    if (err != cudaSuccess || n == 0) {
+        fprintf(stderr, "error: no usable NVIDIA GPU (%s): is the driver installed and a GPU visible (CUDA_VISIBLE_DEVICES)? "
+                        "Without one, use %s\n", err != cudaSuccess ? cudaGetErrorString(err) : "none found", cpu_twin);
+        exit(1);
+    }
+    return n;
+}
+
 /* launches kernel over grid x block with smem bytes of dynamic shared memory, then checks the launch */
 template <typename... P, typename... A>
 static inline void launch_kernel_(const char* file, int line, const char* text, void (*kernel)(P...), dim3 grid,

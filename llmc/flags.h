@@ -296,7 +296,9 @@ static inline void flags_parse(TrainArgs* a, int argc, char** argv, const char* 
             flags_print_markdown(stdout);
             exit(0);
         }
-        if (arg[0] != '-' || arg[1] == '\0') usagef("unexpected argument '%s' (flags start with -)", arg);
+        if (arg[0] != '-' || arg[1] == '\0') /* a second file name: most often a glob the shell expanded */
+            usagef("unexpected argument '%s' (flags start with -%s)", arg,
+                   i > 1 && argv[i - 1][0] != '-' ? "; an unquoted glob? quote it: -i 'DIR/train_*.bin'" : "");
         const char* eq = strchr(arg, '=');
         size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
         const FlagSpec* s = flags_find_(arg, name_len);

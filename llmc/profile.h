@@ -121,7 +121,7 @@ static inline void profile_print(FILE* f, const Profiler* p, int steps, double s
                 1e3 * p->seconds[i] / steps, (double)p->calls[i] / steps, 100.0 * p->seconds[i] / step_seconds);
     }
     double total = profile_total(p);
-    fprintf(f, "profile: the ops sum to %.2f ms of %.2f ms step time (%.1f%%)\n", 1e3 * total, 1e3 * step_seconds,
+    fprintf(f, "profile: the ops sum to %.2f ms of the %d step(s)' %.2f ms (%.1f%%)\n", 1e3 * total, steps, 1e3 * step_seconds,
             100.0 * total / step_seconds);
 }
 

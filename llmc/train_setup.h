@@ -124,7 +124,11 @@ static inline ModelSource train_model_source(const TrainArgs* args, GPTConfig* c
         }
         return MODEL_FROM_PRESET;
     }
-    if (args->init[0]) return MODEL_FROM_FILE;
+    if (args->init[0]) {
+        if (strchr(args->init, '/') == NULL && access(args->init, F_OK) != 0 && errno == ENOENT)
+            fatalf("--init %s: neither a model file nor a preset (d6|d12|d24|d36|d48)", args->init);
+        return MODEL_FROM_FILE;
+    }
     fatalf("no model: give --init FILE, --init d12 (or another preset), or --n-layer/--n-head/--n-embd");
     return MODEL_FROM_FILE; /* not reached */
 }
@@ -325,7 +329,10 @@ static inline float* train_resume_read_model(const char* model_path, const GPTCo
         if (saved_fields[i] != run_fields[i])
             snprintf(diffs + strlen(diffs), sizeof(diffs) - strlen(diffs), "%s%s %d, this run's %d", diffs[0] ? "; " : "", names[i],
                      saved_fields[i], run_fields[i]);
-    if (diffs[0] || n != num_params) fatalf("%s: the checkpoint's model config differs from this run's: %s", model_path, diffs);
+    if (diffs[0] || n != num_params)
+        fatalf("%s: the checkpoint's model config differs from this run's: %s%s", model_path, diffs,
+               saved.max_seq_len != config->max_seq_len ? " (from scratch, --max-seq-len defaults to --seq-len: give --max-seq-len "
+                                                          "as the checkpoint's run had it)" : "");
     return params;
 }
 

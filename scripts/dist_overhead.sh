@@ -10,6 +10,8 @@
 set -u
 cd "$(dirname "$0")/.." || exit 1
 TRAINER=${TRAINER:-./train_gpt}
+if [ $# -gt 0 ]; then echo "usage: [TRAINER=...] $0   (no arguments; see its top comment)" >&2; exit 2; fi
+if [ ! -x "$TRAINER" ]; then echo "error: $TRAINER: no such program: build it with make train_gpt (or set TRAINER)" >&2; exit 1; fi
 steps=${DIST_OVERHEAD_STEPS:-30}
 # shellcheck disable=SC2206
 args=(${DIST_OVERHEAD_MODEL:--e d12 -b 16 -t 1024} --mock-data 1 -x "$steps" -v 0 -s 0)
