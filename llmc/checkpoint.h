@@ -223,7 +223,7 @@ static inline int file_verify(const char* path, const char* kind, uint32_t magic
         else rc = 0;
     }
     if (rc == 0 && header) memcpy(header, h, sizeof(h));
-    fclose(f);
+    if (fclose(f) != 0 && rc == 0) rc = ckpt_error_(err, cap, "%s: close failed: %s", path, strerror(errno));
     return rc;
 }
 
@@ -664,7 +664,9 @@ static inline int checkpoint_read_marker(const char* path, int step, int* world,
     if (!f) return ckpt_error_(err, cap, "%s: cannot open: %s", path, strerror(errno));
     char text[65], expected[64];
     size_t n = fread(text, 1, 64, f);
-    fclose(f);
+    int failed = ferror(f);
+    if (fclose(f) != 0) failed = 1;
+    if (failed) return ckpt_error_(err, cap, "%s: read failed: %s", path, strerror(errno));
     text[n] = '\0';
     int s = -1, w = 0;
     if (sscanf(text, "step %d\nworld %d\n", &s, &w) != 2 || w < 1 || w > 65536)

@@ -284,9 +284,10 @@ static inline void pg_share_tcp_(const ProcessGroup* pg, unsigned char* id) {
         int fd = -1, one = 1, zero = 0;
         for (const struct addrinfo* a = res; a && fd < 0; a = a->ai_next) /* IPv6 first: with V6ONLY off it takes IPv4 too */
             if (a->ai_family == AF_INET6 && (fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol)) >= 0) {
-                setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-                setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-                if (bind(fd, a->ai_addr, a->ai_addrlen) != 0) {
+                /* IPv4 too, or this socket is not the one (the next address, or the first one below);
+                 * SO_REUSEADDR is best effort (a restart soon after a crash binds anyway where it fails) */
+                (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+                if (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero)) != 0 || bind(fd, a->ai_addr, a->ai_addrlen) != 0) {
                     close(fd);
                     fd = -1;
                 }
@@ -294,7 +295,7 @@ static inline void pg_share_tcp_(const ProcessGroup* pg, unsigned char* id) {
         if (fd < 0) {
             fd = socket(res->ai_family, res->ai_socktype, res->ai_protocol);
             if (fd < 0) fatalf("tcp rendezvous: socket: %s", strerror(errno));
-            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+            (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
             if (bind(fd, res->ai_addr, res->ai_addrlen) != 0)
                 fatalf("tcp rendezvous: rank 0 cannot listen on port %s: %s (is the port free?)", port, strerror(errno));
         }
@@ -409,7 +410,9 @@ static inline void process_group_watchdog_stop(ProcessGroup* pg) {
 /* Every rank has used the id (the NCCL communicator exists: its creation needs them all): rank 0 removes
  * the id file, so that a later job on the same path cannot read this one's id. */
 static inline void process_group_id_used(const ProcessGroup* pg) {
-    if (strcmp(pg->method, "file") == 0 && pg->rank == 0) unlink(pg->file_path);
+    if (strcmp(pg->method, "file") == 0 && pg->rank == 0 && unlink(pg->file_path) != 0 && errno != ENOENT)
+        printf("warning: %s: cannot delete the NCCL id file (%s): delete it before a later job uses this path\n", pg->file_path,
+               strerror(errno));
 }
 
 /* End of the run: the watchdog stopped, rank 0 removes the id file; MPI is finalised if this process started it. */

@@ -261,7 +261,7 @@ static inline void train_lock_output_dir(const char* dir, char* token, size_t ca
                    path);
         printf("warning: %s: cannot lock it (%s): nothing stops a second trainer from writing here too\n", path, strerror(errno));
     }
-    gethostname(host, sizeof(host) - 1);
+    if (gethostname(host, sizeof(host) - 1) != 0) snprintf(host, sizeof(host), "?");
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     snprintf(token, cap, "%s %d %lld.%09ld\n", host, (int)getpid(), (long long)now.tv_sec, now.tv_nsec);
@@ -276,11 +276,17 @@ static inline const char* train_check_shared_dir(const char* dir, const char* to
     char path[4200], seen[256] = "";
     snprintf(path, sizeof(path), "%s/.lock", dir);
     FILE* f = fopen(path, "rb");
-    size_t n = f ? fread(seen, 1, sizeof(seen) - 1, f) : 0;
-    if (f) fclose(f);
-    seen[n] = '\0';
     why[0] = '\0';
-    if (strcmp(seen, token) != 0)
+    if (!f && errno != ENOENT) {
+        snprintf(why, cap, "%s: cannot open: %s", path, strerror(errno));
+        return why;
+    }
+    size_t n = f ? fread(seen, 1, sizeof(seen) - 1, f) : 0;
+    int failed = f && ferror(f);
+    if (f && fclose(f) != 0) failed = 1;
+    seen[n] = '\0';
+    if (failed) snprintf(why, cap, "%s: read failed: %s", path, strerror(errno));
+    else if (strcmp(seen, token) != 0)
         snprintf(why, cap, "%s: this rank does not see the lock file rank 0 wrote (%.*s): --output-dir must be one directory every "
                  "rank shares (a shared disk, not a node-local path)", path, (int)strcspn(token, "\n"), token);
     return why;

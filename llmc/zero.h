@@ -36,8 +36,9 @@ static inline Shard zero_shard(size_t n, int world, int rank) {
 }
 
 /* m and v (count floats each) of the parameters [offset, offset + count) from checkpoint `step` of
- * dir, which `saved_world` ranks wrote. Reads the state file of every saved rank whose shard
- * overlaps the range; *first gets saved rank 0's state (step, data position, settings). Exits naming
+ * dir, which `saved_world` ranks wrote. Reads (and checks) every saved rank's state file, whole, and
+ * copies the slices of the shards that overlap the range; *first gets saved rank 0's state (step, data
+ * position, settings). Exits naming
  * the file if the saved shards do not tile the n parameters exactly once in rank order. */
 static inline void zero_read_optimizer(const char* dir, int step, int saved_world, size_t n, size_t offset, size_t count,
                                        float* m, float* v, TrainState* first) {

@@ -79,8 +79,11 @@
  * ex2.approx within 2 ulp), so results agree with a GPU's to tolerance, not to the bit.
  *
  * Global mutable state (all documented here): the allocation table (cudasim_runtime.h, mutex-guarded), the
- * per-function dynamic-smem limits set by cudaFuncSetAttribute (mutex-guarded), and thread_local: the last
- * error, the current executor and fiber; in the race-check build, the stream whose work runs (cudasim_race.h). Each executor holds the current launch's schedule mode, its shuffle
+ * per-function dynamic-smem limits set by cudaFuncSetAttribute (mutex-guarded), the deferred streams' mode,
+ * default stream, stream list, queue lock and pinned-allocation table (cudasim_runtime.h), and
+ * thread_local: the last error, the current executor and fiber; in the race-check build, the stream whose
+ * work runs and the call on its stack (cudasim_race.h, cudasim_exec.h); the fake NCCL's open group
+ * (fake_nccl.h). Each executor holds the current launch's schedule mode, its shuffle
  * generator and deferred cp.async slots (allocated per launch, freed at its end).
  */
 #ifndef CUDASIM_H
