@@ -1025,6 +1025,13 @@ static void test_flags(void) {
     expect_failure("flags missing value", child_parse, &missing, 2, "--batch-size: missing value");
     Argv positional = {2, {"train_gpt", "data.bin"}};
     expect_failure("flags positional argument", child_parse, &positional, 2, "unexpected argument 'data.bin'");
+    Argv attached = {2, {"train_gpt", "-b4"}};
+    expect_failure("flags: a short flag with its value attached", child_parse, &attached, 2,
+                   "unknown flag '-b4': a short flag takes its value as the next argument (-b 4)");
+    Argv bool_value = {3, {"train_gpt", "--mock-data", "2"}};
+    expect_failure("flags: a 0|1 flag given another number", child_parse, &bool_value, 2, "--mock-data: bad value '2': expected 0 or 1");
+    Argv short_far = {2, {"train_gpt", "--foo"}};
+    expect_failure("flags: a short unknown name suggests nothing far from it", child_parse, &short_far, 2, "unknown flag '--foo' (see --help)");
     Argv expanded = {4, {"train_gpt", "-i", "d/train_000.bin", "d/train_001.bin"}};
     expect_failure("flags: a glob the shell expanded", child_parse, &expanded, 2,
                    "unexpected argument 'd/train_001.bin' (flags start with -; an unquoted glob? quote it: -i 'DIR/train_*.bin')");

@@ -197,8 +197,13 @@ static inline int flags_edit_distance_(const char* a, const char* b) {
 }
 
 static inline void flags_unknown_(const char* name) {
+    for (int i = 0; i < FLAG_COUNT && name[1] != '-' && strlen(name) > 2; i++) /* "-b4": a short flag with its value attached */
+        if (FLAG_SPECS[i].short_name && FLAG_SPECS[i].short_name[1] == name[1])
+            usagef("unknown flag '%s': a short flag takes its value as the next argument (%s %s)", name, FLAG_SPECS[i].short_name,
+                   name + 2);
     const char* best = NULL;
-    int best_d = 4; /* suggest only names within 3 edits */
+    size_t letters = strspn(name, "-") < strlen(name) ? strlen(name) - strspn(name, "-") : 0;
+    int best_d = letters <= 4 ? 2 : letters <= 8 ? 3 : 4; /* suggest only names within 1, 2 or 3 edits, by length */
     for (int i = 0; i < FLAG_COUNT; i++) {
         int d = flags_edit_distance_(name, FLAG_SPECS[i].long_name);
         if (d < best_d) {
@@ -311,6 +316,8 @@ static inline void flags_parse(TrainArgs* a, int argc, char** argv, const char* 
         if (eq) value = eq + 1;
         else if (s->type == FLAG_BOOL) {
             int has = i + 1 < argc && (strcmp(argv[i + 1], "0") == 0 || strcmp(argv[i + 1], "1") == 0);
+            if (!has && i + 1 < argc && argv[i + 1][0] >= '0' && argv[i + 1][0] <= '9')
+                usagef("%s: bad value '%s': expected 0 or 1, or nothing (1)", s->long_name, argv[i + 1]);
             value = has ? argv[++i] : "1";
         } else if (i + 1 < argc) value = argv[++i];
         else usagef("%s: missing value", s->long_name);
