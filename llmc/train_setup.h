@@ -167,6 +167,8 @@ static inline int train_open_data(const TrainArgs* args, int B, int T, int vocab
     if (!args->train_data[0]) fatalf("no training data: give --train-data GLOB (or --mock-data)");
     dataloader_init(train, args->train_data, B, T, rank, world * accum, args->shuffle, args->seed);
     train_check_data_vocab_(train, vocab_size);
+    if (args->val_data[0] && args->val_every <= 0 && rank == 0)
+        printf("validation: --val-every 0: --val-data %s is not read (no evaluation)\n", args->val_data);
     if (!args->val_data[0] || args->val_every <= 0) return 0; /* -v 0: no evaluation, the validation data is not read */
     dataloader_init(val, args->val_data, B, T, rank, world, 0, args->seed);
     train_check_data_vocab_(val, vocab_size);

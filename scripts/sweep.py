@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""
+r"""
 scripts/sweep.py — learning-rate sweep: short trainings over a grid of learning rates (or chosen by
 Optuna), a table of each trial's final losses, the best learning rate, and a plot.
 
@@ -139,7 +139,7 @@ def main(argv=None):
     split = argv.index("--") if "--" in argv else len(argv)
     own, trainer_args = argv[:split], argv[split + 1:]
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
-                                usage="%(prog)s (--lrs A,B,C | --optuna N) --out DIR [options] -- TRAINER FLAGS")
+                                usage="%(prog)s (--lrs A,B,C | --optuna N) --out DIR [--trainer BIN] [options] -- TRAINER_FLAGS...")
     p.add_argument("--lrs", help="comma-separated learning rates (a grid)")
     p.add_argument("--optuna", type=int, metavar="N", help="N trials chosen by Optuna's TPE sampler instead of a grid")
     p.add_argument("--lr-range", default="1e-4,1e-2", help="Optuna: log-uniform range LO,HI (default 1e-4,1e-2)")
@@ -150,6 +150,8 @@ def main(argv=None):
     try:
         if (args.lrs is None) == (args.optuna is None):
             raise SweepError("give exactly one of --lrs A,B,C and --optuna N")
+        if not trainer_args:
+            raise SweepError("no trainer flags: give them after -- (data, model, steps), e.g. -- -i 'data/x/train_*.bin' ...")
         clash = sorted(RESERVED.intersection(a.split("=")[0] for a in trainer_args))
         if clash:
             raise SweepError(f"trainer flag {clash[0]} is set by the sweep for each trial; remove it")
