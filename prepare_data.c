@@ -632,6 +632,11 @@ static void shard_commit_all(const ShardWriter* w) {
         shard_path(w, k, "", path, sizeof(path));
         if (rename(tmp, path) != 0) fatalf("%s: rename from %s failed: %s", path, tmp, strerror(errno));
     }
+    if (w->shards_done > 0) { /* the renames durable */
+        char path[4200];
+        shard_path(w, 0, "", path, sizeof(path));
+        dir_sync_check(path);
+    }
 }
 
 static void shard_write(ShardWriter* w, const int* tokens, size_t n) {

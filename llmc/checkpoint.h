@@ -227,17 +227,11 @@ static inline int file_verify(const char* path, const char* kind, uint32_t magic
     return rc;
 }
 
-/* fsync of the directory holding path, so a rename into it is durable (EINVAL: not supported there) */
+/* dir_sync (llmc/fileio.h), without exiting */
 static inline int dir_sync_(const char* path, char* err, size_t cap) {
     char dir[4096];
-    const char* slash = strrchr(path, '/');
-    if (!slash) snprintf(dir, sizeof(dir), ".");
-    else snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path == 0 ? 1 : slash - path), path);
-    int fd = open(dir, O_RDONLY | O_DIRECTORY);
-    if (fd < 0) return ckpt_error_(err, cap, "%s: cannot open directory: %s", dir, strerror(errno));
-    int rc = fsync(fd) == 0 || errno == EINVAL ? 0 : ckpt_error_(err, cap, "%s: fsync failed: %s", dir, strerror(errno));
-    close(fd);
-    return rc;
+    int e = dir_sync(path, dir, sizeof(dir));
+    return e ? ckpt_error_(err, cap, "%s: cannot sync the directory: %s", dir, strerror(e)) : 0;
 }
 
 /* Writes `pieces` buffers (data[i], bytes[i] bytes each) to path through "<path>.tmp": write, flush,

@@ -238,11 +238,30 @@ static inline void atomic_open(AtomicFile* a, const char* path) {
     snprintf(a->tmp_path, sizeof(a->tmp_path), "%s.tmp", path);
     a->f = fopen_check(a->tmp_path, "wb");
 }
+/* fsync of the directory holding path (dir gets its name), so that a rename into it is durable: 0, or
+ * the errno (EINVAL, a file system without directory fsync, counts as done) */
+static inline int dir_sync(const char* path, char* dir, size_t cap) {
+    const char* slash = strrchr(path, '/');
+    if (!slash) snprintf(dir, cap, ".");
+    else snprintf(dir, cap, "%.*s", (int)(slash - path == 0 ? 1 : slash - path), path);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd < 0) return errno;
+    int err = fsync(fd) == 0 || errno == EINVAL ? 0 : errno;
+    if (close(fd) != 0 && err == 0) err = errno;
+    return err;
+}
+static inline void dir_sync_check(const char* path) {
+    char dir[4096];
+    int err = dir_sync(path, dir, sizeof(dir));
+    if (err) fatalf("%s: cannot sync the directory: %s", dir, strerror(err));
+}
+
 static inline void atomic_commit(AtomicFile* a) {
     fclose_sync_check(a->f, a->tmp_path);
     a->f = NULL;
     if (rename(a->tmp_path, a->final_path) != 0)
         fatalf("%s: rename from %s failed: %s", a->final_path, a->tmp_path, strerror(errno));
+    dir_sync_check(a->final_path);
 }
 
 #endif
