@@ -779,6 +779,9 @@ static TrainState sample_state(int has_master) {
     st.data_tokens = 0x987654321ull;
     st.data_shards = 103;
     st.val_every = 250;
+    st.master_weights = 0;
+    st.has_model_crc = 1;
+    st.model_crc = 0xDEADBEEFu;
     return st;
 }
 
@@ -822,7 +825,8 @@ static void test_state_file(void) {
         fclose_check(f, path);
         ok &= size == 1024 + (long long)n * 4 * (2 + has_master) && w[0] == 0x53545047u && w[1] == 2 && w[5] == 123 && w[6] == 1 &&
               w[7] == 3 && w[47] == (uint32_t)has_master && w[179] == 1024 && w[180] == 524288 && w[181] == 0 && w[182] == 1 &&
-              w[183] == 0 && w[184] == 0x87654321u && w[185] == 9 && w[186] == 103 && w[189] == 251 && w[255] == crc32_update(0, w, 255 * 4);
+              w[183] == 0 && w[184] == 0x87654321u && w[185] == 9 && w[186] == 103 && w[189] == 251 && w[190] == 1 &&
+              w[191] == 0xDEADBEEFu && w[192] == 1 && w[255] == crc32_update(0, w, 255 * 4);
         check(ok, "state file has_master=%d: round trip of every field and %zu-float arrays is exact, %lld bytes", has_master,
               n, size);
         free(m2);
@@ -835,11 +839,13 @@ static void test_state_file(void) {
         now.step_tokens = 1 << 18;
         now.data_tokens++;
         now.val_every = 100;
+        now.master_weights = 1;
         FILE* devnull = fopen_check("/dev/null", "w");
         int same = state_compare(path, &st, &st, devnull), diffs = state_compare(path, &st, &now, devnull);
         fclose_check(devnull, "/dev/null");
-        check(same == 0 && diffs == 6,
-              "state_compare: identical runs 0 differences, changed lr, world, T, tokens per step, data, --val-every -> %d", diffs);
+        check(same == 0 && diffs == 7,
+              "state_compare: identical runs 0 differences, changed lr, world, T, tokens per step, data, --val-every, "
+              "--master-weights -> %d", diffs);
         free(arrays);
     }
     tmp_path(bad, sizeof(bad), "state_cut.bin");

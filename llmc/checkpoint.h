@@ -377,6 +377,7 @@ typedef struct {
     uint32_t data_crc; /* the training loader's fingerprint (llmc/dataloader.h): which shards, in which order */
     int seed;          /* --seed of the run (init, data order, sampling); −1: not recorded (an older file); a resume must keep it */
     int val_every;     /* --val-every (its evaluations are what --early-stop counts); −1: not recorded (an older file) */
+    int master_weights; /* --master-weights of the run (1: fp32 weights, as the fp32 builds' are); −1: not recorded */
     int has_model_crc; /* model_crc is recorded: rank 0's file of a checkpoint (0 in older files and other ranks') */
     uint32_t model_crc; /* model_header_crc of the checkpoint's model file: a model file of another step is not taken */
 } TrainState;
@@ -437,6 +438,7 @@ static inline void state_header_fill_(int32_t* h, const TrainState* st) {
     h[GPTS_DATA_WORD + 10] = (int32_t)((uint32_t)st->val_every + 1u);
     h[GPTS_DATA_WORD + 11] = st->has_model_crc;
     h[GPTS_DATA_WORD + 12] = st->has_model_crc ? (int32_t)st->model_crc : 0;
+    h[GPTS_DATA_WORD + 13] = (int32_t)((uint32_t)st->master_weights + 1u);
 }
 
 /* Writes m, v (and master if st->has_master; it must then be non-NULL), shard_count floats each. */
@@ -535,6 +537,7 @@ static inline void state_file_read(const char* path, TrainState* st, float** m, 
     st->val_every = (int)((uint32_t)h[GPTS_DATA_WORD + 10] - 1u);
     st->has_model_crc = h[GPTS_DATA_WORD + 11];
     st->model_crc = (uint32_t)h[GPTS_DATA_WORD + 12];
+    st->master_weights = (int)((uint32_t)h[GPTS_DATA_WORD + 13] - 1u);
     if (st->has_model_crc != 0 && st->has_model_crc != 1)
         fatalf("%s: training state model-file flag is %d, not 0 or 1", path, st->has_model_crc);
     if (st->seq_len < 1 || st->step_tokens < (uint64_t)st->seq_len || (st->shuffle != 0 && st->shuffle != 1) ||
@@ -613,6 +616,7 @@ static inline int state_compare(const char* path, const TrainState* saved, const
     STATE_CMP_INT_(data_shards)
     if (saved->data_crc != 0) STATE_CMP_INT_(data_crc) /* 0: mock data, or a checkpoint older than the field */
     if (saved->val_every >= 0) STATE_CMP_INT_(val_every)
+    if (saved->master_weights >= 0) STATE_CMP_INT_(master_weights)
 #undef STATE_CMP_INT_
 #undef STATE_CMP_F32_
     return diffs;

@@ -237,6 +237,7 @@ static inline TrainState train_run_state(const TrainArgs* args, size_t num_param
     run.data_crc = train->fingerprint;
     run.seed = args->seed;
     run.val_every = have_val ? args->val_every : 0;
+    run.master_weights = args->master_weights; /* 1 in the fp32 builds, which refuse -w 0: their weights are fp32 */
     return run;
 }
 
