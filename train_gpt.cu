@@ -1065,7 +1065,7 @@ int main(int argc, char** argv) {
     train_profile_init(&profiling, args.profile, start_step, max_steps);
     stop = dist_any(&model, preempt_requested());
     /* the training loop's collectives: a dead peer must not hang them; checkpoint writes and rank 0's samples
-     * (of no bounded length) hold the watchdog's clock */
+     * (of no known length) get 10x --dist-timeout (process_group_watchdog_hold) */
     if (world > 1) process_group_watchdog_start(&pg, "the training loop");
     /* step == max_steps evaluates the final weights (and trains no more); a stop signal skips no evaluation of them */
     for (int step = start_step; step <= max_steps && (step == max_steps || !stop); step++) {
@@ -1149,7 +1149,9 @@ int main(int argc, char** argv) {
         if (train_checkpoint_due(&args, completed, max_steps)) {
             TrainState st = train_state_at(&run, completed, &rng, &health, &train, NULL);
             process_group_watchdog_hold(&pg);
-            if (save_checkpoint(&model, args.output_dir, &st, args.keep_last, args.keep_every) == 0) saved_step = completed;
+            int saved = save_checkpoint(&model, args.output_dir, &st, args.keep_last, args.keep_every) == 0;
+            process_group_heartbeat(&pg);
+            if (saved) saved_step = completed;
             else if ((exit_status = train_save_failed(save_error_continue, completed == max_steps, "it", saved_step)) != 0) break;
         }
         log_stop = log_stop || train_log_failed(&logger, save_error_continue, saved_step) != 0; /* rank 0's; the ranks agree below */

@@ -51,8 +51,8 @@ try:
     import torch.nn as nn
     import torch.nn.functional as F
 except ImportError as missing:
-    sys.exit(f"error: {missing.name} is not installed for {sys.executable}: pip install numpy torch, or run a Python that has "
-             f"them (Debian: /usr/bin/python3 with python3-numpy and python3-torch)")
+    sys.exit(f"error: {missing.name or missing} cannot be imported by {sys.executable}: pip install numpy torch, or run a Python "
+             f"that has them (Debian: /usr/bin/python3 with python3-numpy and python3-torch)")
 
 # ----------------------------------------------------------------------------------------------------
 # file formats (doc/formats.md)

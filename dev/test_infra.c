@@ -876,17 +876,46 @@ static void test_state_file(void) {
           "file_verify (checkpoint scan) of that state file: %s", err);
 }
 
-/* checkpoint_retain against a naive rule, on random marker sets: kept are the steps above `newest` (an
- * earlier run's, skipped as invalid: they take none of the keep_last places), `newest` and the keep_last − 1
- * below it, and the positive multiples of keep_every */
+/* Writes a marker for each step s with present[s] != 0 in dir, runs checkpoint_retain, and sets kept[s]
+ * from the markers left (then removes them) */
+static void retention_case(const char* dir, const int* present, int newest, int keep_last, int keep_every, int* kept) {
+    char model[4200], state[4200], done[4200];
+    for (int s = 0; s < 24; s++)
+        if (present[s]) {
+            checkpoint_paths(model, state, done, sizeof(model), dir, s, 0);
+            FILE* f = fopen_check(done, "w");
+            fclose_check(f, done);
+        }
+    FILE* sink = fopen_check("/dev/null", "w");
+    checkpoint_retain(dir, newest, keep_last, keep_every, sink);
+    fclose_check(sink, "/dev/null");
+    for (int s = 0; s < 24; s++) {
+        checkpoint_paths(model, state, done, sizeof(model), dir, s, 0);
+        kept[s] = access(done, F_OK) == 0;
+        if (kept[s]) remove(done);
+    }
+}
+
+/* checkpoint_retain on two hand-made cases and against a rule built from sets on random marker sets:
+ * kept are the steps above `newest` (an earlier run's, skipped as invalid: they take none of the keep_last
+ * places), the first keep_last of the steps at or below it, newest first (all for 0), and the positive
+ * multiples of keep_every */
 static void test_checkpoint_retention(const char* parent) {
     char dir[600];
     snprintf(dir, sizeof(dir), "%s/retention", parent);
     make_dir_check(dir);
+    int kept[24];
+    int newer_invalid[24] = {0}; /* resumed from 5 past an invalid 10, wrote 8, --keep-last 1 */
+    newer_invalid[5] = newer_invalid[8] = newer_invalid[10] = 1;
+    retention_case(dir, newer_invalid, 8, 1, 0, kept);
+    check(!kept[5] && kept[8] && kept[10], "retention: --keep-last 1 after writing 8 keeps 8 and the newer (invalid) 10, deletes 5");
+    int step0[24] = {0}; /* a step-0 checkpoint (a stop before the first step), --keep-last 1 --keep-every 3 */
+    step0[0] = step0[3] = step0[5] = step0[6] = 1;
+    retention_case(dir, step0, 6, 1, 3, kept);
+    check(!kept[0] && kept[3] && !kept[5] && kept[6], "retention: --keep-last 1 --keep-every 3 keeps 3 and 6, not step 0 or 5");
     Rng rng;
     rng_seed(&rng, 7);
     int mismatches = 0, cases = 0;
-    FILE* sink = fopen_check("/dev/null", "w");
     for (int c = 0; c < 400; c++) {
         int present[24] = {0}, any = 0, newest = -1;
         for (int s = 0; s < 24; s++) any += present[s] = rng_below(&rng, 3) == 0;
@@ -894,28 +923,18 @@ static void test_checkpoint_retention(const char* parent) {
         for (int pick = (int)rng_below(&rng, (uint64_t)any), s = 0; s < 24; s++)
             if (present[s] && pick-- == 0) newest = s;
         int keep_last = (int)rng_below(&rng, 4), keep_every = (int)rng_below(&rng, 5);
+        int want[24] = {0}, at_or_below[24], n = 0;
+        for (int s = newest; s >= 0; s--)
+            if (present[s]) at_or_below[n++] = s;
+        for (int k = 0; k < n && (keep_last == 0 || k < keep_last); k++) want[at_or_below[k]] = 1;
         for (int s = 0; s < 24; s++)
-            if (present[s]) {
-                char model[4200], state[4200], done[4200];
-                checkpoint_paths(model, state, done, sizeof(model), dir, s, 0);
-                FILE* f = fopen_check(done, "w");
-                fclose_check(f, done);
-            }
-        checkpoint_retain(dir, newest, keep_last, keep_every, sink);
-        int below = 0;
-        for (int s = 23; s >= 0; s--) {
-            if (!present[s]) continue;
-            int want = s > newest || keep_last == 0 || below++ < keep_last || (keep_every > 0 && s > 0 && s % keep_every == 0);
-            char model[4200], state[4200], done[4200];
-            checkpoint_paths(model, state, done, sizeof(model), dir, s, 0);
-            int kept = access(done, F_OK) == 0;
-            mismatches += kept != want;
-            if (kept) remove(done);
-        }
+            if (present[s] && (s > newest || (keep_every > 0 && s > 0 && s % keep_every == 0))) want[s] = 1;
+        retention_case(dir, present, newest, keep_last, keep_every, kept);
+        for (int s = 0; s < 24; s++) mismatches += kept[s] != want[s];
         cases++;
     }
-    fclose_check(sink, "/dev/null");
-    check(mismatches == 0 && cases > 300, "checkpoint_retain vs the naive rule on %d random marker sets: %d mismatches", cases, mismatches);
+    check(mismatches == 0 && cases > 300, "checkpoint_retain vs the rule built from sets on %d random marker sets: %d mismatches", cases,
+          mismatches);
 }
 
 static void test_checkpoint_dir(void) {
@@ -1036,6 +1055,11 @@ static void test_flags(void) {
                    "unknown flag '-b4': a short flag takes its value as the next argument (-b 4)");
     Argv bool_value = {3, {"train_gpt", "--mock-data", "2"}};
     expect_failure("flags: a 0|1 flag given another number", child_parse, &bool_value, 2, "--mock-data: bad value '2': expected 0 or 1");
+    Argv one_dash = {3, {"train_gpt", "-lr", "0.1"}};
+    expect_failure("flags: a long name with one dash", child_parse, &one_dash, 2, "unknown flag '-lr', did you mean --lr?");
+    Argv stray = {4, {"train_gpt", "-x", "2", "extra"}};
+    expect_failure("flags: a stray word after a number names no glob", child_parse, &stray, 2,
+                   "unexpected argument 'extra' (flags start with -) (see --help)");
     Argv short_far = {2, {"train_gpt", "--foo"}};
     expect_failure("flags: a short unknown name suggests nothing far from it", child_parse, &short_far, 2, "unknown flag '--foo' (see --help)");
     Argv expanded = {4, {"train_gpt", "-i", "d/train_000.bin", "d/train_001.bin"}};

@@ -328,7 +328,7 @@ static void test_rendezvous_strays(void) {
 /* mode 0: no heartbeat; 1: a heartbeat every 0.1 s; 2: process_group_finish, then the struct overwritten (as a
  * returned frame's would be) and 1.5 s idle past the timeout, as exit handlers may take */
 static void test_watchdog(void) {
-    for (int mode = 0; mode <= 4; mode++) {
+    for (int mode = 0; mode <= 5; mode++) {
         double t0 = now_s();
         fflush(stdout);
         pid_t pid = fork();
@@ -336,12 +336,12 @@ static void test_watchdog(void) {
             if (!freopen("/dev/null", "w", stderr)) _exit(99);
             clear_launcher_env();
             ProcessGroup pg;
-            process_group_init(&pg, NULL, NULL, "auto", "", 1.0);
+            process_group_init(&pg, NULL, NULL, "auto", "", mode == 5 ? 0.3 : 1.0);
             process_group_watchdog_start(&pg, "the test");
-            if (mode >= 3) { /* held for 2.5 s; then (mode 4) a heartbeat and no more */
+            if (mode >= 3) { /* held: 2.5 s, then (mode 4) a heartbeat and no more; (mode 5) 6 s, past 10 x 0.3 s */
                 process_group_watchdog_hold(&pg);
-                usleep(2500000);
-                if (mode == 3) _exit(0);
+                usleep(mode == 5 ? 6000000 : 2500000);
+                if (mode != 4) _exit(0);
                 process_group_heartbeat(&pg);
                 usleep(2500000);
                 _exit(0);
@@ -372,6 +372,10 @@ static void test_watchdog(void) {
             check(code == 0, "watchdog ended by process_group_finish: the struct overwritten, 1.5 s idle with --dist-timeout 1: exit %d", code);
         else if (mode == 3)
             check(code == 0, "watchdog held (a checkpoint write): 2.5 s with no heartbeat and --dist-timeout 1: exit %d", code);
+        else if (mode == 5)
+            check(code == PG_WATCHDOG_EXIT && secs >= 3.0 && secs < 4.0,
+                  "watchdog held, --dist-timeout 0.3: exit %d (expected %d) after %.2f s (bound [3, 4) s: 10 x the timeout)", code,
+                  PG_WATCHDOG_EXIT, secs);
         else
             check(code == PG_WATCHDOG_EXIT && secs >= 3.5 && secs < 4.5,
                   "watchdog held 2.5 s, then a heartbeat and none after: exit %d (expected %d) after %.2f s (bound [3.5, 4.5) s)", code,

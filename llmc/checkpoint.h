@@ -777,7 +777,7 @@ static inline int checkpoint_file_step_(const char* name, int* is_tmp) {
  * and the keep_last − 1 before it (0: all), every one whose step is a positive multiple of keep_every
  * (0: none extra; a step-0 checkpoint, written by a run stopped before its first step, is no milestone)
  * and every one newer than `newest` (an earlier run's, skipped as invalid on resume: it counts for none
- * of the keep_last) — or, with `only`, `newest` alone; deletes the others
+ * of the keep_last while it is newer) — or, with `only`, `newest` alone; deletes the others
  * (marker first, so none is ever seen half-deleted), any ".tmp" file (an interrupted write) and the
  * files without a marker of the steps not kept. Prints one line per deleted checkpoint to report; a
  * failed deletion is reported, not fatal. Returns the number of checkpoints deleted. */
@@ -794,7 +794,8 @@ static inline int checkpoint_prune_(const char* dir, int newest, int keep_last, 
         if (unlink(done) != 0) fprintf(report, "checkpoint: cannot delete %s: %s\n", done, strerror(errno));
         else {
             if (only) fprintf(report, "checkpoint: deleted step %d of %s (keeping step %d alone)\n", steps[i], dir, newest);
-            else fprintf(report, "checkpoint: deleted step %d (keeping the last %d and every %d-th)\n", steps[i], keep_last, keep_every);
+            else if (keep_every > 0) fprintf(report, "checkpoint: deleted step %d (keeping the last %d and every %d-th)\n", steps[i], keep_last, keep_every);
+            else fprintf(report, "checkpoint: deleted step %d (keeping the last %d)\n", steps[i], keep_last);
             deleted++;
         }
     }

@@ -239,14 +239,15 @@ static inline void atomic_open(AtomicFile* a, const char* path) {
     a->f = fopen_check(a->tmp_path, "wb");
 }
 /* fsync of the directory holding path (dir gets its name), so that a rename into it is durable: 0, or
- * the errno (EINVAL, a file system without directory fsync, counts as done) */
+ * the errno (EINVAL, ENOSYS, ENOTSUP: a file system without directory fsync, as some network and FUSE
+ * mounts; that counts as done) */
 static inline int dir_sync(const char* path, char* dir, size_t cap) {
     const char* slash = strrchr(path, '/');
     if (!slash) snprintf(dir, cap, ".");
     else snprintf(dir, cap, "%.*s", (int)(slash - path == 0 ? 1 : slash - path), path);
     int fd = open(dir, O_RDONLY | O_DIRECTORY);
     if (fd < 0) return errno;
-    int err = fsync(fd) == 0 || errno == EINVAL ? 0 : errno;
+    int err = fsync(fd) == 0 || errno == EINVAL || errno == ENOSYS || errno == ENOTSUP || errno == EOPNOTSUPP ? 0 : errno;
     if (close(fd) != 0 && err == 0) err = errno;
     return err;
 }

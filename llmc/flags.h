@@ -196,25 +196,6 @@ static inline int flags_edit_distance_(const char* a, const char* b) {
     return row[m];
 }
 
-static inline void flags_unknown_(const char* name) {
-    for (int i = 0; i < FLAG_COUNT && name[1] != '-' && strlen(name) > 2; i++) /* "-b4": a short flag with its value attached */
-        if (FLAG_SPECS[i].short_name && FLAG_SPECS[i].short_name[1] == name[1])
-            usagef("unknown flag '%s': a short flag takes its value as the next argument (%s %s)", name, FLAG_SPECS[i].short_name,
-                   name + 2);
-    const char* best = NULL;
-    size_t letters = strspn(name, "-") < strlen(name) ? strlen(name) - strspn(name, "-") : 0;
-    int best_d = letters <= 4 ? 2 : letters <= 8 ? 3 : 4; /* suggest only names within 1, 2 or 3 edits, by length */
-    for (int i = 0; i < FLAG_COUNT; i++) {
-        int d = flags_edit_distance_(name, FLAG_SPECS[i].long_name);
-        if (d < best_d) {
-            best_d = d;
-            best = FLAG_SPECS[i].long_name;
-        }
-    }
-    if (best) usagef("unknown flag '%s', did you mean %s?", name, best);
-    usagef("unknown flag '%s'", name);
-}
-
 static inline const char* flags_default_text_(const FlagSpec* s) {
     return s->default_value[0] ? s->default_value : "none";
 }
@@ -289,6 +270,33 @@ static inline const FlagSpec* flags_find_(const char* name, size_t len) {
     return NULL;
 }
 
+static inline void flags_unknown_(const char* name) {
+    if (name[1] != '-' && strlen(name) > 2) {
+        char dashed[130];
+        snprintf(dashed, sizeof(dashed), "-%s", name);
+        if (flags_find_(dashed, strlen(dashed))) usagef("unknown flag '%s', did you mean %s?", name, dashed); /* "-lr" */
+        const char* rest = name + 2; /* "-b4", "-o/tmp/x": a short flag with its value attached */
+        int numeric = (rest[0] >= '0' && rest[0] <= '9') || ((rest[0] == '-' || rest[0] == '.') && rest[1] >= '0' && rest[1] <= '9');
+        for (int i = 0; i < FLAG_COUNT; i++)
+            if (FLAG_SPECS[i].short_name && FLAG_SPECS[i].short_name[1] == name[1] &&
+                (numeric || FLAG_SPECS[i].type == FLAG_STR || FLAG_SPECS[i].type == FLAG_SCHED))
+                usagef("unknown flag '%s': a short flag takes its value as the next argument (%s %s)", name, FLAG_SPECS[i].short_name,
+                       rest);
+    }
+    const char* best = NULL;
+    size_t letters = strspn(name, "-") < strlen(name) ? strlen(name) - strspn(name, "-") : 0;
+    int best_d = letters <= 4 ? 2 : letters <= 8 ? 3 : 4; /* suggest only names within 1, 2 or 3 edits, by length */
+    for (int i = 0; i < FLAG_COUNT; i++) {
+        int d = flags_edit_distance_(name, FLAG_SPECS[i].long_name);
+        if (d < best_d) {
+            best_d = d;
+            best = FLAG_SPECS[i].long_name;
+        }
+    }
+    if (best) usagef("unknown flag '%s', did you mean %s?", name, best);
+    usagef("unknown flag '%s'", name);
+}
+
 static inline void flags_parse(TrainArgs* a, int argc, char** argv, const char* program) {
     flags_set_defaults_(a);
     for (int i = 1; i < argc; i++) {
@@ -301,9 +309,11 @@ static inline void flags_parse(TrainArgs* a, int argc, char** argv, const char* 
             flags_print_markdown(stdout);
             exit(0);
         }
-        if (arg[0] != '-' || arg[1] == '\0') /* a second file name: most often a glob the shell expanded */
+        if (arg[0] != '-' || arg[1] == '\0') { /* a second value of a string flag: most often a glob the shell expanded */
+            const FlagSpec* before = i > 2 && argv[i - 1][0] != '-' ? flags_find_(argv[i - 2], strlen(argv[i - 2])) : NULL;
             usagef("unexpected argument '%s' (flags start with -%s)", arg,
-                   i > 1 && argv[i - 1][0] != '-' ? "; an unquoted glob? quote it: -i 'DIR/train_*.bin'" : "");
+                   before && before->type == FLAG_STR ? "; an unquoted glob? quote it: -i 'DIR/train_*.bin'" : "");
+        }
         const char* eq = strchr(arg, '=');
         size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
         const FlagSpec* s = flags_find_(arg, name_len);

@@ -35,8 +35,9 @@
  * training loop): a thread that exits the process with status 3 and one line on stderr naming `what`
  * when the trainer has not called process_group_heartbeat for --dist-timeout seconds — a rank blocked
  * in a collective whose peer died. The launcher (mpirun, srun --kill-on-bad-exit, torchrun, --nproc)
- * then stops the others. process_group_watchdog_hold stops the clock until the next heartbeat, for work
- * of no bounded length (a checkpoint write on a slow disk, rank 0's sample, which the others wait for).
+ * then stops the others. process_group_watchdog_hold allows PG_HOLD_FACTOR times as long until the next
+ * heartbeat, for work of no known length (a checkpoint write on a slow disk, rank 0's sample, which the
+ * others wait for).
  * process_group_watchdog_stop (also called by process_group_finish) ends and joins it, so it never
  * reads the struct after the caller's frame is gone. State: the
  * ProcessGroup struct the caller owns; the heartbeat and the stop flag are read and written atomically.
@@ -78,7 +79,7 @@ static inline void mpi_check_(int err, const char* call, const char* file, int l
 
 #define PG_ID_BYTES 128
 #define PG_WATCHDOG_EXIT 3
-#define PG_HOLD INT64_MAX
+#define PG_HOLD_FACTOR 10
 
 typedef struct {
     int rank, world, local_rank;
@@ -87,7 +88,8 @@ typedef struct {
     int mpi_started;      /* this process called MPI_Init */
     double timeout_s;
     const char* file_path;
-    int64_t heartbeat_ns; /* atomic: CLOCK_MONOTONIC of the last heartbeat; PG_HOLD: held */
+    int64_t heartbeat_ns; /* atomic: CLOCK_MONOTONIC of the last heartbeat */
+    int held;             /* atomic: since then, PG_HOLD_FACTOR x the timeout (process_group_watchdog_hold) */
     const char* watched;  /* what the watchdog guards, for its message */
     pthread_t watchdog;
     int watchdog_running;
@@ -367,7 +369,12 @@ static inline void process_group_share_id(const ProcessGroup* pg, unsigned char*
 #endif
 }
 
-static inline void process_group_heartbeat(ProcessGroup* pg) { __atomic_store_n(&pg->heartbeat_ns, pg_now_ns_(), __ATOMIC_RELAXED); }
+/* the time first: a watchdog that reads the new time with the old flag is only more lenient */
+static inline void process_group_beat_(ProcessGroup* pg, int held) {
+    __atomic_store_n(&pg->heartbeat_ns, pg_now_ns_(), __ATOMIC_SEQ_CST);
+    __atomic_store_n(&pg->held, held, __ATOMIC_SEQ_CST);
+}
+static inline void process_group_heartbeat(ProcessGroup* pg) { process_group_beat_(pg, 0); }
 
 static inline void* pg_watchdog_main_(void* arg) {
     ProcessGroup* pg = (ProcessGroup*)arg;
@@ -375,11 +382,13 @@ static inline void* pg_watchdog_main_(void* arg) {
     for (;;) {
         usleep(200000);
         if (__atomic_load_n(&pg->watchdog_stop, __ATOMIC_ACQUIRE)) return NULL;
-        int64_t beat = __atomic_load_n(&pg->heartbeat_ns, __ATOMIC_RELAXED);
-        int64_t idle = beat == PG_HOLD ? 0 : pg_now_ns_() - beat;
-        if (idle > limit) {
-            fprintf(stderr, "error: rank %d of %d: no progress for %.0f s (--dist-timeout) in %s: a peer rank died or hangs; exiting\n",
-                    pg->rank, pg->world, (double)idle * 1e-9, pg->watched);
+        int held = __atomic_load_n(&pg->held, __ATOMIC_SEQ_CST);
+        int64_t idle = pg_now_ns_() - __atomic_load_n(&pg->heartbeat_ns, __ATOMIC_SEQ_CST);
+        if (idle > (held ? PG_HOLD_FACTOR : 1) * limit) {
+            char factor[64] = "";
+            if (held) snprintf(factor, sizeof(factor), " x %d, over a checkpoint write or a sample", PG_HOLD_FACTOR);
+            fprintf(stderr, "error: rank %d of %d: no progress for %.0f s (--dist-timeout%s) in %s: a peer rank died or hangs; exiting\n",
+                    pg->rank, pg->world, (double)idle * 1e-9, factor, pg->watched);
             fflush(stderr);
             _exit(PG_WATCHDOG_EXIT);
         }
@@ -387,8 +396,8 @@ static inline void* pg_watchdog_main_(void* arg) {
     return NULL;
 }
 
-/* Stops the watchdog's clock until the next process_group_heartbeat (top comment). */
-static inline void process_group_watchdog_hold(ProcessGroup* pg) { __atomic_store_n(&pg->heartbeat_ns, PG_HOLD, __ATOMIC_RELAXED); }
+/* A heartbeat after which PG_HOLD_FACTOR x the timeout may pass until the next process_group_heartbeat (top comment). */
+static inline void process_group_watchdog_hold(ProcessGroup* pg) { process_group_beat_(pg, 1); }
 
 /* Starts the watchdog (top comment) over `what` (a string that outlives it); the heartbeat starts now. */
 static inline void process_group_watchdog_start(ProcessGroup* pg, const char* what) {

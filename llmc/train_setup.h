@@ -375,8 +375,8 @@ static inline TrainState train_resume_read_state(const char* dir, int step, cons
 static inline int train_resume_restore(const TrainState* st, HealthState* health, const HealthConfig* health_config, Rng* rng,
                                        DataLoader* train, int max_steps) {
     if (st->step >= max_steps)
-        printf("resume: the checkpoint is at step %d and the run ends at step %d (--max-steps): nothing left to train\n", st->step,
-               max_steps);
+        printf("resume: the checkpoint is at step %d and the run ends at step %d (--max-steps): nothing left to train%s\n", st->step,
+               max_steps, st->step == max_steps ? " (the final weights are evaluated, if the run validates)" : "");
     *health = st->health;
     health_resize(health, health_config->window);
     *rng = st->rng;
