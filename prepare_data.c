@@ -6,10 +6,13 @@
  *
  * Inputs, in command-line order: a file, or a directory searched recursively (entries in byte order
  * of their paths; hidden entries, symbolic links and files with a NUL byte in their first 8 KiB
- * skipped). Files named *.jsonl or *.json are JSON lines: one object per line, the document is its
- * string field --json-field (an unpaired surrogate escape becomes U+FFFD); blank lines are skipped. Other files are text: the whole file is one
- * document, or, with --doc-separator LINE, the documents are the runs of lines between lines equal
- * to LINE (e.g. "%" for fortune files); empty documents are skipped.
+ * skipped). A file named directly with such a NUL byte is an error; for a pipe or a device (<(...),
+ * /dev/stdin) the 8 KiB are the first ones read. One leading UTF-8 byte order mark of a file is
+ * dropped (Python's utf-8-sig). Files named *.jsonl or *.json are JSON lines: one object per line, the
+ * document is its string field --json-field (an unpaired surrogate escape becomes U+FFFD); blank
+ * lines are skipped. Other files are text: the whole file is one document, or, with --doc-separator
+ * LINE, the documents are the runs of lines between lines equal to LINE (e.g. "%" for fortune files;
+ * compared without the line's "\r\n" or "\n"; a warning if no line matched); empty documents are skipped.
  *
  * Output: DIR/train_000000.bin, ... and DIR/val_000000.bin, ...; each document is written as
  * <|endoftext|> followed by its tokens; shards hold --shard-tokens tokens (the last one fewer), and
@@ -25,7 +28,10 @@
  * the input is read in batches of about 64 MiB, cut into chunks of about 1 MiB at JSON-line ends,
  * document separators, or points inside a document where cutting cannot change the tokens
  * (tokenizer_can_cut: before the white space that precedes a word; with --doc-separator only at line
- * starts). Each file is read in blocks of at most 16 MiB (a smaller file in one read of its size). The threads encode a batch's chunks (OpenMP dynamic schedule) and write
+ * starts). Each file is read in blocks of 16 MiB (a smaller file in one read of its size); a stretch
+ * without a cut point is held whole, read on in doubling reads up to 256 MiB, beyond which the run
+ * stops with an error (a line that long, or text without white space, is no corpus: memory stays
+ * bounded even for /dev/zero-like input). The threads encode a batch's chunks (OpenMP dynamic schedule) and write
  * each chunk's tokens as soon as all earlier chunks are written (omp ordered), while one of them
  * first reads the next batch: reading and writing overlap encoding instead of running alone.
  */
@@ -42,6 +48,7 @@
 #define CHUNK_BYTES (1u << 20)
 #define READ_BYTES (16u << 20)
 #define BATCH_BYTES (64u << 20)
+#define MAX_UNCUT_BYTES (256u << 20) /* the most of a file held while no cut point is found */
 
 /* ----------------------------------------------------------------------------
  * command line: one table drives the parser and --help */
@@ -120,7 +127,8 @@ static void parse_options(int argc, char** argv, Options* o) {
     if (o->shard_tokens < 1) fatalf("--shard-tokens %ld must be positive", o->shard_tokens);
     if (o->threads < 0 || o->threads > 1024) fatalf("--threads %ld is outside [0, 1024]", o->threads);
     if (o->threads == 0) o->threads = omp_get_num_procs();
-    if (o->doc_separator && strchr(o->doc_separator, '\n')) fatalf("--doc-separator must be a single line");
+    if (o->doc_separator && strpbrk(o->doc_separator, "\r\n")) /* lines are compared without their "\r\n" or "\n" */
+        fatalf("--doc-separator must be a single line without '\\r' or '\\n'");
 }
 
 /* ----------------------------------------------------------------------------
@@ -128,6 +136,7 @@ static void parse_options(int argc, char** argv, Options* o) {
 typedef struct {
     char** paths;
     int* is_jsonl;
+    int* is_stream; /* not a regular file (a pipe, a device): its binary check is on its first block read */
     long long* sizes;
     int count, capacity;
     long long total_bytes;
@@ -139,26 +148,31 @@ static int ends_with(const char* s, const char* suffix) {
     return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-static void file_list_add(FileList* l, const char* path, long long size) {
+static void file_list_add(FileList* l, const char* path, long long size, int is_stream) {
     if (l->count == l->capacity) {
         l->capacity = l->capacity ? 2 * l->capacity : 64;
         l->paths = (char**)realloc(l->paths, l->capacity * sizeof(char*));
         l->is_jsonl = (int*)realloc(l->is_jsonl, l->capacity * sizeof(int));
+        l->is_stream = (int*)realloc(l->is_stream, l->capacity * sizeof(int));
         l->sizes = (long long*)realloc(l->sizes, l->capacity * sizeof(long long));
-        if (!l->paths || !l->is_jsonl || !l->sizes) fatalf("out of memory listing input files");
+        if (!l->paths || !l->is_jsonl || !l->is_stream || !l->sizes) fatalf("out of memory listing input files");
     }
     l->paths[l->count] = strdup(path);
     if (!l->paths[l->count]) fatalf("out of memory listing input files");
     l->is_jsonl[l->count] = ends_with(path, ".jsonl") || ends_with(path, ".json");
+    l->is_stream[l->count] = is_stream;
     l->sizes[l->count] = size;
     l->total_bytes += size;
     l->count++;
 }
 
+#define BINARY_CHECK_BYTES 8192
+#define NOT_TEXT "not text (a NUL byte in its first 8 KiB): compressed? decompress it first; UTF-16 or UTF-32? convert it to UTF-8"
+
 /* true if the first 8 KiB of path contain a NUL byte */
 static int looks_binary(const char* path) {
     FILE* f = fopen_check(path, "rb");
-    unsigned char buf[8192];
+    unsigned char buf[BINARY_CHECK_BYTES];
     size_t n = fread(buf, 1, sizeof(buf), f);
     if (ferror(f)) fatalf("%s: read failed: %s", path, strerror(errno));
     fclose_check(f, path);
@@ -191,7 +205,7 @@ static void add_directory(FileList* l, const char* dir, int* binaries) {
         struct stat st;
         if (lstat(names[i], &st) != 0) fatalf("%s: cannot stat: %s", names[i], strerror(errno));
         if (S_ISDIR(st.st_mode)) add_directory(l, names[i], binaries);
-        else if (S_ISREG(st.st_mode) && !looks_binary(names[i])) file_list_add(l, names[i], st.st_size);
+        else if (S_ISREG(st.st_mode) && !looks_binary(names[i])) file_list_add(l, names[i], st.st_size, 0);
         else if (S_ISREG(st.st_mode)) (*binaries)++;
         free(names[i]);
     }
@@ -210,9 +224,9 @@ static void gather_inputs(FileList* l, const Options* o) {
                 fatalf("%s: directory has no text files (%d binary files skipped)", o->inputs[i], l->binaries - binaries_before);
         } else {
             if (access(o->inputs[i], R_OK) != 0) fatalf("%s: cannot read input: %s", o->inputs[i], strerror(errno));
-            if (S_ISREG(st.st_mode) && looks_binary(o->inputs[i]))
-                fatalf("%s: not text (a NUL byte in its first 8 KiB; a compressed file? decompress it first)", o->inputs[i]);
-            file_list_add(l, o->inputs[i], st.st_size);
+            /* a pipe or a device can be read once: read_block checks its first block instead */
+            if (S_ISREG(st.st_mode) && looks_binary(o->inputs[i])) fatalf("%s: " NOT_TEXT, o->inputs[i]);
+            file_list_add(l, o->inputs[i], st.st_size, !S_ISREG(st.st_mode));
         }
     }
 }
@@ -434,6 +448,7 @@ typedef struct {
     int num_segments, cap_segments;
     unsigned char* json_text; /* JSON lines: the decoded document field */
     size_t json_capacity;
+    long long separators;     /* --doc-separator lines in the chunk */
     char error[256];          /* the chunk's first error (a broken JSON line), or "" */
 } Encoded;
 
@@ -478,6 +493,7 @@ static void encode_chunk(const Chunk* ch, Encoded* e, const Tokenizer* t, const 
     size_t n = ch->len;
     e->output.count = 0;
     e->num_segments = 0;
+    e->separators = 0;
     e->error[0] = 0;
     if (files->is_jsonl[ch->file]) {
         if (e->json_capacity < n) { /* a decoded field is never longer than its line */
@@ -489,7 +505,6 @@ static void encode_chunk(const Chunk* ch, Encoded* e, const Tokenizer* t, const 
         long long line = ch->first_line;
         for (size_t i = 0, next; i < n; i = next, line++) {
             size_t end = line_end(s, n, i, &next);
-            if (line == 1 && end - i >= 3 && memcmp(s + i, "\xEF\xBB\xBF", 3) == 0) i += 3; /* a UTF-8 byte order mark */
             size_t k = i;
             while (k < end && (s[k] == ' ' || s[k] == '\t')) k++;
             if (k == end) continue;
@@ -509,6 +524,7 @@ static void encode_chunk(const Chunk* ch, Encoded* e, const Tokenizer* t, const 
         for (size_t i = 0; i < n; i = next) {
             if (is_separator_line(s, n, i, o->doc_separator, &next)) {
                 encoded_add_segment(e, t, s + doc, i - doc, starts);
+                e->separators++;
                 doc = next;
                 starts = 1;
             }
@@ -666,7 +682,7 @@ static void shard_write(ShardWriter* w, const int* tokens, size_t n) {
 typedef struct {
     ShardWriter train, val;
     ShardWriter* current; /* the split of the document being written */
-    long long documents, val_documents, bytes_done;
+    long long documents, val_documents, bytes_done, separators;
 } Output;
 
 /* Appends an encoded chunk's documents to their splits; chunks must come in input order. Exits with
@@ -685,6 +701,7 @@ static void write_chunk(Output* out, const Encoded* e, size_t chunk_bytes, int e
         }
         shard_write(out->current, e->output.ids + sg->first, sg->count);
     }
+    out->separators += e->separators;
     out->bytes_done += (long long)chunk_bytes;
 }
 
@@ -754,6 +771,7 @@ static long long count_lines(const unsigned char* s, size_t n) {
  * chunks appended to b; bytes after the last cut carry over to the next block. Returns 0 when all
  * files are done. */
 static int read_block(Reader* r, Batch* b, const FileList* files, const Options* o) {
+    int first = !r->f; /* the file's first block (then there is no carry) */
     if (!r->f) {
         if (r->file + 1 >= files->count) return 0;
         r->file++;
@@ -769,8 +787,14 @@ static int read_block(Reader* r, Batch* b, const FileList* files, const Options*
     if (!block) fatalf("%s: out of memory reading %zu bytes (no cut point found in the %zu before)", path, r->read_size, r->carry_len);
     size_t got = fread(block + r->carry_len, 1, r->read_size, r->f);
     if (ferror(r->f)) fatalf("%s: read failed: %s", path, strerror(errno));
-    size_t n = r->carry_len + got;
     int eof = got < r->read_size;
+    if (first && files->is_stream[r->file] && memchr(block, 0, got < BINARY_CHECK_BYTES ? got : BINARY_CHECK_BYTES))
+        fatalf("%s: " NOT_TEXT, path);
+    if (first && got >= 3 && memcmp(block, "\xEF\xBB\xBF", 3) == 0) { /* a UTF-8 byte order mark (as Python's utf-8-sig) */
+        memmove(block, block + 3, got - 3);
+        got -= 3;
+    }
+    size_t n = r->carry_len + got;
     r->carry = NULL;
     r->carry_len = 0;
     size_t pos = 0;
@@ -790,10 +814,13 @@ static int read_block(Reader* r, Batch* b, const FileList* files, const Options*
         b->bytes += cut - pos;
         pos = cut;
     }
-    if (pos == 0 && n > 0) { /* no cut point yet: the block is the carry, and the next read is larger */
+    if (pos == 0 && n > 0) { /* no cut point yet: the block is the carry, and the next read is larger (to the cap) */
+        if (n >= MAX_UNCUT_BYTES)
+            fatalf("%s: no cut point in %u MiB (a line that long, or text without white space before a word): not a text "
+                   "corpus? split it (prepare_data holds at most that much uncut)", path, MAX_UNCUT_BYTES >> 20);
         r->carry = block;
         r->carry_len = n;
-        r->read_size *= 2;
+        r->read_size = 2 * r->read_size < MAX_UNCUT_BYTES - n ? 2 * r->read_size : MAX_UNCUT_BYTES - n;
     } else {
         if (n > 0) batch_add_block(b, block);
         else free(block); /* an empty file: nothing points into it */
@@ -909,16 +936,20 @@ int main(int argc, char** argv) {
     fprintf(stderr, "%s%lld documents from %d files (%.1f MB) in %.2f s, %.1f MB/s, %ld threads\n", progress_tty ? "\r" : "",
             out.documents, files.count, out.bytes_done / 1e6, elapsed, out.bytes_done / 1e6 / elapsed, o.threads);
     if (files.binaries)
-        fprintf(stderr, "skipped %d binary files in the input directories (a NUL byte in their first 8 KiB: compressed, or UTF-16)\n",
+        fprintf(stderr, "skipped %d binary files in the input directories (a NUL byte in their first 8 KiB: compressed, or UTF-16/UTF-32)\n",
                 files.binaries);
     fprintf(stderr, "train: %llu tokens in %d shards; val: %llu tokens (%lld documents) in %d shards -> %s%s\n",
             (unsigned long long)train->total, train->shards_done, (unsigned long long)val->total, out.val_documents,
             val->shards_done, o.output_dir, stale ? " (removed stale shards of an earlier run)" : "");
     if (val->total == 0 && o.val_fraction > 0)
         fprintf(stderr, "warning: val is empty: %lld documents are fewer than 1/%g\n", out.documents, o.val_fraction);
+    if (o.doc_separator && out.separators == 0)
+        fprintf(stderr, "warning: --doc-separator '%s' matched no line of the inputs: each text file was one document "
+                        "(a typo? other characters on the separator lines, such as white space?)\n", o.doc_separator);
     for (int i = 0; i < files.count; i++) free(files.paths[i]);
     free(files.paths);
     free(files.is_jsonl);
+    free(files.is_stream);
     free(files.sizes);
     free(o.inputs);
     tokenizer_free(&t);

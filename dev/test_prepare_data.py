@@ -9,9 +9,15 @@
   * a separator line at any offset around the 1 MiB chunk boundary (also across it) starts a document;
   * a JSON key written with escapes names the field, as in Python's json; unpaired surrogate escapes
     (valid JSON) give tiktoken's tokens of json.loads' str (each one U+FFFD);
+  * a text file is tiktoken of its bytes decoded as utf-8-sig (one leading byte order mark dropped, one
+    further in kept), from a file or a pipe; a BOM before the first separator line does not hide it;
   * bad input (missing file, directory without text, broken JSON line, missing field, unwritable
     output directory, bad tokenizer files, bad ids): non-zero exit, one line naming the file (and
-    line), no *.tmp left, and a failed run leaves the directory's earlier shards as they were.
+    line), no *.tmp left, and a failed run leaves the directory's earlier shards as they were;
+  * a pipe or a device is checked for a NUL byte in its first 8 KiB read (gzip through <(cat x.gz),
+    /dev/zero), and a stream with no cut point stops at 256 MiB instead of growing without bound;
+    "not text" names UTF-16/UTF-32; --doc-separator with '\r' is refused, and one that matched no
+    line is warned about.
 Ends with "N passed, M failed".
 """
 import glob
@@ -34,6 +40,17 @@ import test_tokenizer_exact as common  # noqa: E402
 
 def prepare(*args):
     return subprocess.run(["./prepare_data", *args], capture_output=True, cwd=ROOT, text=True)
+
+
+def text_file_tokens(data):
+    """prepare_data's definition of a text file's tokens: tiktoken on the file decoded as utf-8-sig
+    (one leading UTF-8 byte order mark dropped; invalid UTF-8 as in ref_encode)"""
+    return ref_encode(data.decode("utf-8-sig", "surrogateescape").encode("utf-8", "surrogateescape"))
+
+
+def bash(script):
+    """runs a bash script in ROOT (for <(...) inputs and ulimit)"""
+    return subprocess.run(["bash", "-c", script], capture_output=True, cwd=ROOT, text=True, timeout=300)
 
 
 def shard_bytes(d):
@@ -84,7 +101,7 @@ def main():
         open(big, "wb").write(corpus)
         r = prepare("--input", big, "--output-dir", os.path.join(tmp, "big"), "--val-fraction", "0")
         check(r.returncode == 0, f"prepare_data on one {len(corpus)}-byte document: exit {r.returncode}")
-        compare_splits("one 2.6 MB document (chunked)", os.path.join(tmp, "big"), {"train": [EOT] + ref_encode(corpus), "val": []})
+        compare_splits("one 2.6 MB document (chunked)", os.path.join(tmp, "big"), {"train": [EOT] + text_file_tokens(corpus), "val": []})
 
         rng = random.Random(11)
         pieces = ["日本語の文章", "Привет", "мир", "😀", "中文", "é", "ß", "١٢٣", "'s", "\u3000", "\u00a0", " ", "\t", "!"]
@@ -94,7 +111,7 @@ def main():
         open(path, "wb").write(wide)
         r = prepare("--input", path, "--output-dir", os.path.join(tmp, "wide"), "--val-fraction", "0")
         check(r.returncode == 0, f"prepare_data on one {len(wide)}-byte non-ASCII document: exit {r.returncode}")
-        compare_splits("one non-ASCII document (chunked)", os.path.join(tmp, "wide"), {"train": [EOT] + ref_encode(wide), "val": []})
+        compare_splits("one non-ASCII document (chunked)", os.path.join(tmp, "wide"), {"train": [EOT] + text_file_tokens(wide), "val": []})
 
         # documents whose only cut points are white space before a word (no line ends "X\nY"): CRLF lines,
         # paragraphs between blank lines, one long line; each is cut into chunks at those points
@@ -107,7 +124,7 @@ def main():
             d = os.path.join(tmp, "cut")
             r = prepare("--input", path, "--output-dir", d, "--val-fraction", "0")
             check(r.returncode == 0, f"prepare_data on a {len(doc)}-byte {name} document: exit {r.returncode}")
-            compare_splits(f"one {name} document (chunked)", d, {"train": [EOT] + ref_encode(doc), "val": []})
+            compare_splits(f"one {name} document (chunked)", d, {"train": [EOT] + text_file_tokens(doc), "val": []})
 
         # the file's first read (16 MiB) ends inside a character: "...,\n\n" then the first byte of U+00A0
         # (White_Space); no cut point before (no white space), so the one before the second newline is the
@@ -121,7 +138,7 @@ def main():
         d = os.path.join(tmp, "split_char")
         r = prepare("--input", path, "--output-dir", d, "--val-fraction", "0", "--threads", "1")
         check(r.returncode == 0, f"prepare_data on a 16 MiB read ending inside U+00A0: exit {r.returncode}")
-        compare_splits("a read ending inside U+00A0 (no cut there)", d, {"train": [EOT] + ref_encode(split_char), "val": []})
+        compare_splits("a read ending inside U+00A0 (no cut there)", d, {"train": [EOT] + text_file_tokens(split_char), "val": []})
         os.remove(path)
 
         # with a separator, a blank line before it ends the document: "\n\n" is one token there (628), and a
@@ -268,6 +285,57 @@ def main():
         expect_failure("output directory on a read-only file system", prepare("--input", big, "--output-dir", "/proc/llmc_out"), "/proc/llmc_out")
         expect_failure("unknown flag", prepare("--input", big, "--bogus", "1"), "--bogus")
         expect_failure("bad --val-fraction", prepare("--input", big, "--output-dir", tmp, "--val-fraction", "1.5"), "--val-fraction")
+
+        # a UTF-8 byte order mark at the start of a text file is dropped (utf-8-sig), one further in is text
+        bom_text = b"\xef\xbb\xbf" + "h\u00e9llo w\u00f6rld\n\ufeffa mark inside stays\n".encode()
+        path = os.path.join(tmp, "bom.txt")
+        open(path, "wb").write(bom_text)
+        want = {"train": [EOT] + text_file_tokens(bom_text), "val": []}
+        check(want["train"][1:] == common.ENC.encode_ordinary(bom_text.decode("utf-8-sig")) != ref_encode(bom_text),
+              "the text-file reference drops the leading byte order mark, and only it")
+        r = prepare("--input", path, "--output-dir", os.path.join(tmp, "bom_text"), "--val-fraction", "0")
+        check(r.returncode == 0, f"a text file after a byte order mark: exit {r.returncode} {r.stderr.strip()[-150:]!r}")
+        compare_splits("a text file after a byte order mark (utf-8-sig)", os.path.join(tmp, "bom_text"), want)
+        r = bash(f"./prepare_data --input <(cat {path}) --output-dir {tmp}/bom_pipe --val-fraction 0")
+        check(r.returncode == 0, f"a text file through a pipe: exit {r.returncode} {r.stderr.strip()[-150:]!r}")
+        compare_splits("a text file after a byte order mark through <(cat ...)", os.path.join(tmp, "bom_pipe"), want)
+        # with --doc-separator: the BOM does not hide the first separator line
+        path = os.path.join(tmp, "bom_sep.txt")
+        open(path, "wb").write(b"\xef\xbb\xbf%\r\nfirst\r\n%\r\nsecond\r\n")
+        r = prepare("--input", path, "--output-dir", os.path.join(tmp, "bom_sep"), "--doc-separator", "%", "--val-fraction", "0")
+        check(r.returncode == 0 and "warning" not in r.stderr, f"a byte order mark before the first separator: exit {r.returncode}, "
+              f"{r.stderr.strip()[-150:]!r}")
+        compare_splits("a byte order mark before the first separator: 2 documents", os.path.join(tmp, "bom_sep"),
+                       expected_split([b"first\r\n", b"second\r\n"], 0))
+        # a --doc-separator that matches no line: a warning; one with '\r' (never matches) is refused
+        r = prepare("--input", path, "--output-dir", os.path.join(tmp, "no_sep"), "--doc-separator", "%%", "--val-fraction", "0")
+        warned = [line for line in r.stderr.splitlines() if line.startswith("warning:") and "--doc-separator" in line]
+        check(r.returncode == 0 and len(warned) == 1 and "matched no line" in warned[0],
+              f"a --doc-separator that matched no line is warned about: {warned}")
+        expect_failure("--doc-separator with '\\r'", prepare("--input", path, "--output-dir", tmp, "--doc-separator", "%\r"),
+                       "--doc-separator")
+
+        # pipes and devices: the first 8 KiB read are checked for a NUL byte, as a file's are
+        gz_text = os.path.join(tmp, "text.txt.gz")
+        with gzip.open(gz_text, "wb") as f:
+            f.write(corpus[:100000])
+        r = bash(f"./prepare_data --input <(cat {gz_text}) --output-dir {tmp}/gz_pipe")
+        expect_failure("gzip bytes through <(cat x.gz)", r, "/dev/fd/")
+        check("not text" in r.stderr and not glob.glob(os.path.join(tmp, "gz_pipe", "*.bin")),
+              f"gzip bytes through a pipe are refused as not text, no shard written: {r.stderr.strip()[-160:]!r}")
+        r = bash(f"ulimit -v 2000000; timeout 60 ./prepare_data --input /dev/zero --output-dir {tmp}/zero_out")
+        expect_failure("--input /dev/zero", r, "/dev/zero: not text")
+        # a stream with no cut point at all stops at 256 MiB (memory bounded), saying so
+        r = bash(f"ulimit -v 3000000; ./prepare_data --input <(head -c 400000000 /dev/zero | tr '\\0' x) --output-dir {tmp}/uncut "
+                 "--threads 1")
+        expect_failure("400 MB without a cut point through a pipe", r, "no cut point in 256 MiB")
+        # "not text" of a file named directly says what it may be: compressed, or UTF-16/UTF-32
+        utf16 = os.path.join(tmp, "utf16.txt")
+        open(utf16, "wb").write("some text\n".encode("utf-16"))
+        r = prepare("--input", utf16, "--output-dir", tmp)
+        expect_failure("a UTF-16 file named as input", r, "utf16.txt: not text")
+        check("UTF-16" in r.stderr and "UTF-32" in r.stderr and "compressed" in r.stderr,
+              f"the not-text message names compression and UTF-16/UTF-32: {r.stderr.strip()[-160:]!r}")
 
         # ./tokenize bad input
         def tokenize(*args, stdin=b""):
