@@ -403,8 +403,6 @@ int main(int argc, char** argv) {
     flags_reject(&args, "dist-file", one_process);
     flags_reject(&args, "dist-timeout", one_process);
     flags_reject(&args, "grad-comm", one_process);
-    flags_reject(&args, "lr-scale", one_process);
-    flags_reject(&args, "lr-ref-batch", one_process);
     if (args.threads > 0) omp_set_num_threads(args.threads);
     int save_error_continue = train_check_run_flags(&args);
     HealthConfig health_config = {args.max_bad_steps, args.spike_zscore, args.spike_window};
@@ -436,7 +434,8 @@ int main(int argc, char** argv) {
     int max_steps = train_max_steps(&args, &train);
     gpt_alloc_activations(&model, B, T);
 
-    Schedule sched = train_schedule(&args, args.lr, max_steps);
+    char lr_line[256]; /* --lr-scale: with the tokens per step, relative to the batch --lr was tuned for */
+    Schedule sched = train_schedule(&args, train_scaled_lr(&args, total_batch, B, T, lr_line, sizeof(lr_line)), max_steps);
     OptimizerConfig oc = {args.beta1, args.beta2, args.eps, args.weight_decay, args.grad_clip};
     TrainState run = train_run_state(&args, model.num_params, &sched, T, total_batch, &train, have_val);
     if (args.output_dir[0]) train_lock_output_dir(args.output_dir, NULL, 0);
@@ -446,14 +445,19 @@ int main(int argc, char** argv) {
 
     Rng rng;
     train_rng_init(&rng, &args);
-    int start_step = 0, last = train_resume_find(&args), saved_val_every = -1;
+    char why[4600] = "";
+    int start_step = 0, last = train_resume_find(&args, why, sizeof(why)), saved_val_every = -1;
+    if (last == -2) fatalf("%s", why);
     if (args.resume) {
         if (last < 0) {
             printf("resume: no complete checkpoint in %s, starting from scratch\n", args.output_dir);
         } else {
             char model_path[4200], state_path[4200], done_path[4200];
             checkpoint_paths(model_path, state_path, done_path, sizeof(model_path), args.output_dir, last, 0);
-            float* params = train_resume_read_model(model_path, c, model.num_params);
+            train_resume_check_model(model_path, c, model.num_params);
+            GPTConfig saved;
+            size_t n;
+            float* params = model_file_read(model_path, &saved, &n);
             memcpy(model.params, params, model.num_params * sizeof(float));
             free(params);
             model.adam_m = (float*)malloc_check(model.num_params * sizeof(float));
@@ -491,6 +495,7 @@ int main(int argc, char** argv) {
                     flops_per_token, peak_gflops * 1e9};
     run_header_print(stdout, &info, &args);
     run_header_log(&logger, &info, &args);
+    if (lr_line[0]) printf("%s\n", lr_line);
     printf("FP32 FMA peak of this machine, measured now: %.1f GFLOP/s (%s, %d threads); flops per token %.4g\n", peak_gflops,
            cpu_isa_name(cpu_matmul_isa()), omp_get_max_threads(), flops_per_token);
 

@@ -743,13 +743,14 @@ static double device_bf16_peak(const char* name) {
 }
 
 /* Mean loss over the first `batches` batches of the validation loader (every rank its slice of each;
- * the mean over ranks). */
-static float evaluate(GPT* m, DataLoader* val, int batches) {
+ * the mean over ranks); a heartbeat of pg's watchdog after each batch. */
+static float evaluate(GPT* m, DataLoader* val, int batches, ProcessGroup* pg) {
     dataloader_reset(val);
     double sum = 0.0;
     for (int i = 0; i < batches; i++) {
         dataloader_next(val);
         sum += gpt_forward(m, val->inputs, val->targets, val->B, val->T, 0.0f);
+        process_group_heartbeat(pg);
     }
     return dist_mean(m->dist, (float)(sum / batches), m->stream);
 }
@@ -763,8 +764,10 @@ static const float* next_logits_gpu(void* model, const int* tokens, int n) { ret
 static int dist_any(GPT* m, int flag) { return dist_mean(m->dist, flag ? 1.0f : 0.0f, m->stream) > 0.0f; }
 
 /* Every rank's check at once: a rank whose `problem` is non-empty exits with it; the others, if any rank
- * has one, exit too, saying so (instead of waiting in the next collective until --dist-timeout). */
+ * has one, exit too, saying so (instead of waiting in the next collective until --dist-timeout). A
+ * single process just exits with it. */
 static void dist_fail_together(GPT* m, const char* problem, int rank) {
+    if (m->dist->world == 1 && problem[0]) fatalf("%s", problem);
     if (!dist_any(m, problem[0] != '\0')) return;
     if (problem[0]) fprintf(stderr, "error: rank %d: %s\n", rank, problem);
     else fprintf(stderr, "error: rank %d: stopping: another rank's check failed (its error says why)\n", rank);
@@ -839,11 +842,11 @@ static int save_checkpoint(GPT* m, const char* dir, const TrainState* st, int ke
     mine.shard_offset = d->shard.offset;
     mine.shard_count = count;
     int failed = 0;
-    if (d->rank == 0) { /* its state file records the model file's header CRC (checkpoint_verify) */
-        mine.has_model_crc = 1;
+    mine.has_model_crc = 1; /* every rank's state file records the model file's header CRC (checkpoint_verify) */
+    if (d->rank == 0)
         failed = checkpoint_begin(dir, st->step, err, sizeof(err)) != 0 ||
                  model_file_try_write(model_path, &m->config, host, &mine.model_crc, err, sizeof(err)) != 0;
-    }
+    else mine.model_crc = model_file_crc(&m->config, host); /* every rank holds the same weights */
     failed = failed || state_file_try_write(state_path, &mine, host + n, host + n + count, NULL, err, sizeof(err)) != 0;
     free(host);
     if (failed) fprintf(stderr, "error: rank %d: checkpoint of step %d not written: %s\n", d->rank, st->step, err);
@@ -954,6 +957,13 @@ int main(int argc, char** argv) {
         free(ranges);
     }
     model.dist = &dist;
+    /* the setup's collectives (flag, data and directory checks, the resume) are watched too, with 10x
+     * --dist-timeout: its local work (the initial weights, rank 0's verification of a checkpoint) is of
+     * no known length */
+    if (world > 1) {
+        process_group_watchdog_start(&pg, "the setup (checks across ranks, the resume)");
+        process_group_watchdog_hold(&pg);
+    }
     check_same_flags(&model, &args, rank);
     check_same_data(&model, &train, &val, have_val, rank);
     if (!init) {
@@ -961,12 +971,8 @@ int main(int argc, char** argv) {
         gpt_init_weights(init, c, args.seed);
     }
 
-    /* optional learning-rate scaling with the global batch, relative to the batch --lr was tuned for */
-    long long ref_batch = args.lr_ref_batch > 0 ? args.lr_ref_batch : (long long)B * T;
-    double batch_ratio = (double)total_batch / (double)ref_batch, lr_factor = 1.0;
-    if (strcmp(args.lr_scale, "linear") == 0) lr_factor = batch_ratio;
-    else if (strcmp(args.lr_scale, "sqrt") == 0) lr_factor = sqrt(batch_ratio);
-    Schedule sched = train_schedule(&args, (float)(args.lr * lr_factor), max_steps);
+    char lr_line[256]; /* --lr-scale: with the global batch, relative to the batch --lr was tuned for */
+    Schedule sched = train_schedule(&args, train_scaled_lr(&args, total_batch, B, T, lr_line, sizeof(lr_line)), max_steps);
     OptimizerConfig oc = {args.beta1, args.beta2, args.eps, args.weight_decay, args.grad_clip};
     TrainState run = train_run_state(&args, model.num_params, &sched, T, total_batch, &train, have_val);
     if (args.output_dir[0]) { /* rank 0 holds the directory's lock; the others must see it */
@@ -981,20 +987,31 @@ int main(int argc, char** argv) {
 
     Rng rng;
     train_rng_init(&rng, &args);
-    int start_step = 0, last = train_resume_find(&args), saved_val_every = -1;
+    /* where the run starts (llmc/train_setup.h): rank 0 alone verifies the checkpoints (every byte) and
+     * picks the step; every rank checks the model config from the model file's header; rank 0 reads the
+     * weights and broadcasts them; each rank reads the slices of the saved optimizer shards that overlap
+     * its own range (llmc/zero.h) */
+    int start_step = 0, last = -1, saved_val_every = -1;
+    {
+        char why[4600] = "";
+        if (rank == 0) last = train_resume_find(&args, why, sizeof(why));
+        dist_fail_together(&model, why, rank);
+        dist_broadcast_bytes(&dist, &last, sizeof(last), model.stream);
+    }
     if (args.resume) {
-        /* every rank walks the same directory; they must agree on the step */
-        if (dist_mean(&dist, (float)last, model.stream) != (float)last)
-            fatalf("rank %d: resume: the ranks found different newest valid checkpoints in %s (this rank: step %d): is it on a shared disk?",
-                   rank, args.output_dir, last);
         if (last < 0) {
             printf("resume: no complete checkpoint in %s, starting from scratch\n", args.output_dir);
         } else {
             char model_path[4200], state_path[4200], done_path[4200];
             checkpoint_paths(model_path, state_path, done_path, sizeof(model_path), args.output_dir, last, 0);
-            float* params = train_resume_read_model(model_path, c, model.num_params);
-            free(init);
-            init = params;
+            train_resume_check_model(model_path, c, model.num_params);
+            if (rank == 0) {
+                GPTConfig saved;
+                size_t n;
+                free(init);
+                init = model_file_read(model_path, &saved, &n);
+            }
+            dist_broadcast_bytes(&dist, init, model.num_params * sizeof(float), model.stream);
             /* this rank's optimizer range, from the saved shards of any world size (llmc/zero.h) */
             float* mm = (float*)malloc_check((model.opt.count + 1) * sizeof(float));
             float* vv = (float*)malloc_check((model.opt.count + 1) * sizeof(float));
@@ -1041,9 +1058,7 @@ int main(int argc, char** argv) {
                     plan, flops_per_token, peak};
     run_header_print(stdout, &info, &args);
     run_header_log(&logger, &info, &args);
-    if (strcmp(args.lr_scale, "none") != 0)
-        printf("learning rate: %g x %s(%lld / %lld tokens) = %g\n", (double)args.lr, args.lr_scale, total_batch, ref_batch,
-               (double)sched.max_lr);
+    if (lr_line[0]) printf("%s\n", lr_line);
     memory_plan_print(&plan, &plan_full, args.recompute);
     dist_print_plan(&dist, &pg, model.master != NULL);
 
@@ -1064,8 +1079,10 @@ int main(int argc, char** argv) {
     TrainProfile profiling;
     train_profile_init(&profiling, args.profile, start_step, max_steps);
     stop = dist_any(&model, preempt_requested());
-    /* the training loop's collectives: a dead peer must not hang them; checkpoint writes and rank 0's samples
-     * (of no known length) get 10x --dist-timeout (process_group_watchdog_hold) */
+    /* the training loop's collectives: a dead peer must not hang them; a heartbeat after each validation
+     * batch and micro-step; checkpoint writes and rank 0's samples (of no known length) get 10x
+     * --dist-timeout (process_group_watchdog_hold) */
+    process_group_watchdog_stop(&pg);
     if (world > 1) process_group_watchdog_start(&pg, "the training loop");
     /* step == max_steps evaluates the final weights (and trains no more); a stop signal skips no evaluation of them */
     for (int step = start_step; step <= max_steps && (step == max_steps || !stop); step++) {
@@ -1073,7 +1090,7 @@ int main(int argc, char** argv) {
         int evaluated = train_eval_due(&args, have_val, step, max_steps);
         float val_loss = 0.0f;
         if (evaluated) {
-            val_loss = evaluate(&model, &val, val_batches);
+            val_loss = evaluate(&model, &val, val_batches, &pg);
             EarlyStopVerdict verdict = train_record_val(&args, &logger, &early, step, max_steps, val_loss);
             if (verdict == EARLY_STOP_IMPROVED && best_dir[0]) {
                 TrainState st = train_state_at(&run, step, &rng, &health, &train, &start.loader);
@@ -1106,6 +1123,7 @@ int main(int argc, char** argv) {
             PROFILE(model.prof ? &profiler.table : NULL, PROF_DATA, dataloader_next_slot(&train, micro * world + rank, micro == accum - 1));
             loss_sum += gpt_forward(&model, train.inputs, train.targets, B, T, 1.0f / (float)(accum * world));
             gpt_backward(&model, train.inputs, B, T, micro == accum - 1);
+            process_group_heartbeat(&pg);
         }
         if (stop) { /* the unfinished step is dropped */
             model.prof = NULL;

@@ -531,6 +531,10 @@ class TokenLoader:
     def reset(self):
         self.shard, self.pos = 0, 0
 
+    def batches(self):
+        """batches of B x T in one pass over the shards (a shard's last partial window is skipped)"""
+        return sum((n - 1) // (self.B * self.T) for n in self.counts if n > 0)
+
     def next_batch(self):
         n = self.B * self.T
         while self.pos + n + 1 > self.counts[self.shard]:
@@ -553,6 +557,12 @@ def train(args, cfg, init):
         raise ConfigError(f"-t {T} exceeds the model's max_seq_len {cfg.max_seq_len}")
     train_loader = TokenLoader(args.train_data, B, T, cfg.vocab_size)
     val_loader = TokenLoader(args.val_data, B, T, cfg.vocab_size) if args.val_data else None
+    val_batches = args.val_batches
+    if val_loader and args.val_every > 0 and val_batches > val_loader.batches():
+        # as the C trainers: read again from the start, the same batches would count twice
+        val_batches = val_loader.batches()
+        print(f"validation: --val-batches {args.val_batches}, but the validation data holds {val_batches} batches of "
+              f"{B} x {T} tokens: using {val_batches}")
     model = GPT(cfg, init).to(device)
     if args.write_model:
         save_model_file(args.write_model, cfg, model.file_tensors())
@@ -563,7 +573,7 @@ def train(args, cfg, init):
     print(f"{cfg}, B={B} T={T} steps={N} device={device} dtype={args.dtype}")
     for s in range(N):
         if val_loader and args.val_every > 0 and s % args.val_every == 0:
-            print(f"step {s}/{N} | val loss {evaluate(model, val_loader, args.val_batches, device, autocast):.4f}")
+            print(f"step {s}/{N} | val loss {evaluate(model, val_loader, val_batches, device, autocast):.4f}")
         x, y = train_loader.next_batch()
         t0 = time.time()
         lr = learning_rate(s, N, args.warmup, args.lr, args.final_lr_frac, args.lr_schedule, args.wsd_frac)
@@ -572,7 +582,7 @@ def train(args, cfg, init):
         print(f"step {s + 1}/{N} | loss {loss:.4f} | lr {lr:.4e} | norm {norm:.4f} | {ms:.1f} ms "
               f"| {B * T / (ms / 1000):.0f} tok/s")
     if val_loader and args.val_every > 0:
-        print(f"step {N}/{N} | val loss {evaluate(model, val_loader, args.val_batches, device, autocast):.4f}")
+        print(f"step {N}/{N} | val loss {evaluate(model, val_loader, val_batches, device, autocast):.4f}")
     if args.out_model:
         save_model_file(args.out_model, cfg, model.file_tensors())
         print(f"wrote the trained model to {args.out_model}")
@@ -687,20 +697,20 @@ def main(argv=None):
         if args.steps < (0 if reference else 1) or args.warmup < 0:
             raise ConfigError(f"--steps must be {'non-negative' if reference else 'positive'} and --warmup "
                               f"non-negative, got {args.steps} and {args.warmup}")
+        # the values as float32 (what reference.bin stores, and what the C trainers parse), in their ranges
         hyper = ("lr", "final_lr_frac", "wsd_frac", "weight_decay", "beta1", "beta2", "eps", "grad_clip")
-        as_used = float32 if reference else float  # a reference uses the float32 values that reference.bin stores
         for name in hyper:
             v = getattr(args, name)
-            if not math.isfinite(as_used(v)) or v < 0:
-                raise ConfigError(f"--{name.replace('_', '-')} must be a finite non-negative number"
-                                  f"{' in float32' if reference else ''}, got {v}")
-        if as_used(args.eps) <= 0:
+            if not 0 <= float32(v) <= 1e30:
+                raise ConfigError(f"--{name.replace('_', '-')} must be in [0, 1e30] (in float32, as the C trainers), got {v}")
+        if float32(args.eps) <= 0:
             raise ConfigError(f"--eps must be above 0 (a parameter with a zero gradient would be updated by 0/0), got {args.eps}"
-                              f"{' (0 in float32)' if reference else ''}")
-        if as_used(args.wsd_frac) > 1:
-            raise ConfigError(f"--wsd-frac must be in [0, 1], got {args.wsd_frac}")
-        if as_used(args.beta1) >= 1 or as_used(args.beta2) >= 1:
-            raise ConfigError(f"--beta1 and --beta2 must be below 1{' in float32' if reference else ''}, got {args.beta1} and {args.beta2}")
+                              f" (0 in float32)")
+        for name in ("final_lr_frac", "wsd_frac"):
+            if float32(getattr(args, name)) > 1:
+                raise ConfigError(f"--{name.replace('_', '-')} must be in [0, 1], got {getattr(args, name)}")
+        if float32(args.beta1) >= 1 or float32(args.beta2) >= 1:
+            raise ConfigError(f"--beta1 and --beta2 must be below 1 in float32, got {args.beta1} and {args.beta2}")
         if not 0 <= args.seed <= 2**31 - 1:
             raise ConfigError(f"--seed must be in [0, 2^31 - 1] (the C trainers' range), got {args.seed}")
         if args.val_every < 0 or args.val_batches < 1:

@@ -22,6 +22,7 @@
 #include "llmc/checkpoint.h"
 #include "llmc/process_group.h"
 #include "llmc/zero.h"
+#include "dev/run_child.h"
 
 #include "dev/testlib.h"
 
@@ -90,6 +91,39 @@ static void write_saved_shards(const char* dir, size_t n, int world, const size_
     }
 }
 
+/* overwrites parameter i's m and v in saved rank r's state file (offsets as write_saved_shards had
+ * them) with the bytes of a NaN, leaving the header (and its payload CRC) as it was */
+static void poison_saved(const char* dir, int step, int r, const size_t* offsets, size_t i) {
+    char model[4200], state[4200], done[4200];
+    checkpoint_paths(model, state, done, sizeof(model), dir, step, r);
+    FILE* f = fopen_check(state, "r+b");
+    const uint32_t nan_bits = 0xFFFFFFFFu;
+    size_t count = offsets[r + 1] - offsets[r];
+    for (int a = 0; a < 2; a++) {
+        fseek_check(f, (long long)HEADER_BYTES + (long long)((a * count + i - offsets[r]) * sizeof(float)), SEEK_SET, state);
+        fwrite_check(&nan_bits, 4, 1, f, state);
+    }
+    fclose_check(f, state);
+}
+
+typedef struct {
+    const char* dir;
+    size_t n, lo, hi;
+} ReadCtx;
+
+/* zero_read_optimizer of [lo, hi) from step 12 of dir, exit 2 unless m and v are m_of, v_of */
+static void read_range_child(void* arg) {
+    const ReadCtx* c = (const ReadCtx*)arg;
+    float m[1000], v[1000];
+    TrainState first;
+    zero_read_optimizer(c->dir, 12, 4, c->n, c->lo, c->hi - c->lo, m, v, &first);
+    for (size_t i = c->lo; i < c->hi; i++)
+        if (m[i - c->lo] != m_of(i) || v[i - c->lo] != v_of(i)) {
+            fprintf(stderr, "parameter %zu: m %g v %g\n", i, (double)m[i - c->lo], (double)v[i - c->lo]);
+            exit(2);
+        }
+}
+
 static void test_resharding(const char* tmp) {
     char dir[4096];
     snprintf(dir, sizeof(dir), "%s/ck", tmp);
@@ -121,6 +155,25 @@ static void test_resharding(const char* tmp) {
               world, good ? "" : " (wrong)");
         if (!good) printf("     first wrong parameter %zu\n", worst_index);
     }
+    /* a rank reads only the slices of its range: the bytes of every other parameter poisoned (a NaN
+     * pattern; the file CRCs no longer match) change nothing for rank 1 of 3, [334, 668); one poisoned
+     * value inside the range is named */
+    const size_t lo = 334, hi = 668, inside = 560;
+    for (int r = 0; r < 4; r++)
+        for (size_t i = offsets[r]; i < offsets[r + 1]; i++)
+            if (i < lo || i >= hi) poison_saved(dir, 12, r, offsets, i);
+    ReadCtx ctx = {dir, n, lo, hi};
+    char why[1024];
+    int code = run_child(read_range_child, &ctx, why, sizeof(why));
+    why[strcspn(why, "\n")] = '\0';
+    check(code == 0, "re-sharding reads only the overlapping slices: every other parameter's bytes poisoned, rank 1 of 3's m, v "
+                     "exact: exit %d %s", code, why);
+    poison_saved(dir, 12, 3, offsets, inside);
+    code = run_child(read_range_child, &ctx, why, sizeof(why));
+    why[strcspn(why, "\n")] = '\0';
+    check(code != 0 && strstr(why, "state_00000012_00003.bin") && strstr(why, "non-finite value at parameter 560"),
+          "a non-finite value inside the range: exit %d, names the file and the parameter: %s", code, why);
+
     /* a gap between saved shards */
     char gap_dir[4096], err_path[4200];
     snprintf(gap_dir, sizeof(gap_dir), "%s/gap", tmp);

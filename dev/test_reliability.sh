@@ -106,9 +106,9 @@ printf '\x07' | dd of="$tmp/foreign/model_00000004.bin" bs=1 seek=36 conv=notrun
 rc=$?
 skips=$(grep -c '^resume: skipping' "$tmp/foreign.log")
 if [ $rc -eq 0 ] && [ "$skips" -eq 3 ] && grep -q '^resume: step 2 from' "$tmp/foreign.log" &&
-    grep -q 'step 8: .*model_00000008.bin: not this checkpoint.s model file' "$tmp/foreign.log" &&
-    grep -q 'step 6: .*model_00000006.bin: not this checkpoint.s model file' "$tmp/foreign.log" &&
-    grep -q 'step 4: .*model_00000004.bin: not this checkpoint.s model file' "$tmp/foreign.log" &&
+    grep -q 'step 8: .*model_00000008.bin and .*state_00000008_00000.bin are not of one checkpoint' "$tmp/foreign.log" &&
+    grep -q 'step 6: .*model_00000006.bin and .*state_00000006_00000.bin are not of one checkpoint' "$tmp/foreign.log" &&
+    grep -q 'step 4: .*model_00000004.bin and .*state_00000004_00000.bin are not of one checkpoint' "$tmp/foreign.log" &&
     same_final "$tmp/ref" "$tmp/foreign" 10; then
     ok "model files of steps 6 and 8 swapped, a changed header word in step 4's: all 3 skipped, resumed from step 2, bit-identical at step 10"
 else

@@ -117,6 +117,19 @@ else
     bad "learning: loss ${first:-?} -> ${last:-?}"
 fi
 
+# --lr-scale: 2 micro-steps of 4 x 32 (-d 256) against --lr-ref-batch 128 doubles -l (linear), exactly as
+# -l given doubled; the header says so
+./train_gpt_cpu $small $data $quiet -x 3 -d 256 -l 1.5e-3 --lr-scale linear --lr-ref-batch 128 >"$tmp/scaled.log" 2>&1
+./train_gpt_cpu $small $data $quiet -x 3 -d 256 -l 3e-3 >"$tmp/doubled.log" 2>&1
+losses "$tmp/scaled.log" >"$tmp/scaled_losses"
+losses "$tmp/doubled.log" >"$tmp/doubled_losses"
+if grep -q '^learning rate: 0.0015 x linear(256 / 128 tokens) = 0.003$' "$tmp/scaled.log" && [ -s "$tmp/scaled_losses" ] &&
+    cmp -s "$tmp/scaled_losses" "$tmp/doubled_losses"; then
+    ok "--lr-scale linear, 256 / 128 tokens: -l 1.5e-3 trains as -l 3e-3 ($(tr '\n' ' ' <"$tmp/scaled_losses"))"
+else
+    bad "--lr-scale linear: $(grep -E '^learning rate|error' "$tmp/scaled.log" | head -2) losses $(tr '\n' ' ' <"$tmp/scaled_losses") vs $(tr '\n' ' ' <"$tmp/doubled_losses")"
+fi
+
 # ---------------------------------------------------------------- side by side with PyTorch
 "$PYTHON" train_gpt.py --train-data "$tmp/data/train_*.bin" --n-layer 2 --n-head 2 --n-embd 32 --vocab-size 256 \
     -t 32 -b 4 --steps 6 --lr 3e-3 --warmup 2 --final-lr-frac 0.1 --weight-decay 0.1 --grad-clip 1.0 --seed 11 \

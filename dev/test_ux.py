@@ -249,23 +249,28 @@ def run_tests(tmp):
           f"(steps {sorted(logged_val)}), worst |diff| {worst:.1e} (bound 5e-7)")
 
     # ------------------------------------------------------------ evaluation points, as train_gpt.py's
+    # (and with more --val-batches than the data holds: both use all of it once, saying so)
     init = os.path.join(tmp, "init.bin")
-    data = ["-b", "4", "-t", "32", "--val-batches", "2", "--lr", "3e-3", "--warmup", "2", "--final-lr-frac", "0.1",
-            "--weight-decay", "0.1", "--grad-clip", "1", "--val-every", "3"]
-    py = run([PY, "train_gpt.py", "--train-data", os.path.join(tmp, "train_*.bin"), "--val-data", os.path.join(tmp, "val_*.bin"),
-              "--n-layer", "2", "--n-head", "2", "--n-embd", "32", "--vocab-size", "256", "--steps", "7", "--write-model", init]
-             + data)
-    c = run(["./train_gpt_cpu", "-e", init, "-i", os.path.join(tmp, "train_*.bin"), "-j", os.path.join(tmp, "val_*.bin"),
-             "-x", "7", "-s", "0", "--shuffle", "0", "-k", "cosine"] + data)
-    vals = [{int(m.group(1)): float(m.group(2)) for m in map(VAL_RE.match, x.stdout.splitlines()) if m} for x in (py, c)]
-    losses = [[float(m.group(2)) for m in map(STEP_RE.match, x.stdout.splitlines()) if m] for x in (py, c)]
-    worst = max([abs(vals[0][k] - vals[1][k]) for k in vals[0] if k in vals[1]] +
-                [abs(a - b) for a, b in zip(*losses)], default=1.0)
-    check(py.returncode == 0 and c.returncode == 0 and sorted(vals[0]) == sorted(vals[1]) == [0, 3, 6, 7]
-          and len(losses[0]) == len(losses[1]) == 7 and worst <= 1.5e-4,
-          f"7 steps, --val-every 3 from train_gpt.py's initial model: evaluations at steps {sorted(vals[1])} as train_gpt.py's "
-          f"{sorted(vals[0])} (want 0, 3, 6, 7: the last after the last update), val and step losses within {worst:.1e} "
-          f"(bound 1.5e-4: train_gpt.py prints 4 decimals) {(py.stderr + c.stderr).strip()[-300:]}")
+    for val_batches in ("2", "100000"):
+        data = ["-b", "4", "-t", "32", "--val-batches", val_batches, "--lr", "3e-3", "--warmup", "2", "--final-lr-frac", "0.1",
+                "--weight-decay", "0.1", "--grad-clip", "1", "--val-every", "3"]
+        py = run([PY, "train_gpt.py", "--train-data", os.path.join(tmp, "train_*.bin"), "--val-data", os.path.join(tmp, "val_*.bin"),
+                  "--n-layer", "2", "--n-head", "2", "--n-embd", "32", "--vocab-size", "256", "--steps", "7", "--write-model", init]
+                 + data)
+        c = run(["./train_gpt_cpu", "-e", init, "-i", os.path.join(tmp, "train_*.bin"), "-j", os.path.join(tmp, "val_*.bin"),
+                 "-x", "7", "-s", "0", "--shuffle", "0", "-k", "cosine"] + data)
+        vals = [{int(m.group(1)): float(m.group(2)) for m in map(VAL_RE.match, x.stdout.splitlines()) if m} for x in (py, c)]
+        losses = [[float(m.group(2)) for m in map(STEP_RE.match, x.stdout.splitlines()) if m] for x in (py, c)]
+        using = [re.findall(r"^validation: --val-batches \d+, but .*: using (\d+)$", x.stdout, re.M) for x in (py, c)]
+        worst = max([abs(vals[0][k] - vals[1][k]) for k in vals[0] if k in vals[1]] +
+                    [abs(a - b) for a, b in zip(*losses)], default=1.0)
+        capped = val_batches != "2"
+        check(py.returncode == 0 and c.returncode == 0 and sorted(vals[0]) == sorted(vals[1]) == [0, 3, 6, 7]
+              and len(losses[0]) == len(losses[1]) == 7 and worst <= 1.5e-4 and using[0] == using[1] and bool(using[0]) == capped,
+              f"7 steps, --val-every 3, --val-batches {val_batches} from train_gpt.py's initial model: evaluations at steps "
+              f"{sorted(vals[1])} as train_gpt.py's {sorted(vals[0])} (want 0, 3, 6, 7: the last after the last update), "
+              f"batches used {using[1] or val_batches} as train_gpt.py's {using[0] or val_batches}, val and step losses within "
+              f"{worst:.1e} (bound 1.5e-4: train_gpt.py prints 4 decimals) {(py.stderr + c.stderr).strip()[-300:]}")
 
     # ------------------------------------------------------------ early stopping
     best_dir = os.path.join(runs["run_a"][0], "best")

@@ -268,11 +268,9 @@ static inline uint32_t model_header_crc(const int32_t* h) { return crc32_update(
 
 /* Writes a model file atomically; 0, or −1 with the reason in err. *header_crc (unless NULL): its
  * model_header_crc. */
-static inline int model_file_try_write(const char* path, const GPTConfig* c, const float* params, uint32_t* header_crc, char* err,
-                                       size_t cap) {
-    gpt_config_check(c, path);
+/* the header of an fp32 model file of params (its payload CRC among its words) */
+static inline void model_file_header_(int32_t* h, const GPTConfig* c, const float* params) {
     size_t n = gpt_num_params(c);
-    int32_t h[HEADER_WORDS];
     header_init(h, GPTM_MAGIC, GPTM_VERSION);
     header_set_payload(h, (uint64_t)n * sizeof(float), crc32_update(0, params, n * sizeof(float)));
     h[5] = MODEL_DTYPE_FP32;
@@ -283,6 +281,22 @@ static inline int model_file_try_write(const char* path, const GPTConfig* c, con
     h[10] = c->num_heads;
     h[11] = c->channels;
     header_set_u64(h, 12, (uint64_t)n);
+}
+
+/* model_header_crc of the fp32 model file of params, without writing it (what every rank's state
+ * file of a checkpoint records: the files of one checkpoint name one model) */
+static inline uint32_t model_file_crc(const GPTConfig* c, const float* params) {
+    int32_t h[HEADER_WORDS];
+    model_file_header_(h, c, params);
+    return model_header_crc(h);
+}
+
+static inline int model_file_try_write(const char* path, const GPTConfig* c, const float* params, uint32_t* header_crc, char* err,
+                                       size_t cap) {
+    gpt_config_check(c, path);
+    size_t n = gpt_num_params(c);
+    int32_t h[HEADER_WORDS];
+    model_file_header_(h, c, params);
     if (header_crc) *header_crc = model_header_crc(h);
     const void* data[2] = {h, params};
     size_t bytes[2] = {HEADER_BYTES, n * sizeof(float)};
@@ -304,10 +318,9 @@ static inline void params_finite_check(const float* values, size_t n, const GPTC
            element, bad);
 }
 
-/* Reads a GPTM file (fp32, or bf16 widened to fp32); fills *c and *num_params, returns the
- * parameters (malloc'd, caller frees). */
-static inline float* model_file_read(const char* path, GPTConfig* c, size_t* num_params) {
-    int32_t h[HEADER_WORDS];
+/* Opens a GPTM file and checks its header (magic, version, length, dtype, config, parameter count);
+ * fills *c and h, returns the file positioned at the payload. */
+static inline FILE* model_file_open(const char* path, GPTConfig* c, int32_t* h) {
     FILE* f = fopen_check(path, "rb");
     header_read_check(f, path, "model file", GPTM_MAGIC, GPTM_VERSION, h);
     int dtype = h[5];
@@ -328,6 +341,16 @@ static inline float* model_file_read(const char* path, GPTConfig* c, size_t* num
     if (header_payload_bytes(h) != (uint64_t)n * elem)
         fatalf("%s: model file payload is %llu bytes, %zu parameters of %zu bytes need %zu", path,
                (unsigned long long)header_payload_bytes(h), n, elem, n * elem);
+    return f;
+}
+
+/* Reads a GPTM file (fp32, or bf16 widened to fp32); fills *c and *num_params, returns the
+ * parameters (malloc'd, caller frees). */
+static inline float* model_file_read(const char* path, GPTConfig* c, size_t* num_params) {
+    int32_t h[HEADER_WORDS];
+    FILE* f = model_file_open(path, c, h);
+    int dtype = h[5];
+    size_t n = gpt_num_params(c), elem = dtype == MODEL_DTYPE_FP32 ? 4 : 2;
     float* params = (float*)malloc_check(n * sizeof(float));
     uint32_t crc = 0;
     payload_read(f, path, params, n * elem, &crc);
@@ -378,8 +401,9 @@ typedef struct {
     int seed;          /* --seed of the run (init, data order, sampling); −1: not recorded (an older file); a resume must keep it */
     int val_every;     /* --val-every (its evaluations are what --early-stop counts); −1: not recorded (an older file) */
     int master_weights; /* --master-weights of the run (1: fp32 weights, as the fp32 builds' are); −1: not recorded */
-    int has_model_crc; /* model_crc is recorded: rank 0's file of a checkpoint (0 in older files and other ranks') */
-    uint32_t model_crc; /* model_header_crc of the checkpoint's model file: a model file of another step is not taken */
+    int has_model_crc; /* model_crc is recorded: every rank's file of a checkpoint (0 in older files) */
+    uint32_t model_crc; /* model_header_crc of the checkpoint's model file: a model file of another step, or a state
+                         * file of another run or step, is not taken */
 } TrainState;
 
 /* header words of the health state: count, bad in a row, skipped, then the loss and norm windows */
@@ -467,10 +491,9 @@ static inline void state_file_write(const char* path, const TrainState* st, cons
     if (state_file_try_write(path, st, m, v, master, err, sizeof(err)) != 0) fatalf("%s", err);
 }
 
-/* Reads and checks a state file; *m, *v (and *master, NULL when the file has none) are malloc'd.
- * master may be NULL if the caller does not want master weights (they are still checksummed). */
-static inline void state_file_read(const char* path, TrainState* st, float** m, float** v, float** master) {
-    int32_t h[HEADER_WORDS];
+/* Opens a state file and checks its header (every field, the payload's length); fills *st and h,
+ * returns the file positioned at the payload. */
+static inline FILE* state_file_open(const char* path, TrainState* st, int32_t* h) {
     FILE* f = fopen_check(path, "rb");
     header_read_check(f, path, "training state file", GPTS_MAGIC, GPTS_VERSION, h);
     if ((uint32_t)h[HEADER_WORDS - 1] != header_crc(h))
@@ -552,7 +575,24 @@ static inline void state_file_read(const char* path, TrainState* st, float** m, 
     st->num_params = (size_t)num_params;
     st->shard_offset = (size_t)offset;
     st->shard_count = (size_t)count;
-    size_t bytes = (size_t)count * sizeof(float);
+    return f;
+}
+
+/* exits naming the first non-finite value of a state file's array `a` (0 m, 1 v, 2 master weights),
+ * whose first element is parameter `first` */
+static inline void state_finite_check_(const char* path, int a, const float* x, size_t n, size_t first) {
+    static const char* const names[3] = {"AdamW m", "AdamW v", "master weights"};
+    size_t bad = health_first_nonfinite(x, n);
+    if (bad < n)
+        fatalf("%s: training state %s holds a non-finite value at parameter %llu", path, names[a], (unsigned long long)(first + bad));
+}
+
+/* Reads and checks a state file; *m, *v (and *master, NULL when the file has none) are malloc'd.
+ * master may be NULL if the caller does not want master weights (they are still checksummed). */
+static inline void state_file_read(const char* path, TrainState* st, float** m, float** v, float** master) {
+    int32_t h[HEADER_WORDS];
+    FILE* f = state_file_open(path, st, h);
+    size_t count = st->shard_count, bytes = count * sizeof(float);
     uint32_t crc = 0;
     *m = (float*)malloc_check(bytes);
     *v = (float*)malloc_check(bytes);
@@ -565,16 +605,28 @@ static inline void state_file_read(const char* path, TrainState* st, float** m, 
     }
     fclose_check(f, path);
     payload_crc_check(h, crc, path, "training state file");
-    const char* names[3] = {"AdamW m", "AdamW v", "master weights"};
     const float* payload[3] = {*m, *v, mw};
-    for (int a = 0; a < (int)arrays; a++) {
-        size_t bad = health_first_nonfinite(payload[a], count);
-        if (bad < count)
-            fatalf("%s: training state %s holds a non-finite value at parameter %llu", path, names[a],
-                   (unsigned long long)(offset + bad));
-    }
+    for (int a = 0; a < (st->has_master ? 3 : 2); a++) state_finite_check_(path, a, payload[a], count, st->shard_offset);
     if (master) *master = mw;
     else free(mw);
+}
+
+/* AdamW m and v of parameters [lo, hi), a range inside the file's shard, into m and v (hi − lo
+ * floats each); *st gets the header. Reads the header and those bytes only: no payload CRC (a resume
+ * verified the whole checkpoint first, llmc/train_setup.h). */
+static inline void state_file_read_range(const char* path, TrainState* st, size_t lo, size_t hi, float* m, float* v) {
+    int32_t h[HEADER_WORDS];
+    FILE* f = state_file_open(path, st, h);
+    if (lo > hi || lo < st->shard_offset || hi > st->shard_offset + st->shard_count)
+        fatalf("%s: parameters [%zu, %zu) are not in the file's shard [%zu, %zu)", path, lo, hi, st->shard_offset,
+               st->shard_offset + st->shard_count);
+    float* dst[2] = {m, v};
+    for (int a = 0; a < 2 && hi > lo; a++) {
+        fseek_check(f, (long long)HEADER_BYTES + (long long)((a * st->shard_count + lo - st->shard_offset) * sizeof(float)), SEEK_SET, path);
+        payload_read(f, path, dst[a], (hi - lo) * sizeof(float), NULL);
+        state_finite_check_(path, a, dst[a], hi - lo, lo);
+    }
+    fclose_check(f, path);
 }
 
 /* Compares the run-defining fields of a saved state with the current run's; prints one line
@@ -716,8 +768,9 @@ static inline int checkpoint_list(const char* dir, int** steps) {
 
 /* Checks checkpoint `step` of dir without exiting: its marker, the model file and the state file of
  * every rank verify (header, length, CRC), each state file names this step, its rank and the marker's
- * world, and the model file is the one rank 0's state file recorded (a file of another step, or a
- * changed header, is not). 0 if good, else −1 with the first problem in err. */
+ * world, and the model file is the one every state file recorded (a model file of another step or a
+ * changed header is not; nor is a state file of another run, whose weights differ). 0 if good, else −1
+ * with the first problem in err. */
 static inline int checkpoint_verify(const char* dir, int step, char* err, size_t cap) {
     char model[4200], state[4200], done[4200];
     checkpoint_paths(model, state, done, sizeof(model), dir, step, 0);
@@ -731,9 +784,11 @@ static inline int checkpoint_verify(const char* dir, int step, char* err, size_t
         if (sh[5] != step || sh[6] != r || sh[7] != world)
             return ckpt_error_(err, cap, "%s: training state file of step %d, rank %d of %d, expected step %d, rank %d of %d", state,
                                sh[5], sh[6], sh[7], step, r, world);
-        if (r == 0 && sh[GPTS_DATA_WORD + 11] == 1 && (uint32_t)sh[GPTS_DATA_WORD + 12] != model_header_crc(mh))
-            return ckpt_error_(err, cap, "%s: not this checkpoint's model file: header CRC-32 0x%08x, %s recorded 0x%08x", model,
-                               model_header_crc(mh), state, (uint32_t)sh[GPTS_DATA_WORD + 12]);
+        if (sh[GPTS_DATA_WORD + 11] == 1 && (uint32_t)sh[GPTS_DATA_WORD + 12] != model_header_crc(mh))
+            return ckpt_error_(err, cap,
+                               "%s and %s are not of one checkpoint (a file of another run or step): the model file's header CRC-32 is "
+                               "0x%08x, the state file recorded 0x%08x",
+                               model, state, model_header_crc(mh), (uint32_t)sh[GPTS_DATA_WORD + 12]);
     }
     return 0;
 }

@@ -262,18 +262,23 @@ static inline float dist_sum_device_float(Distributed* d, float* dev, cudaStream
     return result;
 }
 
-/* rank 0's n bytes at the host buffer buf, on every rank (through a temporary device buffer); also a barrier */
+/* rank 0's n bytes at the host buffer buf, on every rank, through a temporary device buffer of at most
+ * 64 MiB (a model's weights go in pieces); also a barrier */
 static inline void dist_broadcast_bytes(Distributed* d, void* buf, size_t n, cudaStream_t compute) {
     if (!d->communicate || n == 0) return;
+    size_t piece = n < ((size_t)64 << 20) ? n : ((size_t)64 << 20);
     void* dev;
-    cudaCheck(cudaMalloc(&dev, n));
+    cudaCheck(cudaMalloc(&dev, piece));
     cudaCheck(cudaEventRecord(d->compute_done, compute));
     cudaCheck(cudaStreamWaitEvent(d->stream, d->compute_done, 0));
-    cudaCheck(cudaMemcpyAsync(dev, buf, n, cudaMemcpyHostToDevice, d->stream));
+    for (size_t at = 0; at < n; at += piece) {
+        size_t len = n - at < piece ? n - at : piece;
+        cudaCheck(cudaMemcpyAsync(dev, (char*)buf + at, len, cudaMemcpyHostToDevice, d->stream));
 #if defined(USE_NCCL)
-    ncclCheck(ncclBroadcast(dev, dev, n, ncclUint8, 0, d->comm, d->stream));
+        ncclCheck(ncclBroadcast(dev, dev, len, ncclUint8, 0, d->comm, d->stream));
 #endif
-    cudaCheck(cudaMemcpyAsync(buf, dev, n, cudaMemcpyDeviceToHost, d->stream));
+        cudaCheck(cudaMemcpyAsync((char*)buf + at, dev, len, cudaMemcpyDeviceToHost, d->stream));
+    }
     cudaCheck(cudaStreamSynchronize(d->stream));
     cudaCheck(cudaFree(dev));
 }

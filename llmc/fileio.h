@@ -51,11 +51,20 @@ static inline void fatal_exit(int status) {
     if (fatal_hook_) fatal_hook_(status);
     exit(status);
 }
+/* "error: MESSAGE SUFFIX\n" in one write, so that the lines of several processes on one stderr (the
+ * ranks under mpirun) do not interleave mid-line; a message beyond 16 KiB is cut */
 static inline void fatal_print_(const char* suffix, const char* fmt, va_list ap) {
-    fputs("error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputs(suffix, stderr);
-    fputc('\n', stderr);
+    char line[16384];
+    const size_t room = sizeof(line) - 1; /* the text, then '\n' */
+    size_t n = 7;
+    memcpy(line, "error: ", n);
+    int k = vsnprintf(line + n, room - n, fmt, ap);
+    n += k < 0 ? 0 : (size_t)k < room - n ? (size_t)k : room - n - 1;
+    k = snprintf(line + n, room - n, "%s", suffix);
+    n += k < 0 ? 0 : (size_t)k < room - n ? (size_t)k : room - n - 1;
+    line[n++] = '\n';
+    fflush(stderr);
+    if (write(2, line, (size_t)n) < 0) return; /* nothing else can report it */
 }
 static inline void fatalf(const char* fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 static inline void fatalf(const char* fmt, ...) {

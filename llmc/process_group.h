@@ -31,13 +31,13 @@
  * one-line error naming the method and the address, and exit status 1. A signal (the trainer's
  * preemption handler) does not cut a wait short.
  *
- * Watchdog (process_group_watchdog_start(pg, what), around the NCCL communicator's creation and the
- * training loop): a thread that exits the process with status 3 and one line on stderr naming `what`
+ * Watchdog (process_group_watchdog_start(pg, what), around the NCCL communicator's creation, the
+ * setup after it (checks across ranks, the resume) and the training loop): a thread that exits the process with status 3 and one line on stderr naming `what`
  * when the trainer has not called process_group_heartbeat for --dist-timeout seconds — a rank blocked
  * in a collective whose peer died. The launcher (mpirun, srun --kill-on-bad-exit, torchrun, --nproc)
  * then stops the others. process_group_watchdog_hold allows PG_HOLD_FACTOR times as long until the next
- * heartbeat, for work of no known length (a checkpoint write on a slow disk, rank 0's sample, which the
- * others wait for).
+ * heartbeat, for work of no known length (the setup: initial weights, rank 0's verification of a
+ * checkpoint; a checkpoint write on a slow disk; rank 0's sample, which the others wait for).
  * process_group_watchdog_stop (also called by process_group_finish) ends and joins it, so it never
  * reads the struct after the caller's frame is gone. State: the
  * ProcessGroup struct the caller owns; the heartbeat and the stop flag are read and written atomically.
@@ -386,7 +386,7 @@ static inline void* pg_watchdog_main_(void* arg) {
         int64_t idle = pg_now_ns_() - __atomic_load_n(&pg->heartbeat_ns, __ATOMIC_SEQ_CST);
         if (idle > (held ? PG_HOLD_FACTOR : 1) * limit) {
             char factor[64] = "";
-            if (held) snprintf(factor, sizeof(factor), " x %d, over a checkpoint write or a sample", PG_HOLD_FACTOR);
+            if (held) snprintf(factor, sizeof(factor), " x %d, for work of no known length", PG_HOLD_FACTOR);
             fprintf(stderr, "error: rank %d of %d: no progress for %.0f s (--dist-timeout%s) in %s: a peer rank died or hangs; exiting\n",
                     pg->rank, pg->world, (double)idle * 1e-9, factor, pg->watched);
             fflush(stderr);

@@ -10,13 +10,15 @@
  *   train_open_data           the training and validation loaders of a rank (mock data or shards)
  *   train_val_batches         --val-batches, capped at what the validation data holds
  *   train_max_steps           --max-steps, or the steps of one epoch of the training data
- *   train_schedule            the learning-rate Schedule (the GPU trainer passes its batch-scaled max lr)
+ *   train_scaled_lr           --lr, scaled with the global batch by --lr-scale (and the line that says so)
+ *   train_schedule            the learning-rate Schedule
  *   train_run_state           the run-defining part of a checkpoint's TrainState
  *   train_rng_init            the run's Rng (sampling), seeded alike in both trainers
  *   train_lock_output_dir     --output-dir for this run alone: a second trainer there stops at once
  *   train_check_shared_dir    another rank sees the lock rank 0 holds (the directory is on a shared disk)
- *   train_resume_find         the newest valid checkpoint of --output-dir, for --resume 1
- *   train_resume_read_model   a checkpoint's fp32 weights, checked against this run's model config
+ *   train_resume_find         the newest valid checkpoint of --output-dir, for --resume 1 (it verifies
+ *                             every file of it: one reader, rank 0, suffices; the others read no CRC)
+ *   train_resume_check_model  a checkpoint's model config (its header) against this run's
  *   train_resume_read_state   a rank's range of a checkpoint's optimizer state (any saved world size),
  *                             and its settings compared with this run's
  *   train_resume_restore      health, Rng and training loader from a checkpoint's TrainState
@@ -64,7 +66,9 @@ static inline int train_check_run_flags(const TrainArgs* args) {
     if (args->beta1 >= 1.0f || args->beta2 >= 1.0f)
         usagef("--beta1 and --beta2 must be below 1 (AdamW's bias correction divides by 1 - beta^step; they are floats, and one "
                "within 3e-8 of 1 rounds to 1)");
-    if (args->eps <= 0.0f) usagef("--eps must be above 0 (a parameter with a zero gradient would be updated by 0/0)");
+    if (args->eps <= 0.0f)
+        usagef("--eps must be above 0 (a parameter with a zero gradient would be updated by 0/0; it is a float, and one below "
+               "about 1e-45 rounds to 0)");
     if (args->lr_ref_batch > 0 && strcmp(args->lr_scale, "none") == 0)
         usagef("--lr-ref-batch %d is the batch --lr-scale scales from, but --lr-scale is none", args->lr_ref_batch);
     if (args->total_batch == 0) usagef("--total-batch 0: give the tokens per step, or -1 for B*T*world");
@@ -195,6 +199,22 @@ static inline int train_max_steps(const TrainArgs* args, const DataLoader* train
     return epoch < 1 ? 1 : (int)epoch;
 }
 
+/* --lr, times --lr-scale's factor of the global batch (total_batch tokens per step) over the batch
+ * --lr was tuned for (--lr-ref-batch, or one micro-batch B*T): linear, sqrt, or 1 for none. line gets
+ * the run header's "learning rate: ..." line ("" for none). */
+static inline float train_scaled_lr(const TrainArgs* args, long long total_batch, int B, int T, char* line, size_t cap) {
+    long long ref_batch = args->lr_ref_batch > 0 ? args->lr_ref_batch : (long long)B * T;
+    double ratio = (double)total_batch / (double)ref_batch, factor = 1.0;
+    if (strcmp(args->lr_scale, "linear") == 0) factor = ratio;
+    else if (strcmp(args->lr_scale, "sqrt") == 0) factor = sqrt(ratio);
+    float lr = (float)(args->lr * factor);
+    line[0] = '\0';
+    if (strcmp(args->lr_scale, "none") != 0)
+        snprintf(line, cap, "learning rate: %g x %s(%lld / %lld tokens) = %g", (double)args->lr, args->lr_scale, total_batch, ref_batch,
+                 (double)lr);
+    return lr;
+}
+
 /* The learning-rate schedule of --lr-schedule over max_steps steps, peaking at max_lr. */
 static inline Schedule train_schedule(const TrainArgs* args, float max_lr, int max_steps) {
     Schedule sched;
@@ -296,39 +316,48 @@ static inline const char* train_check_shared_dir(const char* dir, const char* to
 }
 
 /* Where the run starts: with --resume 1, the step of the newest complete checkpoint of --output-dir
- * that verifies (reporting the ones passed over on stdout); −1 to start from scratch. fatalf for
- * --resume 1 without --output-dir, for checkpoints of which none verifies, and for a new run (no -y)
- * in a directory that holds an earlier run's checkpoints (DIR's or DIR/best's, --early-stop): the new
- * run's would mix with them (retention keeps the newer ones, -y 1 would resume the old run). */
-static inline int train_resume_find(const TrainArgs* args) {
+ * that verifies (reporting the ones passed over on stdout); −1 to start from scratch. −2, with the
+ * reason in why, for --resume 1 without --output-dir, for checkpoints of which none verifies, and for
+ * a new run (no -y) in a directory that holds an earlier run's checkpoints (DIR's or DIR/best's,
+ * --early-stop): the new run's would mix with them (retention keeps the newer ones, -y 1 would resume
+ * the old run). */
+static inline int train_resume_find(const TrainArgs* args, char* why, size_t cap) {
     if (!args->output_dir[0]) {
-        if (args->resume) fatalf("--resume 1 needs --output-dir, where the checkpoints are");
-        return -1;
+        if (!args->resume) return -1;
+        ckpt_error_(why, cap, "--resume 1 needs --output-dir, where the checkpoints are");
+        return -2;
     }
     int markers = 0, found = args->resume ? checkpoint_find_valid(args->output_dir, stdout, &markers) : -1;
     if (found >= 0) return found;
-    if (markers > 0)
-        fatalf("%s: none of its %d checkpoints is valid (why: the 'resume: skipping' lines on stdout); not starting from scratch "
-               "over them: move them away to do that",
-               args->output_dir, markers);
+    if (markers > 0) {
+        ckpt_error_(why, cap,
+                    "%s: none of its %d checkpoints is valid (why: the 'resume: skipping' lines on stdout); not starting from "
+                    "scratch over them: move them away to do that",
+                    args->output_dir, markers);
+        return -2;
+    }
     if (args->resume) return -1; /* -y 1 with no checkpoint yet (a run killed before its first): this run starts it */
     char best[4200], best_txt[4300];
     early_stop_dir(best, sizeof(best), args->output_dir);
     snprintf(best_txt, sizeof(best_txt), "%s/best.txt", best);
     int newest = checkpoint_latest(args->output_dir), newest_best = checkpoint_latest(best);
-    if (newest >= 0 || newest_best >= 0 || access(best_txt, F_OK) == 0)
-        fatalf("%s holds the checkpoints of an earlier run (%s %d): resume that run with -y 1, or move them away (or choose another "
-               "--output-dir) to start a new one",
-               newest >= 0 ? args->output_dir : best, newest >= 0 ? "newest: step" : "best model of step", newest >= 0 ? newest : newest_best);
+    if (newest >= 0 || newest_best >= 0 || access(best_txt, F_OK) == 0) {
+        ckpt_error_(why, cap,
+                    "%s holds the checkpoints of an earlier run (%s %d): resume that run with -y 1, or move them away (or choose "
+                    "another --output-dir) to start a new one",
+                    newest >= 0 ? args->output_dir : best, newest >= 0 ? "newest: step" : "best model of step",
+                    newest >= 0 ? newest : newest_best);
+        return -2;
+    }
     return -1;
 }
 
-/* A checkpoint's fp32 weights (malloc'd, the caller frees), after checking that its model config is
- * this run's. */
-static inline float* train_resume_read_model(const char* model_path, const GPTConfig* config, size_t num_params) {
+/* Exits unless the model config in a checkpoint's model file (its header only) is this run's. */
+static inline void train_resume_check_model(const char* model_path, const GPTConfig* config, size_t num_params) {
     GPTConfig saved;
-    size_t n;
-    float* params = model_file_read(model_path, &saved, &n);
+    int32_t h[HEADER_WORDS];
+    fclose_check(model_file_open(model_path, &saved, h), model_path);
+    size_t n = gpt_num_params(&saved);
     const char* names[6] = {"max_seq_len", "vocab_size", "padded_vocab_size", "num_layers", "num_heads", "channels"};
     const int saved_fields[6] = {saved.max_seq_len, saved.vocab_size, saved.padded_vocab_size, saved.num_layers, saved.num_heads, saved.channels};
     const int run_fields[6] = {config->max_seq_len, config->vocab_size, config->padded_vocab_size, config->num_layers, config->num_heads,
@@ -342,7 +371,6 @@ static inline float* train_resume_read_model(const char* model_path, const GPTCo
         fatalf("%s: the checkpoint's model config differs from this run's: %s%s", model_path, diffs,
                saved.max_seq_len != config->max_seq_len ? " (from scratch, --max-seq-len defaults to --seq-len: give --max-seq-len "
                                                           "as the checkpoint's run had it)" : "");
-    return params;
 }
 
 /* --resume 1's optimizer state of this rank: AdamW m and v of parameters [offset, offset + count) from

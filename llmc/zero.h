@@ -8,9 +8,9 @@
  * Optimizer bytes per rank are therefore S × (bytes per element), falling as 1/world.
  *
  * Checkpoints: rank r's state file (llmc/checkpoint.h) holds AdamW m and v of its range, with
- * shard_offset/shard_count in the header. A run with a different world size reads, for its own
- * range, the slices of every saved shard that overlaps it (zero_read_optimizer), after checking
- * that the saved shards tile [0, n) exactly once. With ZeRO off every rank holds the whole state
+ * shard_offset/shard_count in the header. A run of any world size reads, for its own range, the
+ * slices of the saved shards that overlap it and no other payload byte (zero_read_optimizer), after
+ * checking from the headers that the saved shards tile [0, n) exactly once. With ZeRO off every rank holds the whole state
  * but writes only its range, so checkpoints look the same for ZeRO 0 and 1.
  * No global state.
  */
@@ -36,10 +36,11 @@ static inline Shard zero_shard(size_t n, int world, int rank) {
 }
 
 /* m and v (count floats each) of the parameters [offset, offset + count) from checkpoint `step` of
- * dir, which `saved_world` ranks wrote. Reads (and checks) every saved rank's state file, whole, and
- * copies the slices of the shards that overlap the range; *first gets saved rank 0's state (step, data
- * position, settings). Exits naming
- * the file if the saved shards do not tile the n parameters exactly once in rank order. */
+ * dir, which `saved_world` ranks wrote. Reads every saved rank's header and, of the shards that overlap
+ * the range, those slices (state_file_read_range: checked finite; the payload CRCs are the resume's
+ * verification's, llmc/train_setup.h); *first gets saved rank 0's state (step, data position,
+ * settings). Exits naming the file if the saved shards do not tile the n parameters exactly once in
+ * rank order. */
 static inline void zero_read_optimizer(const char* dir, int step, int saved_world, size_t n, size_t offset, size_t count,
                                        float* m, float* v, TrainState* first) {
     size_t expected_offset = 0;
@@ -47,8 +48,9 @@ static inline void zero_read_optimizer(const char* dir, int step, int saved_worl
         char model_path[4200], state_path[4200], done_path[4200];
         checkpoint_paths(model_path, state_path, done_path, sizeof(model_path), dir, step, r);
         TrainState st;
-        float *sm, *sv;
-        state_file_read(state_path, &st, &sm, &sv, NULL);
+        int32_t h[HEADER_WORDS];
+        FILE* f = state_file_open(state_path, &st, h);
+        fclose_check(f, state_path);
         if (st.rank != r || st.world != saved_world || st.step != step)
             fatalf("%s: state file says rank %d of %d at step %d, expected rank %d of %d at step %d", state_path, st.rank, st.world,
                    st.step, r, saved_world, step);
@@ -60,13 +62,8 @@ static inline void zero_read_optimizer(const char* dir, int step, int saved_worl
         size_t lo = st.shard_offset > offset ? st.shard_offset : offset;
         size_t hi_saved = st.shard_offset + st.shard_count, hi_want = offset + count;
         size_t hi = hi_saved < hi_want ? hi_saved : hi_want;
-        if (lo < hi) {
-            memcpy(m + (lo - offset), sm + (lo - st.shard_offset), (hi - lo) * sizeof(float));
-            memcpy(v + (lo - offset), sv + (lo - st.shard_offset), (hi - lo) * sizeof(float));
-        }
+        if (lo < hi) state_file_read_range(state_path, &st, lo, hi, m + (lo - offset), v + (lo - offset));
         if (r == 0) *first = st;
-        free(sm);
-        free(sv);
     }
     if (expected_offset != n)
         fatalf("%s: the %d state files of step %d cover %zu of the %zu parameters", dir, saved_world, step, expected_offset, n);
