@@ -958,8 +958,8 @@ int main(int argc, char** argv) {
     }
     model.dist = &dist;
     /* the setup's collectives (flag, data and directory checks, the resume) are watched too, with 10x
-     * --dist-timeout: its local work (the initial weights, rank 0's verification of a checkpoint) is of
-     * no known length */
+     * --dist-timeout from each completed collective: its local work (the initial weights, rank 0's
+     * verification of a checkpoint) is of no known length */
     if (world > 1) {
         process_group_watchdog_start(&pg, "the setup (checks across ranks, the resume)");
         process_group_watchdog_hold(&pg);

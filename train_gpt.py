@@ -697,18 +697,16 @@ def main(argv=None):
         if args.steps < (0 if reference else 1) or args.warmup < 0:
             raise ConfigError(f"--steps must be {'non-negative' if reference else 'positive'} and --warmup "
                               f"non-negative, got {args.steps} and {args.warmup}")
-        # the values as float32 (what reference.bin stores, and what the C trainers parse), in their ranges
+        # the C trainers' ranges, on the values as given; then as float32 (what reference.bin stores, and
+        # what the C trainers compute with): finite, eps above 0, betas below 1
         hyper = ("lr", "final_lr_frac", "wsd_frac", "weight_decay", "beta1", "beta2", "eps", "grad_clip")
         for name in hyper:
-            v = getattr(args, name)
-            if not 0 <= float32(v) <= 1e30:
-                raise ConfigError(f"--{name.replace('_', '-')} must be in [0, 1e30] (in float32, as the C trainers), got {v}")
+            v, top = getattr(args, name), 1 if name in ("final_lr_frac", "wsd_frac", "beta1", "beta2") else 1e30
+            if not 0 <= v <= top or not math.isfinite(float32(v)):
+                raise ConfigError(f"--{name.replace('_', '-')} must be in [0, {top:g}] (as the C trainers), got {v}")
         if float32(args.eps) <= 0:
             raise ConfigError(f"--eps must be above 0 (a parameter with a zero gradient would be updated by 0/0), got {args.eps}"
                               f" (0 in float32)")
-        for name in ("final_lr_frac", "wsd_frac"):
-            if float32(getattr(args, name)) > 1:
-                raise ConfigError(f"--{name.replace('_', '-')} must be in [0, 1], got {getattr(args, name)}")
         if float32(args.beta1) >= 1 or float32(args.beta2) >= 1:
             raise ConfigError(f"--beta1 and --beta2 must be below 1 in float32, got {args.beta1} and {args.beta2}")
         if not 0 <= args.seed <= 2**31 - 1:

@@ -874,6 +874,18 @@ static void test_state_file(void) {
     char err[4600];
     check(file_verify(bad, "training state file", GPTS_MAGIC, GPTS_VERSION, NULL, err, sizeof(err)) != 0 && strstr(err, "header is corrupt"),
           "file_verify (checkpoint scan) of that state file: %s", err);
+    /* a non-finite moment fails the write's verification (as a resume's checkpoint scan): nothing is left */
+    TrainState st = sample_state(0);
+    size_t n = st.shard_count;
+    float* moments = (float*)calloc(2 * n, sizeof(float));
+    if (!moments) fatalf("out of memory");
+    moments[n + 7] = INFINITY; /* v[7]: payload float n + 7 */
+    char inf_path[512], want[64];
+    tmp_path(inf_path, sizeof(inf_path), "inf_state.bin");
+    snprintf(want, sizeof(want), "non-finite value (payload float %zu)", n + 7);
+    int rc = state_file_try_write(inf_path, &st, moments, moments + n, NULL, err, sizeof(err));
+    check(rc != 0 && strstr(err, want) && access(inf_path, F_OK) != 0, "a state file with v[7] = inf is not written: %s", err);
+    free(moments);
 }
 
 /* Writes a marker for each step s with present[s] != 0 in dir, runs checkpoint_retain, and sets kept[s]

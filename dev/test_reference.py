@@ -331,7 +331,7 @@ def test_cli_validation(ctx):
         (["--n-layer", 1, "--n-head", 1, "--n-embd", 8, "--vocab-size", 30, "--val-batches", 0], "--val-batches positive"),
         (["--n-layer", 1, "--n-head", 1, "--n-embd", 8, "--vocab-size", 30, "--device", "bogus"], "--device bogus: not cpu, cuda"),
         (["--n-layer", 1, "--n-head", 1, "--n-embd", 8, "--vocab-size", 30, "--device", "meta"], "--device meta: not cpu, cuda"),
-        (["--n-layer", 1, "--n-head", 1, "--n-embd", 8, "--vocab-size", 30, "--lr", "1e39"], "--lr must be in [0, 1e30] (in float32"),
+        (["--n-layer", 1, "--n-head", 1, "--n-embd", 8, "--vocab-size", 30, "--lr", "1e39"], "--lr must be in [0, 1e+30] (as the C trainers)"),
         (["--n-layer", 1, "--n-head", 1, "--n-embd", 8, "--vocab-size", 30, "--final-lr-frac", "2"], "--final-lr-frac must be in [0, 1]"),
         (["--n-layer", 1, "--n-head", 1, "--n-embd", 8, "--vocab-size", 30, "--eps", 0], "--eps must be above 0"),
         (["--n-layer", 1, "--n-head", 1, "--n-embd", 8, "--vocab-size", 30, "--beta1", "0.999999999"], "must be below 1 in float32"),
@@ -350,7 +350,7 @@ def test_cli_validation(ctx):
                              "--n-embd", 8, "--vocab-size", 30, flag, value)
         lines = err.strip().splitlines()
         check(f"training rejects {flag} {value} as the C trainers do", rc == 1 and len(lines) == 1 and
-              f"{flag} must be in [0, 1e30]" in lines[0], f"exit {rc}: {err.strip()[-300:]}")
+              f"{flag} must be in [0, 1e+30]" in lines[0], f"exit {rc}: {err.strip()[-300:]}")
 
 
 def write_shard(path, tokens, vocab=1000, bytes_per_token=2):

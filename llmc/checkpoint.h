@@ -190,8 +190,9 @@ static inline int ckpt_error_(char* err, size_t cap, const char* fmt, ...) {
 }
 
 /* Checks, without exiting, a file's common header (magic, version), its length against the
- * header's payload size and the payload's CRC-32: 0 if good, else −1 with the reason in err. The
- * header's words go to header (HEADER_WORDS of them) unless it is NULL. */
+ * header's payload size and the payload's CRC-32, and that a payload of floats (a state file's, an
+ * fp32 model file's) is finite: 0 if good, else −1 with the reason in err. The header's words go to
+ * header (HEADER_WORDS of them) unless it is NULL. */
 static inline int file_verify(const char* path, const char* kind, uint32_t magic, int32_t version, int32_t* header, char* err,
                               size_t cap) {
     FILE* f = fopen(path, "rb");
@@ -212,14 +213,21 @@ static inline int file_verify(const char* path, const char* kind, uint32_t magic
                     (uint64_t)(sb.st_size - HEADER_BYTES) < header_payload_bytes(h) ? "truncated" : "too long",
                     (unsigned long long)header_payload_bytes(h), (long long)(sb.st_size - HEADER_BYTES));
     else {
-        size_t piece = 1u << 20, got;
-        unsigned char* buf = (unsigned char*)malloc_check(piece);
+        size_t piece = 1u << 20, got, floats = 0, bad = SIZE_MAX;
+        int finite_floats = magic == GPTS_MAGIC || (magic == GPTM_MAGIC && h[5] == MODEL_DTYPE_FP32);
+        float* buf = (float*)malloc_check(piece);
         uint32_t crc = 0;
-        while ((got = fread(buf, 1, piece, f)) > 0) crc = crc32_update(crc, buf, got);
+        while ((got = fread(buf, 1, piece, f)) > 0) {
+            crc = crc32_update(crc, buf, got);
+            size_t k = finite_floats && bad == SIZE_MAX ? health_first_nonfinite(buf, got / 4) : got / 4;
+            if (k < got / 4) bad = floats + k;
+            floats += got / 4;
+        }
         free(buf);
         if (ferror(f)) ckpt_error_(err, cap, "%s: read failed: %s", path, strerror(errno));
         else if (crc != (uint32_t)h[2])
             ckpt_error_(err, cap, "%s: %s is corrupt: payload CRC-32 0x%08x, header says 0x%08x", path, kind, crc, (uint32_t)h[2]);
+        else if (bad != SIZE_MAX) ckpt_error_(err, cap, "%s: %s holds a non-finite value (payload float %zu)", path, kind, bad);
         else rc = 0;
     }
     if (rc == 0 && header) memcpy(header, h, sizeof(h));
@@ -612,11 +620,9 @@ static inline void state_file_read(const char* path, TrainState* st, float** m, 
 }
 
 /* AdamW m and v of parameters [lo, hi), a range inside the file's shard, into m and v (hi − lo
- * floats each); *st gets the header. Reads the header and those bytes only: no payload CRC (a resume
- * verified the whole checkpoint first, llmc/train_setup.h). */
-static inline void state_file_read_range(const char* path, TrainState* st, size_t lo, size_t hi, float* m, float* v) {
-    int32_t h[HEADER_WORDS];
-    FILE* f = state_file_open(path, st, h);
+ * floats each), from f, opened by state_file_open (its header in *st). Reads those bytes only: no
+ * payload CRC (a resume verified the whole checkpoint first, llmc/train_setup.h). */
+static inline void state_file_read_range(FILE* f, const char* path, const TrainState* st, size_t lo, size_t hi, float* m, float* v) {
     if (lo > hi || lo < st->shard_offset || hi > st->shard_offset + st->shard_count)
         fatalf("%s: parameters [%zu, %zu) are not in the file's shard [%zu, %zu)", path, lo, hi, st->shard_offset,
                st->shard_offset + st->shard_count);
@@ -626,7 +632,6 @@ static inline void state_file_read_range(const char* path, TrainState* st, size_
         payload_read(f, path, dst[a], (hi - lo) * sizeof(float), NULL);
         state_finite_check_(path, a, dst[a], hi - lo, lo);
     }
-    fclose_check(f, path);
 }
 
 /* Compares the run-defining fields of a saved state with the current run's; prints one line

@@ -90,6 +90,7 @@ typedef struct {
     float* grads32;            /* num_params fp32 when staged, else NULL */
     float* scalar;             /* device: one float for the scalar reductions */
     float* gather;             /* device: shard.size floats for dist_gather_shards, allocated on first use */
+    ProcessGroup* pg;          /* its watchdog hears of every collective the host waits for (process_group_progress) */
 #if defined(USE_NCCL)
     ncclComm_t comm;
 #endif
@@ -120,6 +121,7 @@ static inline size_t dist_memory_bytes(int world, int comm_fp32, int force, int 
 static inline void dist_create(Distributed* d, ProcessGroup* pg, int zero, int comm_fp32, int force, size_t num_params,
                                int num_buckets, const int* bucket_first, const ParamRange* ranges) {
     memset(d, 0, sizeof(*d));
+    d->pg = pg;
     d->rank = pg->rank;
     d->world = pg->world;
     d->zero = zero;
@@ -259,6 +261,7 @@ static inline float dist_sum_device_float(Distributed* d, float* dev, cudaStream
     }
     cudaCheck(cudaMemcpyAsync(&result, dev, sizeof(float), cudaMemcpyDeviceToHost, s));
     cudaCheck(cudaStreamSynchronize(s));
+    if (d->communicate) process_group_progress(d->pg);
     return result;
 }
 
@@ -278,8 +281,9 @@ static inline void dist_broadcast_bytes(Distributed* d, void* buf, size_t n, cud
         ncclCheck(ncclBroadcast(dev, dev, len, ncclUint8, 0, d->comm, d->stream));
 #endif
         cudaCheck(cudaMemcpyAsync((char*)buf + at, dev, len, cudaMemcpyDeviceToHost, d->stream));
+        cudaCheck(cudaStreamSynchronize(d->stream));
+        process_group_progress(d->pg);
     }
-    cudaCheck(cudaStreamSynchronize(d->stream));
     cudaCheck(cudaFree(dev));
 }
 

@@ -33,8 +33,9 @@
  *
  * Watchdog (process_group_watchdog_start(pg, what), around the NCCL communicator's creation, the
  * setup after it (checks across ranks, the resume) and the training loop): a thread that exits the process with status 3 and one line on stderr naming `what`
- * when the trainer has not called process_group_heartbeat for --dist-timeout seconds — a rank blocked
- * in a collective whose peer died. The launcher (mpirun, srun --kill-on-bad-exit, torchrun, --nproc)
+ * when the trainer has not called process_group_heartbeat (or process_group_progress: every host-waited
+ * collective of llmc/distributed.cuh calls it) for --dist-timeout seconds — a rank blocked in a
+ * collective whose peer died. The launcher (mpirun, srun --kill-on-bad-exit, torchrun, --nproc)
  * then stops the others. process_group_watchdog_hold allows PG_HOLD_FACTOR times as long until the next
  * heartbeat, for work of no known length (the setup: initial weights, rank 0's verification of a
  * checkpoint; a checkpoint write on a slow disk; rank 0's sample, which the others wait for).
@@ -375,6 +376,8 @@ static inline void process_group_beat_(ProcessGroup* pg, int held) {
     __atomic_store_n(&pg->held, held, __ATOMIC_SEQ_CST);
 }
 static inline void process_group_heartbeat(ProcessGroup* pg) { process_group_beat_(pg, 0); }
+/* progress (a collective completed): the clock restarts, a hold stays (each phase of held work gets its 10x) */
+static inline void process_group_progress(ProcessGroup* pg) { __atomic_store_n(&pg->heartbeat_ns, pg_now_ns_(), __ATOMIC_SEQ_CST); }
 
 static inline void* pg_watchdog_main_(void* arg) {
     ProcessGroup* pg = (ProcessGroup*)arg;

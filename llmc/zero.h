@@ -50,7 +50,6 @@ static inline void zero_read_optimizer(const char* dir, int step, int saved_worl
         TrainState st;
         int32_t h[HEADER_WORDS];
         FILE* f = state_file_open(state_path, &st, h);
-        fclose_check(f, state_path);
         if (st.rank != r || st.world != saved_world || st.step != step)
             fatalf("%s: state file says rank %d of %d at step %d, expected rank %d of %d at step %d", state_path, st.rank, st.world,
                    st.step, r, saved_world, step);
@@ -62,7 +61,8 @@ static inline void zero_read_optimizer(const char* dir, int step, int saved_worl
         size_t lo = st.shard_offset > offset ? st.shard_offset : offset;
         size_t hi_saved = st.shard_offset + st.shard_count, hi_want = offset + count;
         size_t hi = hi_saved < hi_want ? hi_saved : hi_want;
-        if (lo < hi) state_file_read_range(state_path, &st, lo, hi, m + (lo - offset), v + (lo - offset));
+        if (lo < hi) state_file_read_range(f, state_path, &st, lo, hi, m + (lo - offset), v + (lo - offset));
+        fclose_check(f, state_path);
         if (r == 0) *first = st;
     }
     if (expected_offset != n)
