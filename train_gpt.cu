@@ -258,16 +258,33 @@ static inline void memory_plan_print(const MemoryPlan* p, const MemoryPlan* with
                mib(without_recompute->activations), mib(without_recompute->activations - p->activations));
 }
 
-/* Stops with the bytes needed when the model and a batch of B x T tokens do not fit in the device's free memory. */
+/* bytes as "1.23 GiB" from 1 GiB up, "45.6 MiB" from 1 MiB up, else "512 bytes" (a figure of the memory
+ * check's message) */
+static const char* mem_text(char out[32], size_t bytes) {
+    if (bytes >= ((size_t)1 << 30)) snprintf(out, 32, "%.2f GiB", gib(bytes));
+    else if (bytes >= ((size_t)1 << 20)) snprintf(out, 32, "%.1f MiB", mib(bytes));
+    else snprintf(out, 32, "%zu bytes", bytes);
+    return out;
+}
+
+/* Stops with the bytes needed when the model and a batch of B x T tokens do not fit in the device's free
+ * memory, and what would help: a smaller batch or recompute, or, when the model's own state (weights,
+ * gradients, optimizer) is already too much, ZeRO-1 over more GPUs (or no fp32 master copy). */
 static void gpt_check_memory(const GPTConfig* c, int B, int T, int recompute, int master_weights, size_t opt_elems, size_t comm_bytes) {
     MemoryPlan plan = gpt_memory_plan(c, B, T, recompute, master_weights, opt_elems, comm_bytes);
-    size_t need = plan.params + plan.grads + plan.optimizer + plan.activations + plan.scratch, free_bytes, total_bytes;
+    size_t state = plan.params + plan.grads + plan.optimizer, need = state + plan.activations + plan.scratch, free_bytes, total_bytes;
     cudaCheck(cudaMemGetInfo(&free_bytes, &total_bytes));
-    if (need > free_bytes)
-        fatalf("batch %d x %d does not fit in device memory: needs %.2f GiB (parameters %.2f, gradients %.2f, optimizer %.2f, "
-               "activations %.2f, scratch %.2f), the device has %.2f GiB free of %.2f (try a smaller -b, or -r 2)",
-               B, T, gib(need), gib(plan.params), gib(plan.grads), gib(plan.optimizer), gib(plan.activations), gib(plan.scratch),
-               gib(free_bytes), gib(total_bytes));
+    if (need <= free_bytes) return;
+    char t[10][32], advice[256];
+    if (state >= free_bytes)
+        snprintf(advice, sizeof(advice), "the weights, gradients and optimizer state alone need %s: shard the optimizer state over "
+                 "more GPUs with -z 1%s", mem_text(t[8], state), master_weights ? ", or drop the fp32 master copy with -w 0" : "");
+    else snprintf(advice, sizeof(advice), "try a smaller -b, or -r 2");
+    fatalf("batch %d x %d does not fit in device memory: needs %s (parameters %s, gradients %s, optimizer %s, activations %s, "
+           "scratch %s), %s more than the %s free of the device's %s (%s)",
+           B, T, mem_text(t[0], need), mem_text(t[1], plan.params), mem_text(t[2], plan.grads), mem_text(t[3], plan.optimizer),
+           mem_text(t[4], plan.activations), mem_text(t[5], plan.scratch), mem_text(t[6], need - free_bytes), mem_text(t[7], free_bytes),
+           mem_text(t[9], total_bytes), advice);
 }
 
 /* Allocates the model for batches of up to B x T tokens, after checking that it fits in the device's

@@ -106,11 +106,11 @@ __global__ void widen_kernel(float* out, const floatX* in, size_t n) {
 static inline int dist_communicates(int world, int force) { return world > 1 || force; }
 static inline int dist_staged(int world, int comm_fp32, int force) { return dist_communicates(world, force) && comm_fp32 && sizeof(floatX) == 2; }
 
-/* Device bytes the communication layer allocates beside the model, for the memory check: grads32 when
- * staged and, when the masters are sharded (gather_masters: ZeRO-1 with master weights) over several
- * ranks, the checkpoint's gather buffer (one shard). */
+/* Device bytes the communication layer allocates beside the model, for the memory check: the scalar,
+ * grads32 when staged and, when the masters are sharded (gather_masters: ZeRO-1 with master weights)
+ * over several ranks, the checkpoint's gather buffer (one shard). */
 static inline size_t dist_memory_bytes(int world, int comm_fp32, int force, int gather_masters, size_t num_params) {
-    size_t bytes = dist_staged(world, comm_fp32, force) ? num_params * sizeof(float) : 0;
+    size_t bytes = sizeof(float) + (dist_staged(world, comm_fp32, force) ? num_params * sizeof(float) : 0);
     if (world > 1 && gather_masters) bytes += zero_shard(num_params, world, 0).size * sizeof(float);
     return bytes;
 }

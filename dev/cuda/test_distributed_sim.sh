@@ -168,7 +168,7 @@ CUDASIM_MEM_BYTES=$((70 << 20)) mpi 2 "$tmp/mem.log" -x CUDASIM_MEM_BYTES ./trai
     --vocab-size 50257 -t 8 -b 1 --mock-data -s 0 -v 0 -x 1 -z 1 --grad-comm fp32
 echo "rc $?" >>"$tmp/mem.log"
 expect_error_log "the memory check counts the communication buffers (2 ranks, --grad-comm fp32, a 70 MiB device)" \
-    "error: batch 1 x 8 does not fit in device memory: needs 0.08 GiB .*scratch 0.05" "$tmp/mem.log"
+    "error: batch 1 x 8 does not fit in device memory: needs 82.7 MiB .*scratch 50.7 MiB" "$tmp/mem.log"
 mpi 2 "$tmp/split.log" ./train_gpt_sim_dist $model -b 4 -x 1; echo "rc $?" >>"$tmp/split.log"
 expect_error_log "a total batch 2 ranks cannot split" "error: --total-batch 384 is not a multiple of .* 4 x 32 x 2 = 256 tokens: 256 \(1 micro-step\) or 512 \(2 micro-steps\) would be" "$tmp/split.log"
 mpi 2 "$tmp/lr.log" ./train_gpt_sim_dist $model -b 6 -x 3 --lr-scale linear --lr-ref-batch 192

@@ -69,8 +69,24 @@ fi
 expect_error "vocabulary flag differs from the model file" "init.bin.*vocab" ./train_gpt_sim $common -x 1 --vocab-size 300
 expect_error "max-seq-len flag differs from the model file" "init.bin.*maximum sequence length" ./train_gpt_sim $common -x 1 --max-seq-len 64
 expect_error "sequence longer than the model's" "seq-len 64.*32" ./train_gpt_sim $common -x 1 -t 64
-expect_error "batch too big for device memory (says how much)" "does not fit in device memory: needs [0-9.]+ GiB" \
+expect_error "batch too big for device memory (says how much)" "does not fit in device memory: needs [0-9.]+ GiB.*try a smaller -b" \
     ./train_gpt_sim -e d12 --mock-data -b 512 -t 1024 -x 1 -s 0 -v 0
+# the memory check counts every allocation: a device of exactly the bytes it asks for trains (it missed the
+# communication scalar: 4 bytes short, a raw cudaMalloc failure instead of its message)
+fit=(--mock-data 1 --n-layer 1 --n-head 2 --n-embd 32 --vocab-size 64 -b 2 -t 16 -x 1 -s 0 -v 0)
+short=$(CUDASIM_MEM_BYTES=33500000 ./train_gpt_sim "${fit[@]}" 2>&1 | sed -nE 's/.*\), ([0-9]+) bytes more than .*/\1/p')
+if [ -n "$short" ] && CUDASIM_MEM_BYTES=$((33500000 + short)) ./train_gpt_sim "${fit[@]}" >"$tmp/exact.log" 2>&1 &&
+    grep -qE '^step +1/1 ' "$tmp/exact.log"; then
+    ok "a device of exactly the bytes the memory check asks for (33500000 + $short) trains"
+else
+    bad "a device of the bytes the memory check asks for (33500000 + ${short:-?}): $(grep -m1 '^error' "$tmp/exact.log")"
+fi
+expect_error "a model whose own state does not fit (a 1e9-byte device): says so, and what helps" \
+    "the weights, gradients and optimizer state alone need 1.85 GiB: shard the optimizer state over more GPUs with -z 1, or drop the fp32 master copy with -w 0" \
+    env CUDASIM_MEM_BYTES=1000000000 ./train_gpt_sim -e d12 --mock-data -b 1 -t 8 -x 1 -s 0 -v 0
+expect_error "a small model one step short of memory: its figures in MiB and bytes, the shortfall named" \
+    "needs 34.8 MiB \(parameters 238080 bytes, .*\), 483616 bytes more than the 34.3 MiB free" \
+    env CUDASIM_MEM_BYTES=36000000 ./train_gpt_sim --mock-data 1 --n-layer 2 --n-head 2 --n-embd 64 --vocab-size 129 -b 4 -t 40 -x 1 -s 0 -v 0
 expect_error "head size above the GPU's shared memory (an A100's 166912 bytes, head size 256)" \
     "head size 256 needs [0-9]+ bytes of shared memory a block in flash attention, more than this GPU's 166912" \
     env CUDASIM_SMEM_OPTIN=166912 ./train_gpt_sim --mock-data 1 --vocab-size 64 --n-layer 1 --n-head 1 --n-embd 256 -b 2 -t 8 -x 1 -s 0 -v 0
