@@ -61,6 +61,7 @@ HEADER_WORDS = 256
 HEADER_BYTES = 4 * HEADER_WORDS
 MODEL_MAGIC, MODEL_VERSION = 0x4D545047, 1  # "GPTM"
 SHARD_MAGIC, SHARD_VERSION = 0x4B4F5447, 1  # "GTOK"
+LLMC_SHARD_MAGIC, LLMC_SHARD_VERSION, LLMC_LLAMA_SHARD_MAGIC = 20240520, 1, 20240801  # llm.c's token shards
 REF_MAGIC, REF_VERSION = 0x46455247, 1  # "GREF"
 DTYPE_FP32, DTYPE_BF16 = 1, 2
 SCHEDULES = ["cosine", "linear", "constant", "wsd"]  # index = the code stored in reference.bin h[12]
@@ -294,10 +295,47 @@ def load_reference_file(path):
     return ref
 
 
+def llmc_shard_info(path):
+    """The token count of path if it is one of llm.c's GPT-2 token shards (256 int32 words: magic 20240520,
+    version 1, token count; then uint16 tokens; no CRC, no vocabulary), checked; None if its magic is another."""
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            raw = f.read(HEADER_BYTES)
+    except OSError as e:
+        raise FormatError(f"{path}: cannot read token shard: {e.strerror}") from None
+    if len(raw) < HEADER_BYTES:
+        return None
+    magic, h = int(np.frombuffer(raw, dtype="<u4")[0]), np.frombuffer(raw, dtype="<i4")
+    if magic == LLMC_LLAMA_SHARD_MAGIC:
+        raise FormatError(f"{path}: an llm.c LLaMA-3 token shard (uint32 tokens): this reader reads GPT-2 shards (uint16 tokens)")
+    if magic not in (LLMC_SHARD_MAGIC, SHARD_MAGIC):
+        raise FormatError(f"{path}: not a token shard: magic 0x{magic:08x}, expected 0x{SHARD_MAGIC:08x} (GTOK) "
+                          f"or {LLMC_SHARD_MAGIC} (llm.c's)")
+    if magic != LLMC_SHARD_MAGIC:
+        return None
+    if h[1] != LLMC_SHARD_VERSION:
+        raise FormatError(f"{path}: llm.c token shard version {int(h[1])} is not supported (this reader reads version "
+                          f"{LLMC_SHARD_VERSION}: GPT-2, uint16 tokens)")
+    n = int(h[2])
+    if n < 0:
+        raise FormatError(f"{path}: llm.c token shard header says {n} tokens")
+    if size - HEADER_BYTES != 2 * n:
+        state = "truncated" if size - HEADER_BYTES < 2 * n else "too long"
+        raise FormatError(f"{path}: llm.c token shard is {state}: header says {n} tokens ({2 * n} bytes), file has "
+                          f"{size - HEADER_BYTES} bytes after the header")
+    return n
+
+
 def token_shard_info(path, h=None):
-    """Checks a token shard's header and fields without reading its payload; returns (token count, vocab)."""
+    """Checks a token shard's header and fields without reading its payload; returns (token count, vocab).
+    llm.c's shards state no vocabulary: vocab 0."""
     kind = "token shard"
-    h = read_header(path, kind, SHARD_MAGIC, SHARD_VERSION) if h is None else h
+    if h is None:
+        n = llmc_shard_info(path)
+        if n is not None:
+            return n, 0
+        h = read_header(path, kind, SHARD_MAGIC, SHARD_VERSION)
     n, vocab, bytes_per_token = header_u64(h, 5), int(h[7]), int(h[8])
     if bytes_per_token != 2:
         raise FormatError(f"{path}: {kind} has {bytes_per_token} bytes per token, expected 2")
@@ -309,7 +347,11 @@ def token_shard_info(path, h=None):
 
 
 def load_token_shard(path):
-    """Reads and validates a token shard (CRC included); returns (tokens as a uint16 memmap, vocab size)."""
+    """Reads and validates a token shard (CRC included); returns (tokens as a uint16 memmap, vocab size).
+    An llm.c shard (no CRC, vocab 0): its tokens are checked by the caller against its model."""
+    n = llmc_shard_info(path)
+    if n is not None:
+        return (np.memmap(path, dtype="<u2", mode="r", offset=HEADER_BYTES, shape=(n,)) if n else np.zeros(0, "<u2")), 0
     h, payload = read_binary_file(path, "token shard", SHARD_MAGIC, SHARD_VERSION)
     _, vocab = token_shard_info(path, h)
     tokens = payload.view("<u2")
@@ -516,7 +558,7 @@ class TokenLoader:
         self.paths = sorted(glob.glob(pattern))
         if not self.paths:
             raise ConfigError(f"no token shards match {pattern!r}")
-        self.B, self.T = B, T
+        self.B, self.T, self.vocab_size = B, T, vocab_size
         self.counts = []
         for path in self.paths:
             n, shard_vocab = token_shard_info(path)
@@ -540,7 +582,11 @@ class TokenLoader:
         while self.pos + n + 1 > self.counts[self.shard]:
             self.shard, self.pos = (self.shard + 1) % len(self.paths), 0
         if self.loaded != self.shard:
-            self.tokens, _ = load_token_shard(self.paths[self.shard])
+            self.tokens, shard_vocab = load_token_shard(self.paths[self.shard])
+            if shard_vocab == 0 and len(self.tokens) and int(self.tokens.max()) >= self.vocab_size:
+                at = int(np.argmax(self.tokens >= self.vocab_size))
+                raise FormatError(f"{self.paths[self.shard]}: token {int(self.tokens[at])} at position {at} is not below the "
+                                  f"model's vocabulary (an llm.c shard states none) of {self.vocab_size}")
             self.loaded = self.shard
         buf = torch.from_numpy(self.tokens[self.pos:self.pos + n + 1].astype(np.int64))
         self.pos += n

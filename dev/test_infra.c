@@ -93,6 +93,27 @@ static void write_shard(const char* path, int k, int ntok, int vocab, uint32_t c
     free(t);
 }
 
+/* an llm.c token shard as its dev/data/data_common.py writes one: 256 int32 (magic, version, count), then
+ * uint16 tokens; token j = k·10000 + j (mod 2^16) as write_shard's, token `at` (if >= 0) plus `bump`; cut
+ * removes that many bytes from the end */
+static void write_llmc_shard(const char* path, int32_t magic, int32_t version, int32_t count, int k, int ntok, int at, int bump,
+                             size_t cut) {
+    size_t bytes = 1024 + (size_t)ntok * 2;
+    uint8_t* buf = (uint8_t*)calloc_check(bytes, 1);
+    int32_t w[3] = {magic, version, count};
+    for (int i = 0; i < 3; i++)
+        for (int b = 0; b < 4; b++) buf[4 * i + b] = (uint8_t)((uint32_t)w[i] >> (8 * b));
+    for (int j = 0; j < ntok; j++) {
+        uint16_t t = (uint16_t)(k * 10000 + j + (j == at ? bump : 0));
+        buf[1024 + 2 * j] = (uint8_t)(t & 0xFF);
+        buf[1024 + 2 * j + 1] = (uint8_t)(t >> 8);
+    }
+    FILE* f = fopen_check(path, "wb");
+    fwrite_check(buf, 1, bytes - cut, f, path);
+    fclose_check(f, path);
+    free(buf);
+}
+
 static void test_crc_reference(void) {
     check(ref_crc32(0, "123456789", 9) == 0xCBF43926u && crc32_update(0, "123456789", 9) == 0xCBF43926u,
           "crc32: check value of \"123456789\" is 0xCBF43926 (test's bitwise CRC and fileio's)");
@@ -576,6 +597,108 @@ static void test_dataloader_errors(void) {
     tmp_path(pattern, sizeof(pattern), "swap_*.bin");
     expect_failure("dataloader shard rewritten since init (same length and vocab, other tokens)", child_rewritten, &args, 1,
                    "swap_1.bin: token shard changed since it was opened");
+}
+
+/* llm.c's shards hold the same tokens as GTOK ones: the same batches, in any mix of the formats */
+static void test_dataloader_llmc(void) {
+    static const int sizes[3] = {70001, 700, 1500}; /* the first: beyond the two 32768-token samples */
+    char path[512], gtok[512], llmc[512], mixed[512];
+    for (int k = 0; k < 3; k++) {
+        snprintf(path, sizeof(path), "%s/fmt_gtok_%d.bin", tmp_dir, k);
+        write_shard(path, k, sizes[k], 65536, 0, 0);
+        snprintf(path, sizeof(path), "%s/fmt_llmc_%d.bin", tmp_dir, k);
+        write_llmc_shard(path, LLMC_SHARD_MAGIC, 1, sizes[k], k, sizes[k], -1, 0, 0);
+        snprintf(path, sizeof(path), "%s/fmt_mixed_%d.bin", tmp_dir, k);
+        if (k == 1)
+            write_shard(path, k, sizes[k], 65536, 0, 0);
+        else
+            write_llmc_shard(path, LLMC_SHARD_MAGIC, 1, sizes[k], k, sizes[k], -1, 0, 0);
+    }
+    snprintf(gtok, sizeof(gtok), "%s/fmt_gtok_*.bin", tmp_dir);
+    snprintf(llmc, sizeof(llmc), "%s/fmt_llmc_*.bin", tmp_dir);
+    snprintf(mixed, sizeof(mixed), "%s/fmt_mixed_*.bin", tmp_dir);
+    DataLoader a, b, c;
+    dataloader_init(&a, gtok, 3, 16, 1, 2, 1, 5);
+    dataloader_init(&b, llmc, 3, 16, 1, 2, 1, 5);
+    dataloader_init(&c, mixed, 3, 16, 1, 2, 1, 5);
+    dataloader_limit_tokens(&b, 65536);
+    int batches = (int)dataloader_batches_per_epoch(&a), same = 0;
+    for (int i = 0; i < 2 * batches; i++) {
+        dataloader_next(&a);
+        dataloader_next(&b);
+        dataloader_next(&c);
+        same += !memcmp(a.inputs, b.inputs, 48 * sizeof(int)) && !memcmp(a.targets, b.targets, 48 * sizeof(int)) &&
+                !memcmp(a.inputs, c.inputs, 48 * sizeof(int)) && !memcmp(a.targets, c.targets, 48 * sizeof(int));
+    }
+    check(same == 2 * batches && b.num_tokens == a.num_tokens && b.vocab_size == 0 && c.vocab_size == 65536,
+          "dataloader llm.c shards: %d of %d batches (2 shuffled epochs, rank 1 of 2) equal to the same tokens in GTOK shards, "
+          "and in a glob mixing both formats", same, 2 * batches);
+    dataloader_free(&a);
+    dataloader_free(&b);
+    dataloader_free(&c);
+}
+
+typedef struct { const char* pattern; int limit, at; } LlmcArgs;
+/* loads the shards of a->pattern with tokens limited to a->limit (if > 0); with a->at >= 0, then
+ * rewrites llmc_rw_0.bin with token a->at changed (same length) and reads two epochs */
+static void child_llmc(void* ctx) {
+    LlmcArgs* a = (LlmcArgs*)ctx;
+    DataLoader dl;
+    dataloader_init(&dl, a->pattern, 2, 8, 0, 1, 0, 1);
+    if (a->limit > 0) dataloader_limit_tokens(&dl, a->limit);
+    dataloader_next(&dl);
+    if (a->at < 0) return;
+    char path[512];
+    snprintf(path, sizeof(path), "%.*s0.bin", (int)(strlen(a->pattern) - 5), a->pattern);
+    write_llmc_shard(path, LLMC_SHARD_MAGIC, 1, 70001, 0, 70001, a->at, 1, 0);
+    for (int i = 0; i < 20000; i++) dataloader_next(&dl);
+}
+
+static void test_dataloader_llmc_errors(void) {
+    char path[512], pattern[512];
+    LlmcArgs args = {pattern, 0, -1};
+    struct { const char* what; int32_t magic, version, count; int ntok; size_t cut; const char* needle; } bad[] = {
+        {"truncated", LLMC_SHARD_MAGIC, 1, 500, 500, 3, "llm.c token shard is truncated: header says 500 tokens (1000 bytes), file has 997"},
+        {"too long", LLMC_SHARD_MAGIC, 1, 499, 500, 0, "llm.c token shard is too long: header says 499 tokens"},
+        {"negative count", LLMC_SHARD_MAGIC, 1, -2, 500, 0, "llm.c token shard header says -2 tokens"},
+        {"version 2", LLMC_SHARD_MAGIC, 2, 500, 500, 0, "llm.c token shard version 2 is not supported"},
+        {"LLaMA-3 shard", 20240801, 7, 250, 500, 0, "an llm.c LLaMA-3 token shard (uint32 tokens)"},
+        {"other magic", 20240326, 3, 500, 500, 0, "not a token shard: magic 0x0134d7c6, expected 0x4b4f5447 (GTOK) or 20240520 (llm.c's)"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        tmp_path(path, sizeof(path), "llmc_bad.bin");
+        write_llmc_shard(path, bad[i].magic, bad[i].version, bad[i].count, 0, bad[i].ntok, -1, 0, bad[i].cut);
+        snprintf(pattern, sizeof(pattern), "%s", path);
+        char what[128];
+        snprintf(what, sizeof(what), "dataloader llm.c shard: %s", bad[i].what);
+        expect_failure(what, child_llmc, &args, 1, bad[i].needle);
+    }
+    tmp_path(path, sizeof(path), "llmc_vocab.bin");
+    write_llmc_shard(path, LLMC_SHARD_MAGIC, 1, 500, 1, 500, -1, 0, 0); /* tokens 10000..10499 */
+    snprintf(pattern, sizeof(pattern), "%s", path);
+    args.limit = 10300;
+    expect_failure("dataloader llm.c shard: a token above the model's vocabulary", child_llmc, &args, 1,
+                   "token 10300 at position 300 is not below the model's vocabulary (an llm.c shard states none) of 10300");
+    tmp_path(path, sizeof(path), "gtok_vocab.bin");
+    write_shard(path, 0, 500, 30000, 0, 0);
+    snprintf(pattern, sizeof(pattern), "%s", path);
+    args.limit = 20000;
+    expect_failure("dataloader: a GTOK shard's vocab field above the model's", child_llmc, &args, 1,
+                   "token shard has vocab size 30000 (its header), above the model's vocabulary of 20000");
+    args.limit = 0;
+    /* rewritten during the run, the same length: a token among the first or the last 32768 is seen */
+    int changed[2] = {5, 70001 - 100};
+    for (int i = 0; i < 2; i++) {
+        tmp_path(path, sizeof(path), "llmc_rw_0.bin");
+        write_llmc_shard(path, LLMC_SHARD_MAGIC, 1, 70001, 0, 70001, -1, 0, 0);
+        tmp_path(path, sizeof(path), "llmc_rw_1.bin");
+        write_llmc_shard(path, LLMC_SHARD_MAGIC, 1, 700, 1, 700, -1, 0, 0);
+        tmp_path(pattern, sizeof(pattern), "llmc_rw_*.bin");
+        args.at = changed[i];
+        char what[128];
+        snprintf(what, sizeof(what), "dataloader llm.c shard rewritten since init (token %d of 70001 changed)", changed[i]);
+        expect_failure(what, child_llmc, &args, 1, "llmc_rw_0.bin: token shard changed since it was opened");
+    }
 }
 
 /* shards shorter than one window are skipped; the fingerprint follows content and order */
@@ -1202,6 +1325,8 @@ int main(void) {
     test_dataloader_resume();
     test_dataloader_mock();
     test_dataloader_errors();
+    test_dataloader_llmc();
+    test_dataloader_llmc_errors();
     test_dataloader_short_and_fingerprint();
     test_model_file();
     test_state_file();

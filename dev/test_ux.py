@@ -65,10 +65,23 @@ def run(cmd):
     return subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=ENV)
 
 
-def write_shard(path, n, offset):
+def shard_tokens(n, offset):
     i = np.arange(offset, offset + n)
-    toks = (((i * 7) % 61 + (i // 997) % 3) % 256).astype(np.uint16)
-    train_gpt.write_binary_file(path, train_gpt.SHARD_MAGIC, train_gpt.SHARD_VERSION, {5: n, 6: 0, 7: 256, 8: 2}, [toks])
+    return (((i * 7) % 61 + (i // 997) % 3) % 256).astype(np.uint16)
+
+
+def write_shard(path, n, offset):
+    train_gpt.write_binary_file(path, train_gpt.SHARD_MAGIC, train_gpt.SHARD_VERSION, {5: n, 6: 0, 7: 256, 8: 2},
+                                [shard_tokens(n, offset)])
+
+
+def write_llmc_shard(path, toks):
+    """a token shard as llm.c's dev/data/data_common.py writes one: 256 int32 (20240520, version 1, count), uint16 tokens"""
+    header = np.zeros(256, dtype="<i4")
+    header[:3] = (20240520, 1, len(toks))
+    with open(path, "wb") as f:
+        f.write(header.tobytes())
+        f.write(np.asarray(toks, dtype="<u2").tobytes())
 
 
 def png_info(path):
@@ -227,6 +240,9 @@ def main():
 def run_tests(tmp):
     write_shard(os.path.join(tmp, "train_000.bin"), 20000, 0)
     write_shard(os.path.join(tmp, "val_000.bin"), 4000, 20000)
+    os.mkdir(os.path.join(tmp, "llmc"))
+    write_llmc_shard(os.path.join(tmp, "llmc", "train_000.bin"), shard_tokens(20000, 0))
+    write_llmc_shard(os.path.join(tmp, "llmc", "val_000.bin"), shard_tokens(4000, 20000))
     model = ["--n-layer", "2", "--n-head", "2", "--n-embd", "32", "--vocab-size", "256", "-b", "4", "-t", "32",
              "-i", os.path.join(tmp, "train_*.bin"), "-j", os.path.join(tmp, "val_*.bin"), "-s", "0", "-m", "2"]
 
@@ -249,16 +265,17 @@ def run_tests(tmp):
           f"(steps {sorted(logged_val)}), worst |diff| {worst:.1e} (bound 5e-7)")
 
     # ------------------------------------------------------------ evaluation points, as train_gpt.py's
-    # (and with more --val-batches than the data holds: both use all of it once, saying so)
+    # (and with more --val-batches than the data holds: both use all of it once, saying so; and on the same
+    # tokens in llm.c's shard format: the same losses)
     init = os.path.join(tmp, "init.bin")
-    for val_batches in ("2", "100000"):
+    first = None
+    for val_batches, where in (("2", tmp), ("100000", tmp), ("2", os.path.join(tmp, "llmc"))):
         data = ["-b", "4", "-t", "32", "--val-batches", val_batches, "--lr", "3e-3", "--warmup", "2", "--final-lr-frac", "0.1",
                 "--weight-decay", "0.1", "--grad-clip", "1", "--val-every", "3"]
-        py = run([PY, "train_gpt.py", "--train-data", os.path.join(tmp, "train_*.bin"), "--val-data", os.path.join(tmp, "val_*.bin"),
-                  "--n-layer", "2", "--n-head", "2", "--n-embd", "32", "--vocab-size", "256", "--steps", "7", "--write-model", init]
-                 + data)
-        c = run(["./train_gpt_cpu", "-e", init, "-i", os.path.join(tmp, "train_*.bin"), "-j", os.path.join(tmp, "val_*.bin"),
-                 "-x", "7", "-s", "0", "--shuffle", "0", "-k", "cosine"] + data)
+        shards = ["--train-data", os.path.join(where, "train_*.bin"), "--val-data", os.path.join(where, "val_*.bin")]
+        py = run([PY, "train_gpt.py", "--n-layer", "2", "--n-head", "2", "--n-embd", "32", "--vocab-size", "256", "--steps", "7",
+                  "--write-model", init] + shards + data)
+        c = run(["./train_gpt_cpu", "-e", init, "-x", "7", "-s", "0", "--shuffle", "0", "-k", "cosine"] + shards + data)
         vals = [{int(m.group(1)): float(m.group(2)) for m in map(VAL_RE.match, x.stdout.splitlines()) if m} for x in (py, c)]
         losses = [[float(m.group(2)) for m in map(STEP_RE.match, x.stdout.splitlines()) if m] for x in (py, c)]
         using = [re.findall(r"^validation: --val-batches \d+, but .*: using (\d+)$", x.stdout, re.M) for x in (py, c)]
@@ -267,10 +284,25 @@ def run_tests(tmp):
         capped = val_batches != "2"
         check(py.returncode == 0 and c.returncode == 0 and sorted(vals[0]) == sorted(vals[1]) == [0, 3, 6, 7]
               and len(losses[0]) == len(losses[1]) == 7 and worst <= 1.5e-4 and using[0] == using[1] and bool(using[0]) == capped,
-              f"7 steps, --val-every 3, --val-batches {val_batches} from train_gpt.py's initial model: evaluations at steps "
-              f"{sorted(vals[1])} as train_gpt.py's {sorted(vals[0])} (want 0, 3, 6, 7: the last after the last update), "
-              f"batches used {using[1] or val_batches} as train_gpt.py's {using[0] or val_batches}, val and step losses within "
-              f"{worst:.1e} (bound 1.5e-4: train_gpt.py prints 4 decimals) {(py.stderr + c.stderr).strip()[-300:]}")
+              f"7 steps, --val-every 3, --val-batches {val_batches} from train_gpt.py's initial model{', llm.c shards' if where != tmp else ''}: "
+              f"evaluations at steps {sorted(vals[1])} as train_gpt.py's {sorted(vals[0])} (want 0, 3, 6, 7: the last after the last "
+              f"update), batches used {using[1] or val_batches} as train_gpt.py's {using[0] or val_batches}, val and step losses "
+              f"within {worst:.1e} (bound 1.5e-4: train_gpt.py prints 4 decimals) {(py.stderr + c.stderr).strip()[-300:]}")
+        if first is None:
+            first = (vals, losses)
+        elif where != tmp:
+            check((vals, losses) == first, "llm.c's token shards: train_gpt.py and train_gpt_cpu print the val and step losses they "
+                  "print on the same tokens in GTOK shards")
+
+    # ------------------------------------------------------------ an llm.c shard's tokens are checked against the model
+    bad = os.path.join(tmp, "llmc", "wide.bin")
+    write_llmc_shard(bad, np.arange(300) % 290)
+    for cmd in ([PY, "train_gpt.py", "--n-layer", "1", "--n-head", "1", "--n-embd", "8", "--vocab-size", "256", "--steps", "1"],
+                ["./train_gpt_cpu", "--n-layer", "1", "--n-head", "1", "--n-embd", "8", "--vocab-size", "256", "-x", "1", "-s", "0"]):
+        r = run(cmd + ["--train-data", bad, "-b", "1", "-t", "8"])
+        want = f"{bad}: token 256 at position 256 is not below the model's vocabulary (an llm.c shard states none) of 256"
+        check(r.returncode == 1 and want in r.stderr, f"{cmd[1] if cmd[0] == PY else cmd[0]}: an llm.c shard with token 256 and a 256-token model: exit "
+              f"{r.returncode}, {r.stderr.strip()[-200:]!r}")
 
     # ------------------------------------------------------------ early stopping
     best_dir = os.path.join(runs["run_a"][0], "best")

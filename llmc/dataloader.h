@@ -8,6 +8,14 @@
  * dl->fingerprint, a CRC-32 over every shard's (token count, vocab, payload CRC) in glob order,
  * identifies the data: a checkpoint records it, and ranks compare theirs.
  *
+ * llm.c's GPT-2 token shards (its dev/data/data_common.py: 256 int32 words, h[0] = 20240520, h[1] = 1,
+ * h[2] = token count, then the uint16 tokens; doc/formats.md) are read too, mixed with GTOK ones or
+ * not. They state no vocabulary and carry no CRC: their vocab is 0 here (tokens are checked at load
+ * against dl->token_limit, the model's vocabulary once dataloader_limit_tokens is called, else 65536),
+ * and in place of the payload CRC stands the CRC-32 of the token count and the first and last
+ * DL_LLMC_SAMPLE tokens, read at init and again at each load (a change elsewhere in such a shard goes
+ * unnoticed). llm.c's LLaMA-3 shards (uint32 tokens) are refused.
+ *
  * Batches: with B×T tokens per rank and `world` ranks, a global batch is a window of
  * B·T·world + 1 consecutive tokens of one shard; shard k has (N_k − 1) / (B·T·world) of them,
  * global batch b starting at token b·B·T·world. Rank r takes the B·T + 1 tokens starting at
@@ -40,6 +48,10 @@
 
 #define GTOK_MAGIC 0x4B4F5447u
 #define GTOK_VERSION 1
+#define LLMC_SHARD_MAGIC 20240520
+#define LLMC_SHARD_VERSION 1
+#define LLMC_LLAMA_SHARD_MAGIC 20240801
+#define DL_LLMC_SAMPLE 32768
 #define DL_MOCK_BATCHES 1000
 
 /* Position of the next batch: epoch, index into the epoch's shard order, index into the
@@ -54,13 +66,14 @@ typedef struct {
     int* inputs;        /* B*T, this rank's inputs of the current batch */
     int* targets;       /* B*T, inputs shifted by one */
     int vocab_size;     /* largest vocab size field over the shards (mock: the given V) */
+    int token_limit;    /* tokens of shards without a vocab field (llm.c's) must be below it */
     size_t num_tokens;  /* total over shards */
     /* the shards */
     int num_shards;
     char** shard_paths;        /* NULL for mock data */
     uint64_t* shard_tokens;    /* N_k */
-    int* shard_vocab;          /* vocab size field of each shard */
-    uint32_t* shard_crc;       /* payload CRC-32 of each shard (header word 2) */
+    int* shard_vocab;          /* vocab size field of each shard; 0: none (llm.c's format) */
+    uint32_t* shard_crc;       /* payload CRC-32 of each shard (header word 2); llm.c's format: the sample CRC */
     uint32_t fingerprint;      /* CRC-32 over the shards' (N_k, vocab, payload CRC) in glob order; 0 for mock data */
     size_t* shard_batches;     /* global batches in each shard */
     int mock;
@@ -97,6 +110,7 @@ static inline void dataloader_alloc_(DataLoader* dl, int B, int T, int rank, int
     dl->shard_seeds = (uint64_t*)calloc_check((size_t)num_shards, sizeof(uint64_t));
     dl->loaded_shard = -1;
     dl->order_shard_pos = -1;
+    dl->token_limit = 65536;
 }
 
 static inline size_t dataloader_shard_batches_(const DataLoader* dl, uint64_t ntok) {
@@ -111,9 +125,48 @@ static inline void dataloader_too_short_(const DataLoader* dl, int k, char* out,
              dataloader_window_(dl) + 1);
 }
 
-/* Reads and checks a shard's header: common fields, bytes per token 2, vocab in [1, 65536],
- * payload = 2·N bytes. Returns N; the vocab field goes to *vocab. */
-static inline uint64_t dataloader_shard_header_(FILE* f, const char* path, int* vocab, int32_t* h) {
+/* An llm.c shard after its header h: checks version and length; returns N, its sample CRC to *crc
+ * (the CRC-32 of N as 8 bytes and of its first and last DL_LLMC_SAMPLE tokens, all of them if fewer
+ * than twice that); leaves f at the payload. */
+static inline uint64_t dataloader_llmc_header_(FILE* f, const char* path, const int32_t* h, long long size, uint32_t* crc) {
+    if (h[1] != LLMC_SHARD_VERSION)
+        fatalf("%s: llm.c token shard version %d is not supported (this build reads version %d: GPT-2, uint16 tokens)", path, h[1],
+               LLMC_SHARD_VERSION);
+    if (h[2] < 0) fatalf("%s: llm.c token shard header says %d tokens", path, h[2]);
+    uint64_t n = (uint64_t)h[2];
+    if ((unsigned long long)(size - HEADER_BYTES) != 2 * n)
+        fatalf("%s: llm.c token shard is %s: header says %llu tokens (%llu bytes), file has %lld bytes after the header", path,
+               (unsigned long long)(size - HEADER_BYTES) < 2 * n ? "truncated" : "too long", (unsigned long long)n,
+               (unsigned long long)(2 * n), size - HEADER_BYTES);
+    uint64_t head = n < 2 * DL_LLMC_SAMPLE ? n : DL_LLMC_SAMPLE, tail = n - head < DL_LLMC_SAMPLE ? n - head : DL_LLMC_SAMPLE;
+    uint16_t* sample = (uint16_t*)malloc_check(2 * DL_LLMC_SAMPLE * sizeof(uint16_t));
+    fread_check(sample, sizeof(uint16_t), (size_t)head, f, path);
+    fseek_check(f, HEADER_BYTES + (long long)(2 * (n - tail)), SEEK_SET, path);
+    fread_check(sample + head, sizeof(uint16_t), (size_t)tail, f, path);
+    *crc = crc32_update(crc32_update(0, &n, sizeof(n)), sample, (size_t)(head + tail) * sizeof(uint16_t));
+    free(sample);
+    fseek_check(f, HEADER_BYTES, SEEK_SET, path);
+    return n;
+}
+
+/* Reads and checks a shard's header: GTOK (common fields, bytes per token 2, vocab in [1, 65536],
+ * payload = 2·N bytes; its payload CRC to *crc) or llm.c's (vocab 0, the sample CRC to *crc). Returns
+ * N and leaves f at the payload; the vocab field goes to *vocab. */
+static inline uint64_t dataloader_shard_header_(FILE* f, const char* path, int* vocab, int32_t* h, uint32_t* crc) {
+    long long size = file_size_check(f, path);
+    if (size >= HEADER_BYTES) {
+        fread_check(h, 4, HEADER_WORDS, f, path);
+        if (h[0] == LLMC_LLAMA_SHARD_MAGIC)
+            fatalf("%s: an llm.c LLaMA-3 token shard (uint32 tokens): this build reads GPT-2 shards (uint16 tokens)", path);
+        if (h[0] == LLMC_SHARD_MAGIC) {
+            *vocab = 0;
+            return dataloader_llmc_header_(f, path, h, size, crc);
+        }
+        if ((uint32_t)h[0] != GTOK_MAGIC)
+            fatalf("%s: not a token shard: magic 0x%08x, expected 0x%08x (GTOK) or %d (llm.c's)", path, (uint32_t)h[0], GTOK_MAGIC,
+                   LLMC_SHARD_MAGIC);
+        fseek_check(f, 0, SEEK_SET, path);
+    }
     header_read_check(f, path, "token shard", GTOK_MAGIC, GTOK_VERSION, h);
     uint64_t n = header_get_u64(h, 5);
     if (h[8] != 2) fatalf("%s: token shard has %d bytes per token, this build reads 2 (uint16)", path, h[8]);
@@ -122,6 +175,7 @@ static inline uint64_t dataloader_shard_header_(FILE* f, const char* path, int* 
         fatalf("%s: token shard header says %llu tokens but %llu payload bytes (expected %llu)", path,
                (unsigned long long)n, (unsigned long long)header_payload_bytes(h), (unsigned long long)(2 * n));
     *vocab = h[7];
+    *crc = (uint32_t)h[2];
     return n;
 }
 
@@ -171,9 +225,8 @@ static inline void dataloader_init(DataLoader* dl, const char* glob_pattern, int
         dl->shard_paths[k] = (char*)malloc_check(strlen(path) + 1);
         strcpy(dl->shard_paths[k], path);
         FILE* f = fopen_check(path, "rb");
-        dl->shard_tokens[k] = dataloader_shard_header_(f, path, &dl->shard_vocab[k], h);
+        dl->shard_tokens[k] = dataloader_shard_header_(f, path, &dl->shard_vocab[k], h, &dl->shard_crc[k]);
         fclose_check(f, path);
-        dl->shard_crc[k] = (uint32_t)h[2];
         uint32_t record[4] = {(uint32_t)dl->shard_tokens[k], (uint32_t)(dl->shard_tokens[k] >> 32), (uint32_t)dl->shard_vocab[k],
                               dl->shard_crc[k]};
         dl->fingerprint = crc32_update(dl->fingerprint, record, sizeof(record));
@@ -206,27 +259,39 @@ static inline void dataloader_init_mock(DataLoader* dl, int B, int T, int vocab_
 }
 
 /* Reads shard file k into dl->tokens, checking header (again: the file may have changed since
- * init), CRC and every token against the shard's vocab size field. */
+ * init), CRC and every token against the shard's vocab size field (llm.c's: against token_limit). */
 static inline void dataloader_load_shard_(DataLoader* dl, int k) {
     const char* path = dl->shard_paths[k];
     int32_t* h = (int32_t*)malloc_check(HEADER_BYTES);
     FILE* f = fopen_check(path, "rb");
     int vocab;
-    uint64_t n = dataloader_shard_header_(f, path, &vocab, h);
-    if (n != dl->shard_tokens[k] || vocab != dl->shard_vocab[k] || (uint32_t)h[2] != dl->shard_crc[k])
+    uint32_t stated;
+    uint64_t n = dataloader_shard_header_(f, path, &vocab, h, &stated);
+    if (n != dl->shard_tokens[k] || vocab != dl->shard_vocab[k] || stated != dl->shard_crc[k])
         fatalf("%s: token shard changed since it was opened (%llu tokens, vocab %d, CRC 0x%08x; was %llu, %d, 0x%08x)", path,
-               (unsigned long long)n, vocab, (uint32_t)h[2], (unsigned long long)dl->shard_tokens[k], dl->shard_vocab[k],
+               (unsigned long long)n, vocab, stated, (unsigned long long)dl->shard_tokens[k], dl->shard_vocab[k],
                dl->shard_crc[k]);
     uint32_t crc = 0;
-    payload_read(f, path, dl->tokens, (size_t)n * sizeof(uint16_t), &crc);
+    payload_read(f, path, dl->tokens, (size_t)n * sizeof(uint16_t), vocab ? &crc : NULL);
     fclose_check(f, path);
-    payload_crc_check(h, crc, path, "token shard");
+    if (vocab) payload_crc_check(h, crc, path, "token shard");
     free(h);
+    int limit = vocab ? vocab : dl->token_limit;
     for (uint64_t i = 0; i < n; i++)
-        if (dl->tokens[i] >= vocab)
-            fatalf("%s: token %u at position %llu is not below the shard's vocab size %d", path, dl->tokens[i],
-                   (unsigned long long)i, vocab);
+        if (dl->tokens[i] >= limit)
+            fatalf("%s: token %u at position %llu is not below %s %d", path, dl->tokens[i], (unsigned long long)i,
+                   vocab ? "the shard's vocab size" : "the model's vocabulary (an llm.c shard states none) of", limit);
     dl->loaded_shard = k;
+}
+
+/* Tokens must fit a model of vocab_size: a shard whose vocab field is above it is an error now
+ * (naming it); the tokens of llm.c shards, which have none, are checked at load. */
+static inline void dataloader_limit_tokens(DataLoader* dl, int vocab_size) {
+    for (int k = 0; k < dl->num_shards; k++)
+        if (dl->shard_vocab[k] > vocab_size)
+            fatalf("%s: token shard has vocab size %d (its header), above the model's vocabulary of %d",
+                   dl->shard_paths ? dl->shard_paths[k] : "mock data", dl->shard_vocab[k], vocab_size);
+    dl->token_limit = vocab_size;
 }
 
 /* Makes sure the shard at pos.shard is loaded and its batch order built. */

@@ -37,7 +37,7 @@ typedef enum { FLAG_STR, FLAG_INT, FLAG_FLOAT, FLAG_BOOL, FLAG_SCHED } FlagType;
 
 /* X(field, short, long, type, default, min, max, help); short is NULL where there is none */
 #define TRAIN_FLAGS(X)                                                                                                               \
-    X(train_data, "-i", "--train-data", FLAG_STR, "", 0, 0, "training token shards: glob of GTOK files (quote it)")                  \
+    X(train_data, "-i", "--train-data", FLAG_STR, "", 0, 0, "training token shards: glob of GTOK or llm.c .bin files (quote it)")                  \
     X(val_data, "-j", "--val-data", FLAG_STR, "", 0, 0, "validation token shards: glob (none: no validation)")                       \
     X(init, "-e", "--init", FLAG_STR, "", 0, 0,                                                                                      \
       "initial model: model file or preset d6|d12|d24|d36|d48 (none: from scratch, --n-layer ...)")                                  \

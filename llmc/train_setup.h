@@ -146,14 +146,6 @@ static inline void train_check_file_config(const TrainArgs* args, const GPTConfi
                args->max_seq_len);
 }
 
-/* fatalf naming the first shard whose vocab size field is above the model's vocabulary */
-static inline void train_check_data_vocab_(const DataLoader* dl, int vocab_size) {
-    for (int k = 0; k < dl->num_shards; k++)
-        if (dl->shard_vocab[k] > vocab_size)
-            fatalf("%s: token shard has vocab size %d (its header), above the model's vocabulary of %d", dl->shard_paths[k],
-                   dl->shard_vocab[k], vocab_size);
-}
-
 /* The training and validation loaders of `rank` of `world` (the CPU trainer: 0 of 1), B x T tokens a
  * micro-batch: a training window is one optimizer step of `accum` micro-steps of every rank (rank r's
  * micro-step j reads slot j x world + r), a validation window one micro-batch of every rank. With
@@ -170,12 +162,12 @@ static inline int train_open_data(const TrainArgs* args, int B, int T, int vocab
     }
     if (!args->train_data[0]) fatalf("no training data: give --train-data GLOB (or --mock-data)");
     dataloader_init(train, args->train_data, B, T, rank, world * accum, args->shuffle, args->seed);
-    train_check_data_vocab_(train, vocab_size);
+    dataloader_limit_tokens(train, vocab_size);
     if (args->val_data[0] && args->val_every <= 0 && rank == 0)
         printf("validation: --val-every 0: --val-data %s is not read (no evaluation)\n", args->val_data);
     if (!args->val_data[0] || args->val_every <= 0) return 0; /* -v 0: no evaluation, the validation data is not read */
     dataloader_init(val, args->val_data, B, T, rank, world, 0, args->seed);
-    train_check_data_vocab_(val, vocab_size);
+    dataloader_limit_tokens(val, vocab_size);
     return 1;
 }
 

@@ -23,6 +23,12 @@ data = bytearray(open(sys.argv[1], "rb").read()[:1024 + 100])
 struct.pack_into("<IIII", data, 12, 100, 0, 50, 0x80000000)
 open(sys.argv[2], "wb").write(b"\x02" + bytes(data))
 PY
+# llm.c's format: 256 int32 (20240520, 1, count), uint16 tokens
+"$PYTHON" - "$out/shard/llmc_shard" <<'PY'
+import struct, sys
+tokens = [(7 * i) % 50257 for i in range(100)]
+open(sys.argv[1], "wb").write(b"\x00" + struct.pack("<256i", 20240520, 1, len(tokens), *([0] * 253)) + struct.pack(f"<{len(tokens)}H", *tokens))
+PY
 ./train_gpt_cpu --n-layer 1 --n-head 2 --n-embd 8 --vocab-size 128 -t 4 -b 2 -i "$tmp/shard.bin" -x 1 -s 0 -v 0 \
     -o "$tmp/ckpt" -n 1 >/dev/null
 prefix "$tmp/ckpt/model_00000001.bin" "$out/model/tiny_model"
