@@ -437,7 +437,7 @@ int main(int argc, char** argv) {
     char lr_line[256]; /* --lr-scale: with the tokens per step, relative to the batch --lr was tuned for */
     Schedule sched = train_schedule(&args, train_scaled_lr(&args, total_batch, B, T, lr_line, sizeof(lr_line)), max_steps);
     OptimizerConfig oc = {args.beta1, args.beta2, args.eps, args.weight_decay, args.grad_clip};
-    TrainState run = train_run_state(&args, model.num_params, &sched, T, total_batch, &train, have_val);
+    TrainState run = train_run_state(&args, model.num_params, &sched, T, total_batch, &train, have_val, &val, val_batches, 4);
     if (args.output_dir[0]) train_lock_output_dir(args.output_dir, NULL, 0);
 
     SampleSetup samples;
@@ -446,7 +446,7 @@ int main(int argc, char** argv) {
     Rng rng;
     train_rng_init(&rng, &args);
     char why[4600] = "";
-    int start_step = 0, last = train_resume_find(&args, why, sizeof(why)), saved_val_every = -1;
+    int start_step = 0, last = train_resume_find(&args, why, sizeof(why)), saved_val_every = -1, same_validation = 1;
     if (last == -2) fatalf("%s", why);
     if (args.resume) {
         if (last < 0) {
@@ -464,11 +464,10 @@ int main(int argc, char** argv) {
             model.adam_v = (float*)malloc_check(model.num_params * sizeof(float));
             int saved_world;
             TrainState st = train_resume_read_state(args.output_dir, last, &run, 0, model.num_params, model.adam_m, model.adam_v, &saved_world);
-            start_step = train_resume_restore(&st, &health, &health_config, &rng, &train, max_steps);
+            start_step = train_resume_restore(state_path, &st, &health, &health_config, &rng, &train, max_steps);
             saved_val_every = st.val_every;
-            printf("resume: step %d from %s", start_step, args.output_dir);
-            if (saved_world != 1) printf(" (optimizer state of %d ranks)", saved_world);
-            printf("\n");
+            same_validation = train_same_validation(&st, &run);
+            train_resume_say(&args, start_step, saved_world, 1);
         }
     }
 
@@ -479,7 +478,8 @@ int main(int argc, char** argv) {
     if (args.early_stop > 0 && args.output_dir[0]) {
         early_stop_dir(best_dir, sizeof(best_dir), args.output_dir);
         make_dir_check(best_dir);
-        if (start_step > 0) early_stop_resume(&early, best_dir, start_step, max_steps, args.val_every, saved_val_every, stdout);
+        if (start_step > 0) early_stop_resume(&early, best_dir, start_step, max_steps, args.val_every, saved_val_every, same_validation,
+                                               stdout);
     }
 
     /* the run header (llmc/progress.h), on stdout and as the first record of this run in metrics.jsonl */

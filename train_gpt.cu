@@ -267,24 +267,37 @@ static const char* mem_text(char out[32], size_t bytes) {
     return out;
 }
 
+/* What the memory plan cannot count on a real GPU, kept free by the memory check: the CUDA libraries' own
+ * device memory (cuBLASLt's kernels, NCCL's buffers, loaded or allocated later) and cudaMalloc's rounding
+ * of each allocation. An estimate, so that a run near the limit gets the check's message rather than
+ * CUDA's out-of-memory error. The simulator allocates exactly what is asked: none there. */
+#if defined(CUDASIM)
+#define GPU_MEMORY_RESERVE ((size_t)0)
+#else
+#define GPU_MEMORY_RESERVE ((size_t)512 << 20)
+#endif
+
 /* Stops with the bytes needed when the model and a batch of B x T tokens do not fit in the device's free
- * memory, and what would help: a smaller batch or recompute, or, when the model's own state (weights,
- * gradients, optimizer) is already too much, ZeRO-1 over more GPUs (or no fp32 master copy). */
+ * memory (less GPU_MEMORY_RESERVE), and what would help: a smaller batch or recompute, or, when the
+ * model's own state (weights, gradients, optimizer) is already too much, ZeRO-1 over more GPUs (or no fp32
+ * master copy). */
 static void gpt_check_memory(const GPTConfig* c, int B, int T, int recompute, int master_weights, size_t opt_elems, size_t comm_bytes) {
     MemoryPlan plan = gpt_memory_plan(c, B, T, recompute, master_weights, opt_elems, comm_bytes);
-    size_t state = plan.params + plan.grads + plan.optimizer, need = state + plan.activations + plan.scratch, free_bytes, total_bytes;
+    size_t state = plan.params + plan.grads + plan.optimizer, free_bytes, total_bytes;
+    size_t need = state + plan.activations + plan.scratch + GPU_MEMORY_RESERVE;
     cudaCheck(cudaMemGetInfo(&free_bytes, &total_bytes));
     if (need <= free_bytes) return;
-    char t[10][32], advice[256];
-    if (state >= free_bytes)
+    char t[11][32], advice[256], reserve[64] = "";
+    if (GPU_MEMORY_RESERVE > 0) snprintf(reserve, sizeof(reserve), ", kept free for the CUDA libraries %s", mem_text(t[10], GPU_MEMORY_RESERVE));
+    if (state + GPU_MEMORY_RESERVE >= free_bytes)
         snprintf(advice, sizeof(advice), "the weights, gradients and optimizer state alone need %s: shard the optimizer state over "
                  "more GPUs with -z 1%s", mem_text(t[8], state), master_weights ? ", or drop the fp32 master copy with -w 0" : "");
     else snprintf(advice, sizeof(advice), "try a smaller -b, or -r 2");
     fatalf("batch %d x %d does not fit in device memory: needs %s (parameters %s, gradients %s, optimizer %s, activations %s, "
-           "scratch %s), %s more than the %s free of the device's %s (%s)",
+           "scratch %s%s), %s more than the %s free of the device's %s (%s)",
            B, T, mem_text(t[0], need), mem_text(t[1], plan.params), mem_text(t[2], plan.grads), mem_text(t[3], plan.optimizer),
-           mem_text(t[4], plan.activations), mem_text(t[5], plan.scratch), mem_text(t[6], need - free_bytes), mem_text(t[7], free_bytes),
-           mem_text(t[9], total_bytes), advice);
+           mem_text(t[4], plan.activations), mem_text(t[5], plan.scratch), reserve, mem_text(t[6], need - free_bytes),
+           mem_text(t[7], free_bytes), mem_text(t[9], total_bytes), advice);
 }
 
 /* Allocates the model for batches of up to B x T tokens, after checking that it fits in the device's
@@ -752,7 +765,7 @@ static double device_bf16_peak(const char* name) {
     static const struct {
         const char* name_part;
         double tflops;
-    } table[] = {{"H200", 989.0}, {"H100 PCIe", 756.0}, {"H100 NVL", 835.0}, {"H100", 989.0}, {"GH200", 989.0},
+    } table[] = {{"H200 NVL", 835.0}, {"H200", 989.0}, {"H100 PCIe", 756.0}, {"H100 NVL", 835.0}, {"H100", 989.0}, {"GH200", 989.0},
                  {"A100", 312.0}, {"A10G", 70.0},       {"L40S", 362.0},     {"L4", 121.0},   {"cudasim H100", 989.0}};
     for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
         if (strstr(name, table[i].name_part)) return table[i].tflops * 1e12;
@@ -913,15 +926,17 @@ int main(int argc, char** argv) {
     preempt_install();
     /* one process per GPU (llmc/process_group.h); ranks above 0 print nothing on stdout */
     ProcessGroup pg;
-    process_group_init(&pg, &argc, &argv, args.dist_init, args.dist_file, args.dist_timeout);
-    int rank = pg.rank, world = pg.world;
-    if (rank > 0 && !freopen("/dev/null", "w", stdout)) fatalf("rank %d: cannot silence stdout: %s", rank, strerror(errno));
+    process_group_find(&pg, args.dist_init, args.dist_file, args.dist_timeout);
     int device_count = cuda_device_count("train_gpt_cpu");
-    /* GPU = local rank; a process that sees one GPU (srun --gpus-per-task, the simulator) uses that one */
+    /* GPU = local rank; a process that sees one GPU (srun --gpus-per-task, the simulator) uses that one; chosen
+     * before MPI starts (a CUDA-aware MPI would otherwise make its context on GPU 0 in every rank) */
     int device = device_count == 1 ? 0 : pg.local_rank;
     if (device >= device_count)
-        fatalf("rank %d: local rank %d but this node shows %d GPU(s): start at most one process per GPU", rank, device, device_count);
+        fatalf("rank %d: local rank %d but this node shows %d GPU(s): start at most one process per GPU", pg.rank, device, device_count);
     cudaCheck(cudaSetDevice(device));
+    process_group_start_mpi(&pg, &argc, &argv);
+    int rank = pg.rank, world = pg.world;
+    if (rank > 0 && !freopen("/dev/null", "w", stdout)) fatalf("rank %d: cannot silence stdout: %s", rank, strerror(errno));
     cudaDeviceProp prop;
     cudaCheck(cudaGetDeviceProperties(&prop, device));
 
@@ -991,7 +1006,8 @@ int main(int argc, char** argv) {
     char lr_line[256]; /* --lr-scale: with the global batch, relative to the batch --lr was tuned for */
     Schedule sched = train_schedule(&args, train_scaled_lr(&args, total_batch, B, T, lr_line, sizeof(lr_line)), max_steps);
     OptimizerConfig oc = {args.beta1, args.beta2, args.eps, args.weight_decay, args.grad_clip};
-    TrainState run = train_run_state(&args, model.num_params, &sched, T, total_batch, &train, have_val);
+    TrainState run = train_run_state(&args, model.num_params, &sched, T, total_batch, &train, have_val, &val, val_batches,
+                                     (int)sizeof(floatX));
     if (args.output_dir[0]) { /* rank 0 holds the directory's lock; the others must see it */
         char token[512] = "", why[4600] = "";
         if (rank == 0) train_lock_output_dir(args.output_dir, token, sizeof(token));
@@ -1008,7 +1024,7 @@ int main(int argc, char** argv) {
      * picks the step; every rank checks the model config from the model file's header; rank 0 reads the
      * weights and broadcasts them; each rank reads the slices of the saved optimizer shards that overlap
      * its own range (llmc/zero.h) */
-    int start_step = 0, last = -1, saved_val_every = -1;
+    int start_step = 0, last = -1, saved_val_every = -1, same_validation = 1;
     {
         char why[4600] = "";
         if (rank == 0) last = train_resume_find(&args, why, sizeof(why));
@@ -1038,11 +1054,10 @@ int main(int argc, char** argv) {
             cudaCheck(cudaMemcpy(model.adam_v, vv, model.opt.count * sizeof(float), cudaMemcpyHostToDevice));
             free(mm);
             free(vv);
-            start_step = train_resume_restore(&st, &health, &health_config, &rng, &train, max_steps);
+            start_step = train_resume_restore(state_path, &st, &health, &health_config, &rng, &train, max_steps);
             saved_val_every = st.val_every;
-            printf("resume: step %d from %s", start_step, args.output_dir);
-            if (saved_world != world) printf(" (optimizer state re-sharded from %d to %d ranks)", saved_world, world);
-            printf("\n");
+            same_validation = train_same_validation(&st, &run);
+            train_resume_say(&args, start_step, saved_world, world);
         }
     }
     gpt_set_weights(&model, init, start_step - health.skipped); /* the bf16 rounding of the last update applied */
@@ -1057,7 +1072,8 @@ int main(int argc, char** argv) {
         early_stop_dir(best_dir, sizeof(best_dir), args.output_dir);
         if (rank == 0) make_dir_check(best_dir);
         dist_mean(&dist, 0.0f, model.stream); /* barrier: the directory exists */
-        if (start_step > 0) early_stop_resume(&early, best_dir, start_step, max_steps, args.val_every, saved_val_every, stdout);
+        if (start_step > 0) early_stop_resume(&early, best_dir, start_step, max_steps, args.val_every, saved_val_every, same_validation,
+                                               stdout);
     }
 
     /* the run header (llmc/progress.h), on stdout and as the first record of this run in metrics.jsonl (rank 0 logs) */

@@ -599,6 +599,38 @@ static void test_dataloader_errors(void) {
                    "swap_1.bin: token shard changed since it was opened");
 }
 
+/* a position saved with windows of 48 tokens, restored on a loader of 64-token windows (shards of
+ * make_shards: token j of shard k is k·10000 + j, so a token names its place) */
+static void test_dataloader_rewindow(void) {
+    char pattern[512];
+    shards_glob(pattern, sizeof(pattern));
+    for (int shuffle = 0; shuffle < 2; shuffle++) {
+        DataLoader a, b;
+        dataloader_init(&a, pattern, 3, 16, 0, 1, shuffle, 9);
+        for (int i = 0; i < 5; i++) dataloader_next(&a);
+        DataLoaderState st;
+        dataloader_get_state(&a, &st);
+        int shard = (int)a.shard_order[st.shard], saved_batches = (shard_tokens_[shard] - 1) / 48;
+        dataloader_init(&b, pattern, 4, 16, 0, 1, shuffle, 9);
+        uint64_t skipped = dataloader_set_state_window(&b, &st, 48);
+        dataloader_next(&b);
+        if (!shuffle) {
+            /* 5 x 48 = 240 tokens of shard 0 read: the next 64-token window starts at 256 */
+            check(shard == 0 && b.inputs[0] == 256 && b.targets[63] == 320 && skipped == 16,
+                  "dataloader: an unshuffled position of 5 windows of 48 tokens, restored with windows of 64: reading goes on at "
+                  "token %d of shard 0 (want 256), %llu tokens skipped (want 16)", b.inputs[0], (unsigned long long)skipped);
+        } else {
+            int next = (int)b.shard_order[st.shard + 1];
+            check(b.inputs[0] / 10000 == next && next != shard && skipped == (uint64_t)(saved_batches - 5) * 48,
+                  "dataloader: a shuffled position (5 windows of 48 tokens in shard %d) restored with windows of 64: reading goes on "
+                  "in the epoch's next shard (%d, read %d), %llu tokens of shard %d not read (want %d)", shard, next, b.inputs[0] / 10000,
+                  (unsigned long long)skipped, shard, (saved_batches - 5) * 48);
+        }
+        dataloader_free(&a);
+        dataloader_free(&b);
+    }
+}
+
 /* llm.c's shards hold the same tokens as GTOK ones: the same batches, in any mix of the formats */
 static void test_dataloader_llmc(void) {
     static const int sizes[3] = {70001, 700, 1500}; /* the first: beyond the two 32768-token samples */
@@ -905,6 +937,9 @@ static TrainState sample_state(int has_master) {
     st.master_weights = 0;
     st.has_model_crc = 1;
     st.model_crc = 0xDEADBEEFu;
+    st.precision = 2;
+    st.val_tokens = 0x100000003ull;
+    st.val_crc = 0xCAFEF00Du;
     return st;
 }
 
@@ -949,7 +984,8 @@ static void test_state_file(void) {
         ok &= size == 1024 + (long long)n * 4 * (2 + has_master) && w[0] == 0x53545047u && w[1] == 2 && w[5] == 123 && w[6] == 1 &&
               w[7] == 3 && w[47] == (uint32_t)has_master && w[179] == 1024 && w[180] == 524288 && w[181] == 0 && w[182] == 1 &&
               w[183] == 0 && w[184] == 0x87654321u && w[185] == 9 && w[186] == 103 && w[189] == 251 && w[190] == 1 &&
-              w[191] == 0xDEADBEEFu && w[192] == 1 && w[255] == crc32_update(0, w, 255 * 4);
+              w[191] == 0xDEADBEEFu && w[192] == 1 && w[193] == 2 && w[194] == 3 && w[195] == 1 && w[196] == 0xCAFEF00Du &&
+              w[255] == crc32_update(0, w, 255 * 4);
         check(ok, "state file has_master=%d: round trip of every field and %zu-float arrays is exact, %lld bytes", has_master,
               n, size);
         free(m2);
@@ -963,12 +999,22 @@ static void test_state_file(void) {
         now.data_tokens++;
         now.val_every = 100;
         now.master_weights = 1;
+        now.precision = 4;
+        now.val_tokens++;
+        now.val_crc++;
+        TrainState unrecorded = st, no_eval = now;
+        unrecorded.precision = 0;
+        unrecorded.val_tokens = 0;
+        no_eval.val_tokens = 0;
         FILE* devnull = fopen_check("/dev/null", "w");
         int same = state_compare(path, &st, &st, devnull), diffs = state_compare(path, &st, &now, devnull);
+        int older = state_compare(path, &unrecorded, &now, devnull), without = state_compare(path, &st, &no_eval, devnull);
         fclose_check(devnull, "/dev/null");
-        check(same == 0 && diffs == 7,
+        check(same == 0 && diffs == 10 && older == 7 && without == 8,
               "state_compare: identical runs 0 differences, changed lr, world, T, tokens per step, data, --val-every, "
-              "--master-weights -> %d", diffs);
+              "--master-weights, precision, tokens an evaluation, validation data -> %d (want 10); not recorded (an older "
+              "file): precision and validation not compared -> %d (want 7); this run without evaluations -> %d (want 8)", diffs,
+              older, without);
         free(arrays);
     }
     tmp_path(bad, sizeof(bad), "state_cut.bin");
@@ -980,7 +1026,7 @@ static void test_state_file(void) {
     struct { int word; int32_t value; const char* needle; } patches[] = {
         {6, 3, "rank 3 is not in [0, world=3)"}, {12, 4000, "outside the 5000 parameters"}, {36, 9, "schedule kind 9"},
         {47, 2, "master-weights flag is 2"}, {44, 0x7FC00000, "not a finite float"}, {5, -1, "step -1"},
-        {179, 0, "seq_len 0"}, {182, 2, "shuffle 2"}};
+        {179, 0, "seq_len 0"}, {182, 2, "shuffle 2"}, {193, 3, "precision word is 3, not 0, 2 or 4"}};
     for (size_t i = 0; i < sizeof(patches) / sizeof(patches[0]); i++) {
         copy_file(path, bad, 0, -1);
         patch_state_word(bad, patches[i].word, patches[i].value);
@@ -1326,6 +1372,7 @@ int main(void) {
     test_dataloader_mock();
     test_dataloader_errors();
     test_dataloader_llmc();
+    test_dataloader_rewindow();
     test_dataloader_llmc_errors();
     test_dataloader_short_and_fingerprint();
     test_model_file();

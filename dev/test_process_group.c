@@ -212,7 +212,7 @@ static void test_resharding(const char* tmp) {
 
 /* ---------------------------------------------------------------------------- process group */
 
-/* a forked rank: environment set, process_group_init + share_id; exits 0 if it got the expected id */
+/* a forked rank: environment set, process_group_find + start_mpi + share_id; exits 0 if it got the expected id */
 static pid_t spawn_rank(int rank, int world, const char* method, const char* file, int port, double timeout, const char* err_path) {
     fflush(stdout);
     pid_t pid = fork();
@@ -231,7 +231,8 @@ static pid_t spawn_rank(int rank, int world, const char* method, const char* fil
         setenv("MASTER_PORT", text, 1);
     }
     ProcessGroup pg;
-    process_group_init(&pg, NULL, NULL, method, file, timeout);
+    process_group_find(&pg, method, file, timeout);
+    process_group_start_mpi(&pg, NULL, NULL);
     unsigned char id[PG_ID_BYTES];
     if (rank == 0)
         for (int i = 0; i < PG_ID_BYTES; i++) id[i] = (unsigned char)(i * 7 + 3);
@@ -282,7 +283,7 @@ static void test_rendezvous_timeout(const char* tmp, const char* method, const c
           WIFEXITED(status) ? WEXITSTATUS(status) : -1, secs, msg);
 }
 
-/* process_group_init (--dist-init auto) in a child under env ("NAME=VALUE", NULL-terminated) and nothing
+/* process_group_find + start_mpi (--dist-init auto) in a child under env ("NAME=VALUE", NULL-terminated) and nothing
  * else of the launchers'; true if it found rank of world, the local rank, the launcher and the method */
 static int discovers(const char* const* env, int rank, int world, int local, const char* launcher, const char* method) {
     fflush(stdout);
@@ -292,7 +293,8 @@ static int discovers(const char* const* env, int rank, int world, int local, con
         clear_launcher_env();
         for (int i = 0; env[i]; i++) putenv((char*)env[i]);
         ProcessGroup pg;
-        process_group_init(&pg, NULL, NULL, "auto", "", 5.0);
+        process_group_find(&pg, "auto", "", 5.0);
+        process_group_start_mpi(&pg, NULL, NULL);
         _exit(pg.rank == rank && pg.world == world && pg.local_rank == local && strcmp(pg.launcher, launcher) == 0 &&
                       strcmp(pg.method, method) == 0
                   ? 0
@@ -325,7 +327,8 @@ static void test_discovery(const char* tmp) {
         setenv("RANK", "4", 1);
         setenv("WORLD_SIZE", "4", 1);
         ProcessGroup pg;
-        process_group_init(&pg, NULL, NULL, "auto", "", 5.0);
+        process_group_find(&pg, "auto", "", 5.0);
+        process_group_start_mpi(&pg, NULL, NULL);
         _exit(0);
     }
     int status;
@@ -389,7 +392,8 @@ static void test_watchdog(void) {
             if (!freopen("/dev/null", "w", stderr)) _exit(99);
             clear_launcher_env();
             ProcessGroup pg;
-            process_group_init(&pg, NULL, NULL, "auto", "", mode == 5 ? 0.3 : 1.0);
+            process_group_find(&pg, "auto", "", mode == 5 ? 0.3 : 1.0);
+            process_group_start_mpi(&pg, NULL, NULL);
             process_group_watchdog_start(&pg, "the test");
             if (mode >= 3) { /* held: 2.5 s, then (mode 4) a heartbeat and no more; (mode 5) 6 s, past 10 x 0.3 s */
                 process_group_watchdog_hold(&pg);

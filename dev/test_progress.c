@@ -148,7 +148,7 @@ static void test_early_stop_resume(void) {
                 EarlyStop r;
                 early_stop_init(&r, 3);
                 FILE* sink = fopen_check("/dev/null", "w");
-                int restored = rc == 0 && early_stop_resume(&r, dir, start, max_steps, every, saved_periods[k], sink);
+                int restored = rc == 0 && early_stop_resume(&r, dir, start, max_steps, every, saved_periods[k], 1, sink);
                 fclose_check(sink, "/dev/null");
                 remove(done);
                 cases++;
@@ -160,7 +160,22 @@ static void test_early_stop_resume(void) {
     EarlyStop r;
     early_stop_init(&r, 3);
     FILE* sink = fopen_check("/dev/null", "w");
-    int without_checkpoint = early_stop_resume(&r, dir, 40, max_steps, 5, -1, sink); /* best.txt names a step with no marker */
+    int without_checkpoint = early_stop_resume(&r, dir, 40, max_steps, 5, -1, 1, sink); /* best.txt names a step with no marker */
+    /* a complete best of step 7: restored when the saved run's evaluations are comparable with this run's, not otherwise */
+    EarlyStop seven, same, other;
+    early_stop_init(&seven, 3);
+    early_stop_init(&same, 3);
+    early_stop_init(&other, 3);
+    seven.best_step = 7;
+    seven.best_loss = 2.0f;
+    char model[4200], state[4200], done[4200], err[4600];
+    checkpoint_paths(model, state, done, sizeof(model), dir, 7, 0);
+    FILE* marker = fopen_check(done, "wb");
+    fclose_check(marker, done);
+    int written = early_stop_try_write(&seven, dir, err, sizeof(err)) == 0;
+    int restored_same = early_stop_resume(&same, dir, 10, max_steps, 5, 5, 1, sink);
+    int restored_other = early_stop_resume(&other, dir, 10, max_steps, 5, 5, 0, sink);
+    remove(done);
     fclose_check(sink, "/dev/null");
     remove(path);
     rmdir(dir);
@@ -169,6 +184,9 @@ static void test_early_stop_resume(void) {
              cases, mismatches);
     check(mismatches == 0, what);
     check(without_checkpoint == 0 && r.best_step == -1, "early_stop_resume ignores best.txt when its checkpoint is not complete");
+    snprintf(what, sizeof(what), "early_stop_resume: a best measured on the same validation is restored (step %d), one on other "
+             "validation data or tokens is not (step %d: this run's first evaluation becomes the best)", same.best_step, other.best_step);
+    check(written && restored_same && same.best_step == 7 && same.best_loss == 2.0f && !restored_other && other.best_step == -1, what);
 }
 
 static void test_profile_print(void) {

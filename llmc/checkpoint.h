@@ -409,6 +409,9 @@ typedef struct {
     int seed;          /* --seed of the run (init, data order, sampling); −1: not recorded (an older file); a resume must keep it */
     int val_every;     /* --val-every (its evaluations are what --early-stop counts); −1: not recorded (an older file) */
     int master_weights; /* --master-weights of the run (1: fp32 weights, as the fp32 builds' are); −1: not recorded */
+    int precision;     /* bytes of a weight in the trainer's forward: 4 (the CPU trainer, fp32 builds) or 2 (bf16); 0: not recorded */
+    uint64_t val_tokens; /* tokens an evaluation averages over (validation batches x B x T x ranks); 0: no evaluation, or not recorded */
+    uint32_t val_crc;  /* the validation loader's fingerprint; 0: mock data, no evaluation, or not recorded */
     int has_model_crc; /* model_crc is recorded: every rank's file of a checkpoint (0 in older files) */
     uint32_t model_crc; /* model_header_crc of the checkpoint's model file: a model file of another step, or a state
                          * file of another run or step, is not taken */
@@ -471,6 +474,9 @@ static inline void state_header_fill_(int32_t* h, const TrainState* st) {
     h[GPTS_DATA_WORD + 11] = st->has_model_crc;
     h[GPTS_DATA_WORD + 12] = st->has_model_crc ? (int32_t)st->model_crc : 0;
     h[GPTS_DATA_WORD + 13] = (int32_t)((uint32_t)st->master_weights + 1u);
+    h[GPTS_DATA_WORD + 14] = st->precision;
+    header_set_u64(h, GPTS_DATA_WORD + 15, st->val_tokens);
+    h[GPTS_DATA_WORD + 17] = (int32_t)st->val_crc;
 }
 
 /* Writes m, v (and master if st->has_master; it must then be non-NULL), shard_count floats each. */
@@ -569,6 +575,11 @@ static inline FILE* state_file_open(const char* path, TrainState* st, int32_t* h
     st->has_model_crc = h[GPTS_DATA_WORD + 11];
     st->model_crc = (uint32_t)h[GPTS_DATA_WORD + 12];
     st->master_weights = (int)((uint32_t)h[GPTS_DATA_WORD + 13] - 1u);
+    st->precision = h[GPTS_DATA_WORD + 14];
+    st->val_tokens = header_get_u64(h, GPTS_DATA_WORD + 15);
+    st->val_crc = (uint32_t)h[GPTS_DATA_WORD + 17];
+    if (st->precision != 0 && st->precision != 2 && st->precision != 4)
+        fatalf("%s: training state precision word is %d, not 0, 2 or 4", path, st->precision);
     if (st->has_model_crc != 0 && st->has_model_crc != 1)
         fatalf("%s: training state model-file flag is %d, not 0 or 1", path, st->has_model_crc);
     if (st->seq_len < 1 || st->step_tokens < (uint64_t)st->seq_len || (st->shuffle != 0 && st->shuffle != 1) ||
@@ -634,46 +645,59 @@ static inline void state_file_read_range(FILE* f, const char* path, const TrainS
     }
 }
 
-/* Compares the run-defining fields of a saved state with the current run's; prints one line
- * per difference to `report` (prefixed by path) and returns how many differ. The trainer
- * decides whether a difference is fatal. Floats are compared exactly (both went through float). */
+/* Compares the run-defining fields of a saved state with the current run's; prints one line per
+ * difference to `report` ("<path>: <setting> was X, now Y", the setting as its flag where it has one)
+ * and returns how many differ. The trainer decides whether a difference is fatal. Floats are
+ * compared exactly (both went through float). */
 static inline int state_compare(const char* path, const TrainState* saved, const TrainState* now, FILE* report) {
     int diffs = 0;
-#define STATE_CMP_INT_(field)                                                                                        \
-    if ((long long)saved->field != (long long)now->field) {                                                          \
-        fprintf(report, "%s: " #field " was %lld, now %lld\n", path, (long long)saved->field, (long long)now->field); \
-        diffs++;                                                                                                     \
+#define STATE_CMP_INT_(field, label)                                                                                \
+    if ((long long)saved->field != (long long)now->field) {                                                         \
+        fprintf(report, "%s: %s was %lld, now %lld\n", path, label, (long long)saved->field, (long long)now->field); \
+        diffs++;                                                                                                    \
     }
-#define STATE_CMP_F32_(field)                                                                                     \
-    if (saved->field != now->field) {                                                                             \
-        fprintf(report, "%s: " #field " was %.9g, now %.9g\n", path, (double)saved->field, (double)now->field); \
-        diffs++;                                                                                                  \
+#define STATE_CMP_F32_(field, label)                                                                             \
+    if (saved->field != now->field) {                                                                            \
+        fprintf(report, "%s: %s was %.9g, now %.9g\n", path, label, (double)saved->field, (double)now->field); \
+        diffs++;                                                                                                 \
     }
-    STATE_CMP_INT_(world)
-    STATE_CMP_INT_(num_params)
-    STATE_CMP_INT_(shard_offset)
-    STATE_CMP_INT_(shard_count)
-    STATE_CMP_INT_(schedule.kind)
-    STATE_CMP_INT_(schedule.warmup)
-    STATE_CMP_INT_(schedule.total)
-    STATE_CMP_F32_(schedule.max_lr)
-    STATE_CMP_F32_(schedule.final_frac)
-    STATE_CMP_F32_(schedule.wsd_frac)
-    STATE_CMP_F32_(weight_decay)
-    STATE_CMP_F32_(beta1)
-    STATE_CMP_F32_(beta2)
-    STATE_CMP_F32_(eps)
-    STATE_CMP_F32_(grad_clip)
-    STATE_CMP_INT_(has_master)
-    STATE_CMP_INT_(seq_len)
-    STATE_CMP_INT_(step_tokens)
-    STATE_CMP_INT_(shuffle)
-    STATE_CMP_INT_(mock)
-    STATE_CMP_INT_(data_tokens)
-    STATE_CMP_INT_(data_shards)
-    if (saved->data_crc != 0) STATE_CMP_INT_(data_crc) /* 0: mock data, or a checkpoint older than the field */
-    if (saved->val_every >= 0) STATE_CMP_INT_(val_every)
-    if (saved->master_weights >= 0) STATE_CMP_INT_(master_weights)
+    STATE_CMP_INT_(world, "ranks")
+    STATE_CMP_INT_(num_params, "model parameters")
+    STATE_CMP_INT_(shard_offset, "optimizer shard offset")
+    STATE_CMP_INT_(shard_count, "optimizer shard size")
+    if (saved->schedule.kind != now->schedule.kind) {
+        fprintf(report, "%s: --lr-schedule was %s, now %s\n", path, schedule_name(saved->schedule.kind), schedule_name(now->schedule.kind));
+        diffs++;
+    }
+    STATE_CMP_INT_(schedule.warmup, "--warmup")
+    STATE_CMP_INT_(schedule.total, "the schedule's steps (--max-steps)")
+    STATE_CMP_F32_(schedule.max_lr, "--lr (after --lr-scale)")
+    STATE_CMP_F32_(schedule.final_frac, "--final-lr-frac")
+    STATE_CMP_F32_(schedule.wsd_frac, "--wsd-frac")
+    STATE_CMP_F32_(weight_decay, "--weight-decay")
+    STATE_CMP_F32_(beta1, "--beta1")
+    STATE_CMP_F32_(beta2, "--beta2")
+    STATE_CMP_F32_(eps, "--eps")
+    STATE_CMP_F32_(grad_clip, "--grad-clip")
+    STATE_CMP_INT_(has_master, "fp32 master weights in the state")
+    STATE_CMP_INT_(seq_len, "--seq-len")
+    STATE_CMP_INT_(step_tokens, "tokens per step (--total-batch)")
+    STATE_CMP_INT_(shuffle, "--shuffle")
+    STATE_CMP_INT_(mock, "--mock-data")
+    STATE_CMP_INT_(data_tokens, "training data tokens")
+    STATE_CMP_INT_(data_shards, "training data shards")
+    if (saved->data_crc != 0) /* 0: mock data, or a checkpoint older than the field */
+        STATE_CMP_INT_(data_crc, "training data fingerprint (the shards' contents and order)")
+    if (saved->val_every >= 0) STATE_CMP_INT_(val_every, "--val-every")
+    if (saved->master_weights >= 0) STATE_CMP_INT_(master_weights, "--master-weights")
+    if (saved->precision != 0 && saved->precision != now->precision) {
+        fprintf(report, "%s: precision was %s, now %s\n", path, saved->precision == 2 ? "bf16" : "fp32", now->precision == 2 ? "bf16" : "fp32");
+        diffs++;
+    }
+    if (saved->val_tokens != 0 && now->val_tokens != 0) { /* both evaluate: are their losses comparable? */
+        STATE_CMP_INT_(val_tokens, "tokens an evaluation averages (--val-batches x B x T x ranks)")
+        if (saved->val_crc != 0) STATE_CMP_INT_(val_crc, "validation data fingerprint (--val-data)")
+    }
 #undef STATE_CMP_INT_
 #undef STATE_CMP_F32_
     return diffs;

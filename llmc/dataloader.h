@@ -372,6 +372,40 @@ static inline void dataloader_set_state(DataLoader* dl, const DataLoaderState* s
                dl->shard_paths ? dl->shard_paths[k] : data, (unsigned long long)st->batch, n);
 }
 
+/* Restores a position saved by a run whose windows (tokens per step) were saved_window tokens, on this
+ * loader whose window may differ. Equal windows, or a shard not yet begun: the same position. Otherwise
+ * the saved run had read the shard's first batch·saved_window tokens (unshuffled) or batch of its
+ * windows in its own order (shuffled): unshuffled, reading goes on at the first window of this size
+ * that starts at or after them; shuffled, whose order of the shard's windows has no equivalent, at the
+ * next shard of the epoch. Returns the tokens of the shard that this leaves unread in the epoch (the
+ * remainder of the saved run's windows there, or the gap before the next window); 0 when equal. */
+static inline uint64_t dataloader_set_state_window(DataLoader* dl, const DataLoaderState* st, size_t saved_window) {
+    size_t window = dataloader_window_(dl);
+    if (saved_window == window || st->batch == 0) {
+        dataloader_set_state(dl, st);
+        return 0;
+    }
+    DataLoaderState s = *st;
+    s.batch = 0;
+    dataloader_set_state(dl, &s); /* checks the shard index, builds the epoch's order */
+    size_t k = dl->shard_order[s.shard];
+    uint64_t usable = dl->shard_tokens[k] > 0 ? dl->shard_tokens[k] - 1 : 0, saved_batches = usable / saved_window;
+    if (st->batch > saved_batches)
+        fatalf("%s: saved position is batch %llu of this shard, which holds %llu batches of %zu tokens (the saved tokens per step): "
+               "data changed?", dl->shard_paths ? dl->shard_paths[k] : "mock data", (unsigned long long)st->batch,
+               (unsigned long long)saved_batches, saved_window);
+    uint64_t read = st->batch * saved_window;
+    if (dl->shuffle) {
+        dl->pos.batch = dl->shard_batches[k];
+        return (saved_batches - st->batch) * saved_window;
+    }
+    uint64_t next = (read + window - 1) / window;
+    if (next > dl->shard_batches[k]) next = dl->shard_batches[k];
+    dl->pos.batch = next;
+    uint64_t resume_at = next < dl->shard_batches[k] ? next * window : saved_batches * saved_window;
+    return resume_at > read ? resume_at - read : 0;
+}
+
 static inline size_t dataloader_batches_per_epoch(const DataLoader* dl) {
     size_t total = 0;
     for (int k = 0; k < dl->num_shards; k++) total += dl->shard_batches[k];

@@ -89,6 +89,7 @@ typedef struct {
     cudaEvent_t comm_done, update_done, compute_done;
     float* grads32;            /* num_params fp32 when staged, else NULL */
     float* scalar;             /* device: one float for the scalar reductions */
+    void* bounce;              /* device: DIST_BOUNCE_BYTES for dist_broadcast_bytes (communicating ranks only) */
     float* gather;             /* device: shard.size floats for dist_gather_shards, allocated on first use */
     ProcessGroup* pg;          /* its watchdog hears of every collective the host waits for (process_group_progress) */
 #if defined(USE_NCCL)
@@ -102,15 +103,20 @@ __global__ void widen_kernel(float* out, const floatX* in, size_t n) {
     if (i < n) out[i] = (float)in[i];
 }
 
+/* the device buffer host data is broadcast through, in pieces of this size */
+#define DIST_BOUNCE_BYTES ((size_t)8 << 20)
+
 /* whether ranks communicate (several, or one with force) and whether gradients go through grads32 */
 static inline int dist_communicates(int world, int force) { return world > 1 || force; }
 static inline int dist_staged(int world, int comm_fp32, int force) { return dist_communicates(world, force) && comm_fp32 && sizeof(floatX) == 2; }
 
 /* Device bytes the communication layer allocates beside the model, for the memory check: the scalar,
- * grads32 when staged and, when the masters are sharded (gather_masters: ZeRO-1 with master weights)
- * over several ranks, the checkpoint's gather buffer (one shard). */
+ * the broadcast buffer when communicating, grads32 when staged and, when the masters are sharded
+ * (gather_masters: ZeRO-1 with master weights) over several ranks, the checkpoint's gather buffer (one
+ * shard). */
 static inline size_t dist_memory_bytes(int world, int comm_fp32, int force, int gather_masters, size_t num_params) {
-    size_t bytes = sizeof(float) + (dist_staged(world, comm_fp32, force) ? num_params * sizeof(float) : 0);
+    size_t bytes = sizeof(float) + (dist_communicates(world, force) ? DIST_BOUNCE_BYTES : 0) +
+                   (dist_staged(world, comm_fp32, force) ? num_params * sizeof(float) : 0);
     if (world > 1 && gather_masters) bytes += zero_shard(num_params, world, 0).size * sizeof(float);
     return bytes;
 }
@@ -148,6 +154,7 @@ static inline void dist_create(Distributed* d, ProcessGroup* pg, int zero, int c
     cudaCheck(cudaMalloc(&d->scalar, sizeof(float)));
     if (d->staged) cudaCheck(cudaMalloc(&d->grads32, num_params * sizeof(float)));
     if (!d->communicate) return;
+    cudaCheck(cudaMalloc(&d->bounce, DIST_BOUNCE_BYTES));
 #if defined(USE_NCCL)
     ncclUniqueId id;
     if (pg->rank == 0) ncclCheck(ncclGetUniqueId(&id));
@@ -185,6 +192,7 @@ static inline void dist_free(Distributed* d) {
     cudaCheck(cudaEventDestroy(d->compute_done));
     cudaCheck(cudaStreamDestroy(d->stream));
     cudaCheck(cudaFree(d->scalar));
+    cudaCheck(cudaFree(d->bounce));
     cudaCheck(cudaFree(d->grads32));
     cudaCheck(cudaFree(d->gather));
     free(d->bucket_first);
@@ -265,17 +273,15 @@ static inline float dist_sum_device_float(Distributed* d, float* dev, cudaStream
     return result;
 }
 
-/* rank 0's n bytes at the host buffer buf, on every rank, through a temporary device buffer of at most
- * 64 MiB (a model's weights go in pieces); also a barrier */
+/* rank 0's n bytes at the host buffer buf, on every rank, through the device buffer d->bounce (a model's
+ * weights go in pieces of DIST_BOUNCE_BYTES); also a barrier */
 static inline void dist_broadcast_bytes(Distributed* d, void* buf, size_t n, cudaStream_t compute) {
     if (!d->communicate || n == 0) return;
-    size_t piece = n < ((size_t)64 << 20) ? n : ((size_t)64 << 20);
-    void* dev;
-    cudaCheck(cudaMalloc(&dev, piece));
+    void* dev = d->bounce;
     cudaCheck(cudaEventRecord(d->compute_done, compute));
     cudaCheck(cudaStreamWaitEvent(d->stream, d->compute_done, 0));
-    for (size_t at = 0; at < n; at += piece) {
-        size_t len = n - at < piece ? n - at : piece;
+    for (size_t at = 0; at < n; at += DIST_BOUNCE_BYTES) {
+        size_t len = n - at < DIST_BOUNCE_BYTES ? n - at : DIST_BOUNCE_BYTES;
         cudaCheck(cudaMemcpyAsync(dev, (char*)buf + at, len, cudaMemcpyHostToDevice, d->stream));
 #if defined(USE_NCCL)
         ncclCheck(ncclBroadcast(dev, dev, len, ncclUint8, 0, d->comm, d->stream));
@@ -284,7 +290,6 @@ static inline void dist_broadcast_bytes(Distributed* d, void* buf, size_t n, cud
         cudaCheck(cudaStreamSynchronize(d->stream));
         process_group_progress(d->pg);
     }
-    cudaCheck(cudaFree(dev));
 }
 
 /* mean over ranks of a host value (a loss); also a barrier */

@@ -81,10 +81,12 @@ static inline int early_stop_evals(int a, int b, int val_every, int max_steps) {
  * then repeats the evaluations up to S, none of which improves on L (the one at S equals it), so the
  * count starts that many below zero and reaches 0 at S, as in the uninterrupted run (a run whose
  * --max-steps now ends before S does not stop early). Returns 1 if
- * restored; 0 if there is no best.txt, or if best_dir holds no complete checkpoint of S (a write cut
- * short), with the reason printed to report. */
+ * restored; 0 if there is no best.txt, if best_dir holds no complete checkpoint of S (a write cut
+ * short), or if the saved run's evaluations are not comparable with this run's (comparable 0: other
+ * validation data or tokens; this run's first evaluation then becomes the best), with the reason
+ * printed to report. */
 static inline int early_stop_resume(EarlyStop* e, const char* best_dir, int start_step, int max_steps, int val_every, int saved_val_every,
-                                    FILE* report) {
+                                    int comparable, FILE* report) {
     char path[4200];
     if ((size_t)snprintf(path, sizeof(path), "%s/best.txt", best_dir) >= sizeof(path)) fatalf("%s: path too long", best_dir);
     FILE* f = fopen(path, "rb");
@@ -103,6 +105,11 @@ static inline int early_stop_resume(EarlyStop* e, const char* best_dir, int star
     if (access(done, F_OK) != 0) {
         fprintf(report, "resume: early stop: %s names step %d but %s has no complete checkpoint of it; the best restarts\n", path,
                 step, best_dir);
+        return 0;
+    }
+    if (!comparable) {
+        fprintf(report, "resume: early stop: the best so far (val loss %.6f at step %d) was measured on other validation data or "
+                        "tokens: this run's first evaluation replaces it\n", (double)loss, step);
         return 0;
     }
     e->best_step = step;

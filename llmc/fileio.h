@@ -52,7 +52,8 @@ static inline void fatal_exit(int status) {
     exit(status);
 }
 /* "error: MESSAGE SUFFIX\n" in one write, so that the lines of several processes on one stderr (the
- * ranks under mpirun) do not interleave mid-line; a message beyond 16 KiB is cut */
+ * ranks under mpirun) do not interleave mid-line; a message beyond 16 KiB is cut. stdout is flushed
+ * first: in a log of both, the lines that led to the error come before it. */
 static inline void fatal_print_(const char* suffix, const char* fmt, va_list ap) {
     char line[16384];
     const size_t room = sizeof(line) - 1; /* the text, then '\n' */
@@ -63,6 +64,7 @@ static inline void fatal_print_(const char* suffix, const char* fmt, va_list ap)
     k = snprintf(line + n, room - n, "%s", suffix);
     n += k < 0 ? 0 : (size_t)k < room - n ? (size_t)k : room - n - 1;
     line[n++] = '\n';
+    fflush(stdout);
     fflush(stderr);
     if (write(2, line, (size_t)n) < 0) return; /* nothing else can report it */
 }

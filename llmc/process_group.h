@@ -118,11 +118,11 @@ static inline int pg_mpi_launched_(void) { return getenv("OMPI_COMM_WORLD_SIZE")
 /* the tcp rendezvous port: MASTER_PORT, or the next one under torchrun (its agent's store listens on MASTER_PORT) */
 static inline int pg_tcp_port_(void) { return pg_env_int_("MASTER_PORT") + (getenv("TORCHELASTIC_RUN_ID") ? 1 : 0); }
 
-/* Finds rank, world and local rank from the environment (top comment); chooses the id-sharing
- * method from `method` ("auto", "mpi", "file", "tcp"); starts MPI when the method is mpi, or when an
- * MPI launcher started a build with MPI (the simulated NCCL needs it). Exits on inconsistent input. */
-static inline void process_group_init(ProcessGroup* pg, int* argc, char*** argv, const char* method, const char* file_path,
-                                      double timeout_s) {
+/* Finds rank, world and local rank from the environment (top comment) and chooses the id-sharing
+ * method from `method` ("auto", "mpi", "file", "tcp"); exits on inconsistent input. MPI is not started
+ * yet (process_group_start_mpi): a trainer selects its GPU (by pg->local_rank) first, so that a
+ * CUDA-aware MPI does not put a context of every rank on GPU 0. */
+static inline void process_group_find(ProcessGroup* pg, const char* method, const char* file_path, double timeout_s) {
     memset(pg, 0, sizeof(*pg));
     pg->timeout_s = timeout_s;
     pg->file_path = file_path;
@@ -177,8 +177,16 @@ static inline void process_group_init(ProcessGroup* pg, int* argc, char*** argv,
     if (strcmp(chosen, "tcp") == 0 && (!getenv("MASTER_ADDR") || !getenv("MASTER_ADDR")[0] || pg_env_int_("MASTER_PORT") <= 0 ||
                                        pg_tcp_port_() > 65535))
         fatalf("--dist-init tcp needs MASTER_ADDR and MASTER_PORT (1 to %d) in the environment", getenv("TORCHELASTIC_RUN_ID") ? 65534 : 65535);
+#if !defined(USE_MPI)
+    if (strcmp(chosen, "mpi") == 0) fatalf("--dist-init mpi: this binary was built without MPI (use file or tcp)");
+#endif
+}
+
+/* After process_group_find: starts MPI when the method is mpi, or when an MPI launcher started a build
+ * with MPI (the simulated NCCL needs it), and checks MPI's rank and world against the launcher's. */
+static inline void process_group_start_mpi(ProcessGroup* pg, int* argc, char*** argv) {
 #if defined(USE_MPI)
-    if (strcmp(chosen, "mpi") == 0 || pg_mpi_launched_()) {
+    if (strcmp(pg->method, "mpi") == 0 || pg_mpi_launched_()) {
         mpiCheck(MPI_Init(argc, argv));
         pg->mpi_started = 1;
         int mpi_rank, mpi_world;
@@ -191,9 +199,12 @@ static inline void process_group_init(ProcessGroup* pg, int* argc, char*** argv,
         pg->world = mpi_world;
     }
 #else
-    if (strcmp(chosen, "mpi") == 0) fatalf("--dist-init mpi: this binary was built without MPI (use file or tcp)");
+    (void)pg;
+    (void)argc;
+    (void)argv;
 #endif
 }
+
 
 /* file method: rank 0 publishes, the others poll (bounded by timeout_s) */
 static inline void pg_share_file_(const ProcessGroup* pg, unsigned char* id) {

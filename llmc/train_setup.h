@@ -21,7 +21,9 @@
  *   train_resume_check_model  a checkpoint's model config (its header) against this run's
  *   train_resume_read_state   a rank's range of a checkpoint's optimizer state (any saved world size),
  *                             and its settings compared with this run's
- *   train_resume_restore      health, Rng and training loader from a checkpoint's TrainState
+ *   train_resume_say          the resume line (step, re-sharding, --init not read for weights)
+ *   train_resume_restore      health, Rng and training loader from a checkpoint's TrainState (the
+ *                             data position converted when the tokens per step changed)
  * What differs (ranks, ZeRO shards, how weights reach the device) stays in each trainer.
  * Static inline, valid C11 and C++; include after llmc/flags.h, llmc/health.h and llmc/checkpoint.h.
  */
@@ -221,11 +223,12 @@ static inline Schedule train_schedule(const TrainArgs* args, float max_lr, int m
 
 /* The run-defining part of a checkpoint's training state: one rank holding all num_params parameters'
  * optimizer state, the schedule, AdamW's settings, what the training loader's position counts in
- * (T, total_batch tokens a step, shuffle, mock, the data's size) and the evaluations' period (0 without
- * validation data); step, rng and loader are set when saving. The model file holds the fp32 (master)
- * weights, so the state file holds none. */
+ * (T, total_batch tokens a step, shuffle, mock, the data's size), the evaluations (their period, 0
+ * without validation data; val_batches of the val loader's windows on its data) and the trainer's
+ * precision (bytes of a weight in its forward); step, rng and loader are set when saving. The model file
+ * holds the fp32 (master) weights, so the state file holds none. */
 static inline TrainState train_run_state(const TrainArgs* args, size_t num_params, const Schedule* sched, int T, long long total_batch,
-                                         const DataLoader* train, int have_val) {
+                                         const DataLoader* train, int have_val, const DataLoader* val, int val_batches, int precision) {
     TrainState run;
     memset(&run, 0, sizeof(run));
     run.rank = 0;
@@ -250,6 +253,9 @@ static inline TrainState train_run_state(const TrainArgs* args, size_t num_param
     run.seed = args->seed;
     run.val_every = have_val ? args->val_every : 0;
     run.master_weights = args->master_weights; /* 1 in the fp32 builds, which refuse -w 0: their weights are fp32 */
+    run.precision = precision;
+    run.val_tokens = have_val ? (uint64_t)val_batches * dataloader_window_(val) : 0;
+    run.val_crc = have_val ? val->fingerprint : 0;
     return run;
 }
 
@@ -384,23 +390,67 @@ static inline TrainState train_resume_read_state(const char* dir, int step, cons
     expected.shard_offset = st.shard_offset;
     expected.shard_count = st.shard_count;
     if (state_compare(state_path, &st, &expected, stdout) > 0)
-        printf("resume: warning: the settings above differ from the checkpoint's run; continuing with this run's (a changed "
-               "sequence length, tokens per step, shuffle or training data also changes what the saved data position means)\n");
+        printf("resume: warning: the settings above differ from the checkpoint's run; continuing with this run's (changed "
+               "training data also changes what the saved data position means)\n");
+    float saved_lr = schedule_lr(&st.schedule, st.step), lr = schedule_lr(&run->schedule, st.step);
+    if (saved_lr != lr)
+        printf("resume: the learning rate of step %d is %.4g on this run's schedule, %.4g on the checkpoint's\n", st.step, (double)lr,
+               (double)saved_lr);
     return st;
 }
 
+/* Whether a checkpoint's evaluations are comparable with this run's (--early-stop compares their
+ * losses): the same tokens an evaluation and validation data; unknown (an older checkpoint, or a run
+ * without evaluations): taken as comparable. */
+static inline int train_same_validation(const TrainState* saved, const TrainState* run) {
+    if (saved->val_tokens == 0 || run->val_tokens == 0) return 1;
+    return saved->val_tokens == run->val_tokens && (saved->val_crc == 0 || saved->val_crc == run->val_crc);
+}
+
+/* The resume line: the step, the directory, a re-sharding of the optimizer state, and that the weights
+ * come from the checkpoint, not from a model file given by --init (read only for its config). */
+static inline void train_resume_say(const TrainArgs* args, int step, int saved_world, int world) {
+    printf("resume: step %d from %s", step, args->output_dir);
+    if (saved_world != world) printf(" (optimizer state re-sharded from %d to %d ranks)", saved_world, world);
+    printf("\n");
+    GPTConfig preset;
+    if (args->init[0] && !gpt_preset(args->init, &preset))
+        printf("resume: the weights are the checkpoint's: --init %s gave only the model's config\n", args->init);
+}
+
 /* Restores what a checkpoint's training state carries besides the optimizer moments: the health
- * guard's history (resized to this run's window), the Rng and the training loader's position.
- * Returns the step to resume from (saying so if it leaves nothing of the max_steps to train). */
-static inline int train_resume_restore(const TrainState* st, HealthState* health, const HealthConfig* health_config, Rng* rng,
-                                       DataLoader* train, int max_steps) {
+ * guard's history (resized to this run's window), the Rng and the training loader's position — the
+ * same one, or with other tokens per step the nearest that reads no token twice (dataloader.h,
+ * dataloader_set_state_window; said, with the tokens it skips). A changed --shuffle or --mock-data
+ * inside an epoch has no equivalent position: an error (state_path names the file). Returns the step
+ * to resume from (saying so if it leaves nothing of the max_steps to train). */
+static inline int train_resume_restore(const char* state_path, const TrainState* st, HealthState* health,
+                                       const HealthConfig* health_config, Rng* rng, DataLoader* train, int max_steps) {
+    const DataLoaderState* at = &st->train_loader;
+    int mock_differs = st->mock != train->mock, saved = mock_differs ? st->mock : st->shuffle;
+    const char* flag = mock_differs ? "--mock-data" : "--shuffle";
+    int shuffle_differs = !st->mock && !train->mock && st->shuffle != train->shuffle; /* mock data is never shuffled */
+    if ((mock_differs || shuffle_differs) && (at->shard != 0 || at->batch != 0))
+        fatalf("%s: the checkpoint's run read its data with %s %d, this one with %d: its position (epoch %llu, shard %llu of the "
+               "epoch's order, batch %llu) has no equivalent in this order: resume with %s %d", state_path, flag, saved,
+               mock_differs ? train->mock : train->shuffle, (unsigned long long)at->epoch, (unsigned long long)at->shard,
+               (unsigned long long)at->batch, flag, saved);
     if (st->step >= max_steps)
         printf("resume: the checkpoint is at step %d and the run ends at step %d (--max-steps): nothing left to train%s\n", st->step,
                max_steps, st->step == max_steps ? " (the final weights are evaluated, if the run validates)" : "");
     *health = st->health;
     health_resize(health, health_config->window);
     *rng = st->rng;
-    dataloader_set_state(train, &st->train_loader);
+    uint64_t skipped = dataloader_set_state_window(train, at, (size_t)st->step_tokens);
+    if (st->step_tokens != dataloader_window_(train) && at->batch > 0) {
+        size_t k = train->shard_order[at->shard];
+        printf("resume: tokens per step were %llu, now %zu: the saved data position (batch %llu of %s) counts in the old steps; "
+               "%s, %llu of its tokens not read this epoch\n",
+               (unsigned long long)st->step_tokens, dataloader_window_(train), (unsigned long long)at->batch,
+               train->shard_paths ? train->shard_paths[k] : "the mock data",
+               train->shuffle ? "its shuffled order has no equivalent: reading goes on at the epoch's next shard"
+                              : "reading goes on at the first window after the tokens read", (unsigned long long)skipped);
+    }
     return st->step;
 }
 

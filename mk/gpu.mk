@@ -19,7 +19,9 @@ GPU_ARCH ?= 80 90
 PRECISION ?= BF16
 NVCC_WERROR ?= -Werror all-warnings
 NVCC_FLAGS ?= -O3 -std=c++17 $(NVCC_WERROR) -Xcompiler -Wall,-Wno-unused-function -I.
-NVCC_GENCODE = $(foreach a,$(GPU_ARCH),-gencode arch=compute_$(a),code=sm_$(a))
+# machine code for each GPU_ARCH, and PTX of the newest, which the driver compiles for a later GPU (no SASS of its own)
+NVCC_GENCODE = $(foreach a,$(GPU_ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \
+               -gencode arch=compute_$(lastword $(GPU_ARCH)),code=compute_$(lastword $(GPU_ARCH))
 NVCC_PRECISION = $(if $(filter FP32,$(PRECISION)),-DPRECISION_FP32,)
 GPU_LDLIBS ?= -lcublasLt -lcublas
 

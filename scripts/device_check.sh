@@ -5,7 +5,8 @@
 # train_gpt, test_gpt bf16 and fp32, sample_gpt and both benchmarks for the GPU present, the reference
 # states written meanwhile; test_gpt on each (d12 too) and sample_gpt; the d12 B=64 T=1024 training run
 # with its per-op profile; the flash-attention and kernel benchmarks. Then scripts/dist_overhead.sh (the
-# 1-rank NCCL path against the plain one), or an explicit failure when the probe found no NCCL. Each step
+# 1-rank NCCL path against the plain one), or an explicit failure when the probe found no NCCL; last, with
+# what is left of the time, compute-sanitizer (memcheck, initcheck, racecheck) on a small test_gpt. Each step
 # runs under `timeout`, capped by what is left of DEVICE_CHECK_BUDGET seconds (default 480), so a hang
 # cannot eat the session. The summary comes last: each step's pass/fail and time, tokens/s, MFU, the
 # profile's top ops, flash-attention TFLOP/s per shape, the distributed overhead, "N passed, M failed".
@@ -46,6 +47,7 @@ if [[ "$gc_dist_flags" == *-DUSE_NCCL* ]]; then
 else
     gc_record FAIL "distributed overhead" 0 "not run: NCCL is missing (${gc_nccl_note:-no probe note}); train_gpt was built for one GPU"
 fi
+gc_sanitize
 gc_summary | tee "$out/summary.txt"
 status=${PIPESTATUS[0]}
 exit "$status"

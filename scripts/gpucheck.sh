@@ -192,6 +192,24 @@ gc_test_d12() {
     else gc_record FAIL "test_gpt bf16 on d12" 0 "no d12 reference state (see its step's log)"; fi
 }
 
+# gc_sanitize: compute-sanitizer's memcheck, initcheck and racecheck on test_gpt bf16 with a small reference
+# state (T = 37, head size 32): out-of-bounds or misaligned accesses, reads of memory never written and
+# shared-memory races, which the simulator cannot show (its fill of unwritten memory, a NaN, can vanish
+# in a max or a comparison). The tool comes with CUDA (compute-sanitizer on PATH or in $CUDA_HOME/bin).
+gc_sanitize() {
+    local cs tool ref=build/references/b_L2_H3_C96_T37_V300
+    cs=$(command -v compute-sanitizer || ls "${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer" 2>/dev/null)
+    if [ -z "$cs" ]; then gc_record FAIL "compute-sanitizer" 0 "not found on PATH or in ${CUDA_HOME:-/usr/local/cuda}/bin"; return; fi
+    for tool in memcheck initcheck racecheck; do
+        gc_step "compute-sanitizer $tool: test_gpt bf16 $(basename "$ref")" 150 gc_check_sanitizer "$cs" --tool "$tool" \
+            --error-exitcode 9 ./test_gpt "$ref"
+    done
+}
+gc_check_sanitizer() { # no error reported, and the test itself passed
+    grep -m 1 'ERROR SUMMARY' "$1" || echo "no ERROR SUMMARY line"
+    grep -q 'ERROR SUMMARY: 0 errors' "$1" && grep -qE '^[0-9]+ passed, 0 failed$' "$1"
+}
+
 # gc_benchmarks: d12 training with the per-op profile, the flash-attention and the kernel benchmarks
 gc_benchmarks() {
     gc_step "d12 training B=64 T=1024, 40 steps, --profile 10" 240 gc_check_train ./train_gpt -e d12 --mock-data 1 -b 64 -t 1024 \

@@ -163,12 +163,23 @@ write_shard "$tmp/elsewhere/d/train_000.bin" 256 5000 random
 expect_error_log "rank 1 reads other shards: both stop before training, naming it" \
     "error: rank 1: this rank's training data \(5000 tokens, fingerprint [0-9a-f]+\) differs from rank 0's \(5000 tokens, [0-9a-f]+\)" "$tmp/data.log"
 if grep -q "^step " "$tmp/data.log"; then bad "ranks with different shards: a step was trained"; fi
-# a 70 MiB device: the model and batch need 64 MiB, --grad-comm fp32's gradient copy and the checkpoint gather 19 more
+# a 70 MiB device: the model and batch need 64 MiB, --grad-comm fp32's gradient copy, the checkpoint gather and the
+# broadcast buffer 27 more
 CUDASIM_MEM_BYTES=$((70 << 20)) mpi 2 "$tmp/mem.log" -x CUDASIM_MEM_BYTES ./train_gpt_sim_dist --n-layer 1 --n-head 1 --n-embd 64 \
     --vocab-size 50257 -t 8 -b 1 --mock-data -s 0 -v 0 -x 1 -z 1 --grad-comm fp32
 echo "rc $?" >>"$tmp/mem.log"
 expect_error_log "the memory check counts the communication buffers (2 ranks, --grad-comm fp32, a 70 MiB device)" \
-    "error: batch 1 x 8 does not fit in device memory: needs 82.7 MiB .*scratch 50.7 MiB" "$tmp/mem.log"
+    "error: batch 1 x 8 does not fit in device memory: needs 90.7 MiB .*scratch 58.7 MiB" "$tmp/mem.log"
+# a communicator's broadcast buffer is counted too: with one (--dist-init on one rank) a device of exactly the bytes
+# the check asks for trains (its first broadcast was a raw cudaMalloc failure)
+fit=(--mock-data 1 --n-layer 1 --n-head 2 --n-embd 32 --vocab-size 64 -b 2 -t 16 -x 1 -s 0 -v 0 --dist-init file)
+short=$(CUDASIM_MEM_BYTES=42000000 ./train_gpt_sim_dist "${fit[@]}" --dist-file "$tmp/fit_id1" 2>&1 | sed -nE 's/.*\), ([0-9]+) bytes more than .*/\1/p')
+if [ -n "$short" ] && CUDASIM_MEM_BYTES=$((42000000 + short)) ./train_gpt_sim_dist "${fit[@]}" --dist-file "$tmp/fit_id2" >"$tmp/fit.log" 2>&1 &&
+    grep -qE '^step +1/1 ' "$tmp/fit.log"; then
+    ok "with a communicator, a device of exactly the bytes the memory check asks for (42000000 + $short) trains"
+else
+    bad "with a communicator, a device of the bytes the memory check asks for (42000000 + ${short:-?}): $(grep -m1 '^error' "$tmp/fit.log")"
+fi
 mpi 2 "$tmp/split.log" ./train_gpt_sim_dist $model -b 4 -x 1; echo "rc $?" >>"$tmp/split.log"
 expect_error_log "a total batch 2 ranks cannot split" "error: --total-batch 384 is not a multiple of .* 4 x 32 x 2 = 256 tokens: 256 \(1 micro-step\) or 512 \(2 micro-steps\) would be" "$tmp/split.log"
 mpi 2 "$tmp/lr.log" ./train_gpt_sim_dist $model -b 6 -x 3 --lr-scale linear --lr-ref-batch 192

@@ -65,6 +65,13 @@ else
     bad "no update was skipped in the spike run (the test needs one): $(grep -m2 -E 'skipped|error' "$tmp/skip_full.log")"
 fi
 
+# a checkpoint of the CPU trainer (fp32) resumed by the bf16 one: the precision change is said, and the run goes on
+./train_gpt_cpu $common -x 4 -n 4 -o "$tmp/prec" >/dev/null 2>&1
+./train_gpt_sim $common -x 6 -n 3 -o "$tmp/prec" -y 1 >"$tmp/prec.log" 2>&1
+if grep -q 'state_00000004_00000.bin: precision was fp32, now bf16$' "$tmp/prec.log" && grep -qE '^step +6/6 ' "$tmp/prec.log"; then
+    ok "a CPU trainer's checkpoint resumed in bf16: $(grep -m1 'precision was' "$tmp/prec.log" | sed 's|.*/||')"
+else bad "a CPU trainer's checkpoint resumed in bf16: $(grep -E 'resume|was|error' "$tmp/prec.log" | head -4)"; fi
+
 # ---------------------------------------------------------------- bad input
 expect_error "vocabulary flag differs from the model file" "init.bin.*vocab" ./train_gpt_sim $common -x 1 --vocab-size 300
 expect_error "max-seq-len flag differs from the model file" "init.bin.*maximum sequence length" ./train_gpt_sim $common -x 1 --max-seq-len 64
