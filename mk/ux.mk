@@ -1,9 +1,11 @@
 # What a user sees (owner: ux): the sampling tool, Hugging Face interchange, plots, sweeps.
 #   ./sample_gpt_cpu -e MODEL ...     text from a model file, with a KV cache (sample_gpt.c)
 #   scripts/hf.py export|import       model file <-> Hugging Face GPT-2 directory
+#   scripts/llmc.py export|import     model file <-> llm.c's model file (fp32 or bf16)
 #   scripts/plot.py, scripts/sweep.py training curves; learning-rate sweeps
 #   make test-sample   KV cache vs the full forward, same tokens as the CPU and simulated GPU trainers, bad input (~10 s)
 #   make test-hf       export/import round trip, safetensors and transformers as readers    (~25 s)
+#   make test-llmc     llm.c model files written and read by the test itself: import, export, round trip (~15 s)
 #   make test-ux       metrics.jsonl vs step lines, plot.py's PNG, a 3-trial sweep          (~10 s)
 #   make test-shellcheck   shellcheck -S warning on scripts/, data/*.sh and .ci/run             (~2 s)
 #   make test-launch   the launch scripts with stub trainers/mpirun/srun: command lines, exit statuses,
@@ -25,6 +27,9 @@ test-sample: sample_gpt_cpu train_gpt_cpu train_gpt_sim_fp32 build/ux/test_sampl
 test-hf: sample_gpt_cpu train_gpt_cpu
 	@$(PYTHON) dev/test_hf.py
 
+test-llmc: train_gpt_cpu
+	@$(PYTHON) dev/test_llmc.py
+
 test-ux: train_gpt_cpu
 	@$(PYTHON) dev/test_ux.py
 
@@ -39,4 +44,4 @@ test-shellcheck:
 test-launch:
 	@bash dev/test_launch.sh
 
-TEST_TARGETS += test-sample test-hf test-ux test-shellcheck test-launch
+TEST_TARGETS += test-sample test-hf test-llmc test-ux test-shellcheck test-launch
