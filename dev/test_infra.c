@@ -629,6 +629,25 @@ static void test_dataloader_rewindow(void) {
         dataloader_free(&a);
         dataloader_free(&b);
     }
+    /* mock data (DL_MOCK_BATCHES windows of any size): 900 windows of 48 tokens read, restored with windows of 32 (its
+     * virtual shard is then 32000 tokens long, fewer than the 43200 read) and of 64 */
+    DataLoader m, w;
+    dataloader_init_mock(&m, 3, 16, 100, 0, 1, 4);
+    for (int i = 0; i < 900; i++) dataloader_next(&m);
+    DataLoaderState st;
+    dataloader_get_state(&m, &st);
+    dataloader_init_mock(&w, 2, 16, 100, 0, 1, 4);
+    uint64_t skipped_small = dataloader_set_state_window(&w, &st, 48);
+    uint64_t small_batch = w.pos.batch;
+    dataloader_free(&w);
+    dataloader_init_mock(&w, 4, 16, 100, 0, 1, 4);
+    uint64_t skipped_large = dataloader_set_state_window(&w, &st, 48);
+    check(small_batch == DL_MOCK_BATCHES && skipped_small == 100 * 48 && w.pos.batch == 675 && skipped_large == 0,
+          "dataloader: mock data, 900 windows of 48 read: with windows of 32 the epoch goes on past its end (%llu; %llu tokens "
+          "skipped, want 4800), with 64 at window 675 (%llu; %llu skipped, want 0)", (unsigned long long)small_batch,
+          (unsigned long long)skipped_small, (unsigned long long)w.pos.batch, (unsigned long long)skipped_large);
+    dataloader_free(&m);
+    dataloader_free(&w);
 }
 
 /* llm.c's shards hold the same tokens as GTOK ones: the same batches, in any mix of the formats */

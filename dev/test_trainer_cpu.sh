@@ -93,7 +93,7 @@ cp "$tmp/data/train_001.bin" "$tmp/swapped/train_000.bin"
 ./train_gpt_cpu $small -i "$tmp/data/train_*.bin" $quiet -x 6 -n 2 -o "$tmp/fp" >/dev/null 2>&1
 rm -f "$tmp/fp/done_00000006.txt"
 ./train_gpt_cpu $small -i "$tmp/swapped/train_*.bin" $quiet -x 6 -n 2 -o "$tmp/fp" -y 1 >"$tmp/fp.log" 2>&1
-if grep -q '^resume: step 4 from' "$tmp/fp.log" && grep -q 'state_00000004_00000.bin: training data fingerprint (the shards. contents and order) was [0-9]*, now [0-9]*$' "$tmp/fp.log" &&
+if grep -q '^resume: step 4 from' "$tmp/fp.log" && grep -q 'state_00000004_00000.bin: training data fingerprint (the shards. contents and order) was 0x[0-9a-f]*, now 0x[0-9a-f]*$' "$tmp/fp.log" &&
     grep -q '^resume: warning: the settings above differ' "$tmp/fp.log" && [ "$(grep -c ' was .*, now ' "$tmp/fp.log")" -eq 1 ]; then
     ok "resume on other shards with the same counts: warned ($(grep -m1 'fingerprint (the shards. contents and order) was' "$tmp/fp.log" | sed 's/.*) //'))"
 else bad "resume on swapped shards: $(grep -E 'resume|was' "$tmp/fp.log" | head -4)"; fi
@@ -114,7 +114,7 @@ expect_error "resume with another --seed (it seeds mock data and the GPU's bf16 
 rm -f "$tmp/rw/done_00000006.txt"
 cp -r "$tmp/rw" "$tmp/rw_b"
 ./train_gpt_cpu $small -i "$tmp/data/train_*.bin" $quiet --shuffle 0 -q 0.1 -x 6 -n 3 -o "$tmp/rw_b" -y 1 >"$tmp/rw_b.log" 2>&1
-if grep -q '^resume: tokens per step were 96, now 128: the saved data position (batch 3 of .*train_000.bin) counts in the old steps; reading goes on at the first window after the tokens read, 96 of its tokens not read this epoch$' "$tmp/rw_b.log" &&
+if grep -q '^resume: tokens per step were 96, now 128: the checkpoint.s run had read 3 windows of .*train_000.bin; reading goes on at its token 384, the next window of the new size; 96 of its tokens skipped$' "$tmp/rw_b.log" &&
     grep -q '^step *6/6 ' "$tmp/rw_b.log"; then
     ok "resume with -b 3 -> 4 (96 -> 128 tokens a step), unshuffled: goes on at the first 128-token window after the 288 tokens read"
 else bad "resume with other tokens per step: $(grep -E 'resume|error' "$tmp/rw_b.log" | head -4)"; fi
@@ -124,7 +124,7 @@ expect_error "resume with another --shuffle inside an epoch" \
 ./train_gpt_cpu -e "$tmp/rw/model_00000003.bin" -b 3 -t 32 --seed 7 -i "$tmp/data/train_*.bin" $quiet --shuffle 0 -q 0.1 -x 8 -n 3 \
     -o "$tmp/rw" -y 1 >"$tmp/rw_e.log" 2>&1
 if grep -q "^resume: the weights are the checkpoint's: --init $tmp/rw/model_00000003.bin gave only the model's config$" "$tmp/rw_e.log" &&
-    grep -q '^resume: the learning rate of step 3 is [0-9.e-]* on this run.s schedule, [0-9.e-]* on the checkpoint.s$' "$tmp/rw_e.log" &&
+    grep -q '^resume: the learning rate of step 4 is [0-9.e-]* on this run.s schedule, [0-9.e-]* on the checkpoint.s$' "$tmp/rw_e.log" &&
     grep -q "^state_00000003_00000.bin: the schedule's steps (--max-steps) was 6, now 8$" <(sed 's|.*/||' "$tmp/rw_e.log"); then
     ok "resume with --init and -x 8: $(grep -m1 'learning rate of step' "$tmp/rw_e.log")"
 else bad "resume with --init and -x 8: $(grep -E 'resume|error|was' "$tmp/rw_e.log" | head -5)"; fi
@@ -133,8 +133,8 @@ else bad "resume with --init and -x 8: $(grep -E 'resume|error|was' "$tmp/rw_e.l
 ./train_gpt_cpu $small -i "$tmp/data/train_*.bin" -j "$tmp/data/val_*.bin" -s 0 -v 2 -m 1 -x 4 -n 2 --early-stop 3 -o "$tmp/es" >/dev/null 2>&1
 ./train_gpt_cpu $small -i "$tmp/data/train_*.bin" -j "$tmp/data/train_000.bin" -s 0 -v 2 -m 1 -x 6 -n 2 --early-stop 3 -o "$tmp/es" -y 1 \
     >"$tmp/es.log" 2>&1
-if grep -q 'state_00000004_00000.bin: validation data fingerprint (--val-data) was [0-9]*, now [0-9]*$' "$tmp/es.log" &&
-    grep -q "^resume: early stop: the best so far (val loss [0-9.]* at step [0-9]) was measured on other validation data or tokens: this run's first evaluation replaces it$" "$tmp/es.log" &&
+if grep -q 'state_00000004_00000.bin: validation data fingerprint (--val-data) was 0x[0-9a-f]*, now 0x[0-9a-f]*$' "$tmp/es.log" &&
+    grep -q "^resume: early stop: the best so far (val loss [0-9.]* at step [0-9]) was measured otherwise (validation data, tokens, sequence length or precision): this run's first evaluation replaces it$" "$tmp/es.log" &&
     grep -q '^step 6$' "$tmp/es/best/best.txt"; then
     ok "resume with other validation data: said; the best restarts (best.txt: $(head -1 "$tmp/es/best/best.txt"))"
 else bad "resume with other validation data: $(grep -E 'resume|was' "$tmp/es.log" | head -4); best.txt $(head -1 "$tmp/es/best/best.txt")"; fi

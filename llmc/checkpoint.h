@@ -656,6 +656,11 @@ static inline int state_compare(const char* path, const TrainState* saved, const
         fprintf(report, "%s: %s was %lld, now %lld\n", path, label, (long long)saved->field, (long long)now->field); \
         diffs++;                                                                                                    \
     }
+#define STATE_CMP_HEX_(field, label)                                                                                      \
+    if (saved->field != now->field) {                                                                                     \
+        fprintf(report, "%s: %s was 0x%08x, now 0x%08x\n", path, label, (unsigned)saved->field, (unsigned)now->field); \
+        diffs++;                                                                                                          \
+    }
 #define STATE_CMP_F32_(field, label)                                                                             \
     if (saved->field != now->field) {                                                                            \
         fprintf(report, "%s: %s was %.9g, now %.9g\n", path, label, (double)saved->field, (double)now->field); \
@@ -684,10 +689,10 @@ static inline int state_compare(const char* path, const TrainState* saved, const
     STATE_CMP_INT_(step_tokens, "tokens per step (--total-batch)")
     STATE_CMP_INT_(shuffle, "--shuffle")
     STATE_CMP_INT_(mock, "--mock-data")
-    STATE_CMP_INT_(data_tokens, "training data tokens")
+    if (!(saved->mock && now->mock)) STATE_CMP_INT_(data_tokens, "training data tokens") /* mock: follows the window */
     STATE_CMP_INT_(data_shards, "training data shards")
     if (saved->data_crc != 0) /* 0: mock data, or a checkpoint older than the field */
-        STATE_CMP_INT_(data_crc, "training data fingerprint (the shards' contents and order)")
+        STATE_CMP_HEX_(data_crc, "training data fingerprint (the shards' contents and order)")
     if (saved->val_every >= 0) STATE_CMP_INT_(val_every, "--val-every")
     if (saved->master_weights >= 0) STATE_CMP_INT_(master_weights, "--master-weights")
     if (saved->precision != 0 && saved->precision != now->precision) {
@@ -696,9 +701,10 @@ static inline int state_compare(const char* path, const TrainState* saved, const
     }
     if (saved->val_tokens != 0 && now->val_tokens != 0) { /* both evaluate: are their losses comparable? */
         STATE_CMP_INT_(val_tokens, "tokens an evaluation averages (--val-batches x B x T x ranks)")
-        if (saved->val_crc != 0) STATE_CMP_INT_(val_crc, "validation data fingerprint (--val-data)")
+        if (saved->val_crc != 0) STATE_CMP_HEX_(val_crc, "validation data fingerprint (--val-data)")
     }
 #undef STATE_CMP_INT_
+#undef STATE_CMP_HEX_
 #undef STATE_CMP_F32_
     return diffs;
 }

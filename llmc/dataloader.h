@@ -377,8 +377,9 @@ static inline void dataloader_set_state(DataLoader* dl, const DataLoaderState* s
  * the saved run had read the shard's first batch·saved_window tokens (unshuffled) or batch of its
  * windows in its own order (shuffled): unshuffled, reading goes on at the first window of this size
  * that starts at or after them; shuffled, whose order of the shard's windows has no equivalent, at the
- * next shard of the epoch. Returns the tokens of the shard that this leaves unread in the epoch (the
- * remainder of the saved run's windows there, or the gap before the next window); 0 when equal. */
+ * next shard of the epoch. Returns the tokens skipped: of the saved run's windows in the shard, those it
+ * had not read that lie before where reading goes on (the gap before the next window; the rest of them
+ * when reading goes on in the next shard); 0 when the windows are equal. */
 static inline uint64_t dataloader_set_state_window(DataLoader* dl, const DataLoaderState* st, size_t saved_window) {
     size_t window = dataloader_window_(dl);
     if (saved_window == window || st->batch == 0) {
@@ -389,7 +390,9 @@ static inline uint64_t dataloader_set_state_window(DataLoader* dl, const DataLoa
     s.batch = 0;
     dataloader_set_state(dl, &s); /* checks the shard index, builds the epoch's order */
     size_t k = dl->shard_order[s.shard];
-    uint64_t usable = dl->shard_tokens[k] > 0 ? dl->shard_tokens[k] - 1 : 0, saved_batches = usable / saved_window;
+    /* mock data: DL_MOCK_BATCHES windows of whatever size (its virtual length follows the window) */
+    uint64_t usable = dl->mock ? (uint64_t)DL_MOCK_BATCHES * saved_window : dl->shard_tokens[k] > 0 ? dl->shard_tokens[k] - 1 : 0;
+    uint64_t saved_batches = usable / saved_window;
     if (st->batch > saved_batches)
         fatalf("%s: saved position is batch %llu of this shard, which holds %llu batches of %zu tokens (the saved tokens per step): "
                "data changed?", dl->shard_paths ? dl->shard_paths[k] : "mock data", (unsigned long long)st->batch,

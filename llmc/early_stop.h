@@ -83,7 +83,7 @@ static inline int early_stop_evals(int a, int b, int val_every, int max_steps) {
  * --max-steps now ends before S does not stop early). Returns 1 if
  * restored; 0 if there is no best.txt, if best_dir holds no complete checkpoint of S (a write cut
  * short), or if the saved run's evaluations are not comparable with this run's (comparable 0: other
- * validation data or tokens; this run's first evaluation then becomes the best), with the reason
+ * validation data, tokens, sequence length or precision; this run's first evaluation then becomes the best), with the reason
  * printed to report. */
 static inline int early_stop_resume(EarlyStop* e, const char* best_dir, int start_step, int max_steps, int val_every, int saved_val_every,
                                     int comparable, FILE* report) {
@@ -108,8 +108,8 @@ static inline int early_stop_resume(EarlyStop* e, const char* best_dir, int star
         return 0;
     }
     if (!comparable) {
-        fprintf(report, "resume: early stop: the best so far (val loss %.6f at step %d) was measured on other validation data or "
-                        "tokens: this run's first evaluation replaces it\n", (double)loss, step);
+        fprintf(report, "resume: early stop: the best so far (val loss %.6f at step %d) was measured otherwise (validation data, "
+                        "tokens, sequence length or precision): this run's first evaluation replaces it\n", (double)loss, step);
         return 0;
     }
     e->best_step = step;

@@ -389,22 +389,25 @@ static inline TrainState train_resume_read_state(const char* dir, int step, cons
     expected.world = st.world;
     expected.shard_offset = st.shard_offset;
     expected.shard_count = st.shard_count;
+    int data_differs = st.mock != expected.mock || (!st.mock && (st.data_tokens != expected.data_tokens ||
+                       st.data_shards != expected.data_shards || (st.data_crc != 0 && st.data_crc != expected.data_crc)));
     if (state_compare(state_path, &st, &expected, stdout) > 0)
-        printf("resume: warning: the settings above differ from the checkpoint's run; continuing with this run's (changed "
-               "training data also changes what the saved data position means)\n");
+        printf("resume: warning: the settings above differ from the checkpoint's run; continuing with this run's%s\n",
+               data_differs ? " (the saved data position refers to the checkpoint's training data)" : "");
     float saved_lr = schedule_lr(&st.schedule, st.step), lr = schedule_lr(&run->schedule, st.step);
-    if (saved_lr != lr)
-        printf("resume: the learning rate of step %d is %.4g on this run's schedule, %.4g on the checkpoint's\n", st.step, (double)lr,
+    if (saved_lr != lr) /* the step index st.step is step st.step + 1 of the step lines */
+        printf("resume: the learning rate of step %d is %.4g on this run's schedule, %.4g on the checkpoint's\n", st.step + 1, (double)lr,
                (double)saved_lr);
     return st;
 }
 
 /* Whether a checkpoint's evaluations are comparable with this run's (--early-stop compares their
- * losses): the same tokens an evaluation and validation data; unknown (an older checkpoint, or a run
- * without evaluations): taken as comparable. */
+ * losses): the same validation data, tokens an evaluation, sequence length and precision; unknown (an
+ * older checkpoint, or a run without evaluations): taken as comparable. */
 static inline int train_same_validation(const TrainState* saved, const TrainState* run) {
     if (saved->val_tokens == 0 || run->val_tokens == 0) return 1;
-    return saved->val_tokens == run->val_tokens && (saved->val_crc == 0 || saved->val_crc == run->val_crc);
+    return saved->val_tokens == run->val_tokens && (saved->val_crc == 0 || saved->val_crc == run->val_crc) &&
+           saved->seq_len == run->seq_len && saved->precision == run->precision;
 }
 
 /* The resume line: the step, the directory, a re-sharding of the optimizer state, and that the weights
@@ -422,7 +425,7 @@ static inline void train_resume_say(const TrainArgs* args, int step, int saved_w
  * guard's history (resized to this run's window), the Rng and the training loader's position — the
  * same one, or with other tokens per step the nearest that reads no token twice (dataloader.h,
  * dataloader_set_state_window; said, with the tokens it skips). A changed --shuffle or --mock-data
- * inside an epoch has no equivalent position: an error (state_path names the file). Returns the step
+ * has no equivalent position once data was read: an error (state_path names the file). Returns the step
  * to resume from (saying so if it leaves nothing of the max_steps to train). */
 static inline int train_resume_restore(const char* state_path, const TrainState* st, HealthState* health,
                                        const HealthConfig* health_config, Rng* rng, DataLoader* train, int max_steps) {
@@ -442,14 +445,19 @@ static inline int train_resume_restore(const char* state_path, const TrainState*
     health_resize(health, health_config->window);
     *rng = st->rng;
     uint64_t skipped = dataloader_set_state_window(train, at, (size_t)st->step_tokens);
-    if (st->step_tokens != dataloader_window_(train) && at->batch > 0) {
+    size_t window = dataloader_window_(train);
+    if (st->step_tokens != window && at->batch > 0) {
         size_t k = train->shard_order[at->shard];
-        printf("resume: tokens per step were %llu, now %zu: the saved data position (batch %llu of %s) counts in the old steps; "
-               "%s, %llu of its tokens not read this epoch\n",
-               (unsigned long long)st->step_tokens, dataloader_window_(train), (unsigned long long)at->batch,
-               train->shard_paths ? train->shard_paths[k] : "the mock data",
-               train->shuffle ? "its shuffled order has no equivalent: reading goes on at the epoch's next shard"
-                              : "reading goes on at the first window after the tokens read", (unsigned long long)skipped);
+        char where[128];
+        if (train->pos.batch < train->shard_batches[k])
+            snprintf(where, sizeof(where), "reading goes on at its token %llu, the next window of the new size",
+                     (unsigned long long)(train->pos.batch * window));
+        else
+            snprintf(where, sizeof(where), "reading goes on at the epoch's next shard%s",
+                     train->shuffle ? " (the shuffled order of this one's windows has no equivalent)" : "");
+        printf("resume: tokens per step were %llu, now %zu: the checkpoint's run had read %llu windows of %s; %s; %llu of its "
+               "tokens skipped\n", (unsigned long long)st->step_tokens, window, (unsigned long long)at->batch,
+               train->shard_paths ? train->shard_paths[k] : "the mock data", where, (unsigned long long)skipped);
     }
     return st->step;
 }

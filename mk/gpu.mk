@@ -19,7 +19,8 @@ GPU_ARCH ?= 80 90
 PRECISION ?= BF16
 NVCC_WERROR ?= -Werror all-warnings
 NVCC_FLAGS ?= -O3 -std=c++17 $(NVCC_WERROR) -Xcompiler -Wall,-Wno-unused-function -I.
-# machine code for each GPU_ARCH, and PTX of the newest, which the driver compiles for a later GPU (no SASS of its own)
+# machine code for each GPU_ARCH, and PTX of the last one (list them oldest first), which the driver compiles for a
+# later GPU that has no SASS of its own
 NVCC_GENCODE = $(foreach a,$(GPU_ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \
                -gencode arch=compute_$(lastword $(GPU_ARCH)),code=compute_$(lastword $(GPU_ARCH))
 NVCC_PRECISION = $(if $(filter FP32,$(PRECISION)),-DPRECISION_FP32,)
