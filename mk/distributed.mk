@@ -28,7 +28,7 @@ build/dist/test_process_group: dev/test_process_group.c dev/testlib.h $(DIST_HEA
 
 ALL_TARGETS += train_gpt_sim_dist train_gpt_sim_dist_fp32 build/dist/test_process_group
 
-test-distributed-sim: train_gpt_sim_dist train_gpt_sim_dist_fp32 train_gpt_sim
+test-distributed-sim: train_gpt_sim_dist train_gpt_sim_dist_fp32 train_gpt_sim train_gpt_sim_fp32
 	@MPIRUN="$(MPIRUN)" MPIRUN_FLAGS="$(MPIRUN_FLAGS)" bash dev/cuda/test_distributed_sim.sh
 test-process-group: build/dist/test_process_group
 	./build/dist/test_process_group

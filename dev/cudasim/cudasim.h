@@ -54,6 +54,31 @@
  *     fails with cudaErrorMemoryAllocation.
  *   - Out-of-bounds global accesses are caught by AddressSanitizer (the sim tests build with
  *     -fsanitize=address,undefined; fiber switches are annotated for ASan).
+ * Host/device memory checks (simulated device memory is host memory, so code that hands a GPU host memory
+ * would otherwise work here): the allocation table is ordered, so the cudaMalloc allocation holding any
+ * address is found. Each failure prints one line "cudasim: error: <call>: ..." (the fake libraries: their
+ * own "<function>: ..." line) beside the caller's cudaCheck line:
+ *   - cudaMemcpy/cudaMemcpyAsync: each side the kind says is device memory must lie wholly inside one
+ *     cudaMalloc allocation ([p, p + bytes)), each side it says is host memory must not be in one (pinned or
+ *     pageable host memory both count as host); cudaMemcpyDefault takes a side that starts in an allocation
+ *     as device memory (which must then fit it) and anything else as host memory, as unified addressing
+ *     does. cudaMemset/cudaMemsetAsync: [p, p + bytes) inside one cudaMalloc allocation. Else
+ *     cudaErrorInvalidValue (what CUDA returns for a pointer of the wrong kind), nothing copied.
+ *   - kernel launches: every non-NULL raw pointer argument must point into a cudaMalloc allocation or
+ *     pinned host memory (cudaMallocHost, mapped into the device's address space on a GPU), start through
+ *     one past the end; a pointer to pageable host memory makes the launch fail with cudaErrorInvalidValue
+ *     (nothing runs) and a line naming the kernel, the argument index and the launch text (a GPU without
+ *     HMM/ATS launches it, faults when the kernel touches that memory, and reports cudaErrorIllegalAddress
+ *     at a later synchronisation: here the failure is at the launch, so it names the culprit). Pointers
+ *     inside struct arguments are not checked, nor how far past the pointer a kernel reads (ASan does that).
+ *   - the fake NCCL (fake_nccl.h): send/recv buffers must be cudaMalloc memory over the bytes the collective
+ *     touches, else ncclInvalidArgument. The fake cuBLAS/cuBLASLt (fake_cublaslt.h): A, B, C (when read),
+ *     D over their layouts' extent, the epilogue's bias and aux, the workspace, and device-mode alpha/beta
+ *     must be cudaMalloc memory (host-mode alpha/beta must not), and workspaceSizeInBytes must cover the
+ *     heuristic's workspaceSize, else CUBLAS_STATUS_INVALID_VALUE.
+ *   Stricter than a GPU where CUDA's behaviour is undefined rather than an error (a copy whose kind
+ *   contradicts its pointers, memset or NCCL buffers in pinned host memory); looser where the real failure
+ *   would come later (a device pointer freed before a queued kernel runs is not checked).
  * Race check (make sim-test-races): built with -fsanitize=thread instead, each simulated thread is a
  * ThreadSanitizer fiber, and each stream's work runs as a fiber of its own; only the orderings CUDA
  * guarantees (__syncthreads, __syncwarp, stream order, event waits, host synchronisation, the legacy
@@ -78,7 +103,8 @@
  * each step and ex2.approx is exp2f (the GPU's accumulation order and rounding are unspecified, its
  * ex2.approx within 2 ulp), so results agree with a GPU's to tolerance, not to the bit.
  *
- * Global mutable state (all documented here): the allocation table (cudasim_runtime.h, mutex-guarded), the
+ * Global mutable state (all documented here): the allocation table (cudasim_runtime.h, an ordered map of
+ * start -> size, mutex-guarded), the
  * per-function dynamic-smem limits set by cudaFuncSetAttribute (mutex-guarded), the deferred streams' mode,
  * default stream, stream list, queue lock and pinned-allocation table (cudasim_runtime.h), and
  * thread_local: the last error, the current executor and fiber; in the race-check build, the stream whose

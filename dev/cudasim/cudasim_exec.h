@@ -951,10 +951,37 @@ CUDASIM_NO_TSAN inline void run_grid(const char* text, void (*entry)(void*), voi
     race_acquire(join);
 }
 
+/* The host/device memory check of a launch's argument `index`: a non-NULL raw pointer must point into a
+ * cudaMalloc allocation or pinned host memory (start through one past the end), which a GPU kernel can
+ * read; a pointer to pageable host memory prints one line and returns false. Pointers inside struct
+ * arguments are not checked. */
+template <typename T>
+inline bool check_kernel_arg(const char* text, int index, const T& value) {
+    if constexpr (std::is_pointer<T>::value && !std::is_function<typename std::remove_pointer<T>::type>::value) {
+        const void* p = (const void*)value;
+        if (!p || find_alloc(p, true) || pinned_or_end(p)) return true;
+        char name[128];
+        kernel_name(text, name, sizeof name);
+        fflush(stdout);
+        fprintf(stderr, "cudasim: error: launch of kernel %s: argument %d (counting from 0) %p is pageable host memory, "
+                        "which a GPU kernel cannot access (device memory from cudaMalloc or pinned memory from "
+                        "cudaMallocHost only); launch: %s\n", name, index, p, text);
+        return false;
+    }
+    return true;
+}
+template <typename Tuple, size_t... I>
+inline bool check_kernel_args(const char* text, const Tuple& params, std::index_sequence<I...>) {
+    bool ok = true;
+    ((ok = check_kernel_arg(text, (int)I, std::get<I>(params)) && ok), ...);
+    return ok;
+}
+
 /* Runs kernel(args...) over grid x block on `stream` (now, or queued: CUDASIM_STREAMS, cudasim_runtime.h);
  * configuration errors are recorded for cudaGetLastError at the call and nothing runs. Blocks are dealt
  * round-robin over the OS threads (block b on thread b % n), so which thread runs a block is fixed; each
- * block's result does not depend on it. The arguments are copied at the call, as a GPU launch does. */
+ * block's result does not depend on it. The arguments are copied at the call, as a GPU launch does; a raw
+ * pointer argument to pageable host memory is cudaErrorInvalidValue (check_kernel_arg) and nothing runs. */
 template <typename... P, typename... A>
 inline void launch(const char* text, void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, A&&... args) {
     cudaError_t err = check_launch((const void*)kernel, grid, block, smem);
@@ -967,6 +994,10 @@ inline void launch(const char* text, void (*kernel)(P...), dim3 grid, dim3 block
         std::tuple<std::decay_t<P>...> params;
     };
     auto call = std::make_shared<Call>(Call{kernel, std::tuple<std::decay_t<P>...>(std::forward<A>(args)...)});
+    if (!check_kernel_args(text, call->params, std::index_sequence_for<P...>{})) {
+        set_error(cudaErrorInvalidValue);
+        return;
+    }
     void (*entry)(void*) = [](void* c) { std::apply(((Call*)c)->kernel, ((Call*)c)->params); };
     LaunchMode mode = launch_mode();
     /* the closure holds the only reference, so the host frees the call with the closure (untracked) */

@@ -4,8 +4,10 @@
  * Memory: cudaMalloc is posix_memalign(256, exact size), so AddressSanitizer puts its redzone right after
  * the last byte and reports any out-of-bounds global access; it is filled with 0xFF bytes (NaN as fp32 and
  * bf16), so code that reads device memory it never wrote, which a GPU leaves holding leftovers, fails.
- * Allocations are tracked (a mutex-guarded map) for cudaFree validation and cudaMemGetInfo. The device is
- * one H100-class device.
+ * Allocations are tracked (a mutex-guarded ordered map, start -> size) for cudaFree validation,
+ * cudaMemGetInfo and the host/device memory checks (find_alloc: the allocation holding an address; copies,
+ * memsets, kernel arguments and the fake libraries' buffers are checked against it, see cudasim.h). The
+ * device is one H100-class device.
  * Streams (CUDASIM_STREAMS, read once per process):
  *   sync (default)  all work runs at the call, so every stream is trivially ordered;
  *   deferred        work (kernels, async copies and memsets, the fake cuBLAS/cuBLASLt/NCCL calls) is queued
@@ -164,13 +166,36 @@ inline cudaError_t set_error(cudaError_t err) {
     return err;
 }
 
-/* the process-wide allocation table: pointer -> size, and the bytes in use */
+/* the process-wide allocation table: start -> size (ordered, so that the allocation holding an address is
+ * found), and the bytes in use */
 struct AllocTable {
     std::mutex lock;
-    std::unordered_map<void*, size_t> sizes;
+    std::map<const char*, size_t> sizes;
     size_t bytes_in_use = 0;
 };
 inline AllocTable& alloc_table() { static AllocTable t; return t; }
+
+/* The cudaMalloc allocation holding address p (start <= p < start + size; with end_ok also p == start + size,
+ * a one-past-the-end pointer): true, with its start and size. */
+inline bool find_alloc(const void* p, bool end_ok, const char** start = nullptr, size_t* size = nullptr) {
+    AllocTable& t = alloc_table();
+    std::lock_guard<std::mutex> guard(t.lock);
+    const char* c = (const char*)p;
+    auto it = t.sizes.upper_bound(c);
+    if (it == t.sizes.begin()) return false;
+    --it;
+    if (!(c < it->first + it->second || (end_ok && c == it->first + it->second))) return false;
+    if (start) *start = it->first;
+    if (size) *size = it->second;
+    return true;
+}
+/* whether [p, p + bytes) lies wholly inside one cudaMalloc allocation (bytes == 0: p in one, or one past its end) */
+inline bool device_range(const void* p, size_t bytes) {
+    const char* start = nullptr;
+    size_t size = 0;
+    if (!p || !find_alloc(p, bytes == 0, &start, &size)) return false;
+    return bytes <= size - (size_t)((const char*)p - start);
+}
 
 inline double now_ms() {
     struct timespec ts;
@@ -191,6 +216,58 @@ inline bool is_pinned(const void* p) {
     if (it == t.sizes.begin()) return false;
     --it;
     return (const char*)p < it->first + it->second;
+}
+/* whether p is in a cudaMallocHost allocation or one past its end (a kernel's end pointer) */
+inline bool pinned_or_end(const void* p) {
+    PinnedTable& t = pinned_table();
+    std::lock_guard<std::mutex> guard(t.lock);
+    auto it = t.sizes.upper_bound((const char*)p);
+    if (it == t.sizes.begin()) return false;
+    --it;
+    return (const char*)p <= it->first + it->second;
+}
+/* What memory p points at, for the messages of the host/device memory checks: "device memory (offset O of
+ * a cudaMalloc allocation of N bytes)", "pinned host memory (cudaMallocHost)", or "pageable host memory". */
+inline const char* describe_memory(const void* p, char* buf, size_t n) {
+    const char* start = nullptr;
+    size_t size = 0;
+    if (!p) snprintf(buf, n, "NULL");
+    else if (find_alloc(p, true, &start, &size))
+        snprintf(buf, n, "device memory (offset %zu of a cudaMalloc allocation of %zu bytes)", (size_t)((const char*)p - start), size);
+    else if (pinned_or_end(p)) snprintf(buf, n, "pinned host memory (cudaMallocHost)");
+    else snprintf(buf, n, "pageable host memory (neither cudaMalloc nor cudaMallocHost)");
+    return buf;
+}
+/* Why [p, p + bytes) is not device memory, into buf: "is not device memory: it is pinned host memory
+ * (cudaMallocHost)" / "... pageable host memory (...)", or "runs past the end of its cudaMalloc allocation (...)". */
+inline const char* device_range_problem(const void* p, size_t bytes, char* buf, size_t n) {
+    const char* start = nullptr;
+    size_t size = 0;
+    char desc[160];
+    if (p && find_alloc(p, true, &start, &size))
+        snprintf(buf, n, "runs past the end of its cudaMalloc allocation (it starts at offset %zu of %zu bytes)",
+                 (size_t)((const char*)p - start), size);
+    else snprintf(buf, n, "is not device memory: it is %s", describe_memory(p, desc, sizeof desc));
+    return buf;
+}
+/* The host/device memory check of an API call that needs device memory: true if [p, p + bytes) lies inside
+ * one cudaMalloc allocation; else prints "cudasim: error: <call>: <what> <p> (<bytes> bytes) <why>" to
+ * stderr and returns false. */
+inline bool check_device_memory(const char* call, const char* what, const void* p, size_t bytes) {
+    if (device_range(p, bytes)) return true;
+    char why[200];
+    fflush(stdout);
+    fprintf(stderr, "cudasim: error: %s: %s %p (%zu bytes) %s\n", call, what, p, bytes, device_range_problem(p, bytes, why, sizeof why));
+    return false;
+}
+/* ... and of a call that needs host memory: true unless p is in a cudaMalloc allocation */
+inline bool check_host_memory(const char* call, const char* what, const void* p) {
+    if (!find_alloc(p, false)) return true;
+    char desc[160];
+    fflush(stdout);
+    fprintf(stderr, "cudasim: error: %s: %s %p is %s, but the copy kind says host memory\n", call, what, p,
+            describe_memory(p, desc, sizeof desc));
+    return false;
 }
 
 /* ---- deferred streams (CUDASIM_STREAMS=deferred; see the top comment) ----
@@ -416,7 +493,7 @@ inline cudaError_t cudaMalloc(void** ptr, size_t bytes) {
     void* p = NULL;
     if (posix_memalign(&p, 256, bytes ? bytes : 1) != 0) return cudasim::set_error(cudaErrorMemoryAllocation);
     memset(p, 0xFF, bytes); /* a GPU's fresh memory holds leftovers: NaN here, so a read before a write shows */
-    t.sizes[p] = bytes;
+    t.sizes[(const char*)p] = bytes;
     t.bytes_in_use += bytes;
     *ptr = p;
     return cudaSuccess;
@@ -428,7 +505,7 @@ inline cudaError_t cudaFree(void* ptr) {
     cudasim::device_sync(); /* cudaFree synchronises the device */
     cudasim::AllocTable& t = cudasim::alloc_table();
     std::lock_guard<std::mutex> guard(t.lock);
-    auto it = t.sizes.find(ptr);
+    auto it = t.sizes.find((const char*)ptr);
     if (it == t.sizes.end()) return cudasim::set_error(cudaErrorInvalidDevicePointer);
     t.bytes_in_use -= it->second;
     t.sizes.erase(it);
@@ -463,45 +540,74 @@ inline cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
     *total_bytes = cudasim::global_mem_bytes();
     return cudaSuccess;
 }
-/* A copy on `stream`: the source read at the call when it is pageable host memory (staged), else when the
- * copy runs; a copy into pageable host memory returns when it is done. (Which side is host memory follows
- * kind; cudaMemcpyDefault counts as device to device.) */
-inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream = 0) {
-    if ((unsigned)kind > (unsigned)cudaMemcpyDefault) return cudasim::set_error(cudaErrorInvalidMemcpyDirection);
-    if (bytes && (!dst || !src)) return cudasim::set_error(cudaErrorInvalidValue);
+namespace cudasim {
+inline const char* memcpy_kind_name(cudaMemcpyKind kind) {
+    static const char* const names[] = {"cudaMemcpyHostToHost", "cudaMemcpyHostToDevice", "cudaMemcpyDeviceToHost",
+                                        "cudaMemcpyDeviceToDevice", "cudaMemcpyDefault"};
+    return (unsigned)kind <= (unsigned)cudaMemcpyDefault ? names[kind] : "?";
+}
+/* A copy on `stream` (fn: the API call's name, for messages). Host/device memory check: each side the kind
+ * says is device memory must lie wholly inside one cudaMalloc allocation, each side it says is host memory
+ * must not be in one (pinned or pageable host memory), else cudaErrorInvalidValue and a line on stderr; with
+ * cudaMemcpyDefault (unified addressing) each side is device memory if it starts in an allocation (and must
+ * then fit it), host memory otherwise. The source is read at the call when it is pageable host memory
+ * (staged), else when the copy runs; a copy into pageable host memory returns when it is done. */
+inline cudaError_t memcpy_on(const char* fn, void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream) {
+    if ((unsigned)kind > (unsigned)cudaMemcpyDefault) return set_error(cudaErrorInvalidMemcpyDirection);
+    if (bytes && (!dst || !src)) return set_error(cudaErrorInvalidValue);
     if (!bytes) return cudaSuccess;
     bool host_src = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyHostToHost;
     bool host_dst = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyHostToHost;
-    CUstream_st* st = cudasim::stream_of(stream);
+    if (kind == cudaMemcpyDefault) {
+        host_src = !find_alloc(src, false);
+        host_dst = !find_alloc(dst, false);
+    }
+    char call[96];
+    snprintf(call, sizeof call, "%s(%s)", fn, memcpy_kind_name(kind));
+    bool ok = host_src ? check_host_memory(call, "src", src) : check_device_memory(call, "src", src, bytes);
+    ok = (host_dst ? check_host_memory(call, "dst", dst) : check_device_memory(call, "dst", dst, bytes)) && ok;
+    if (!ok) return set_error(cudaErrorInvalidValue);
+    CUstream_st* st = stream_of(stream);
     if (host_src && host_dst) {
-        cudasim::host_wait(st, st->enqueued);
+        host_wait(st, st->enqueued);
         memmove(dst, src, bytes);
         return cudaSuccess;
     }
     unsigned long long ticket;
-    if (cudasim::deferred_streams() && host_src && !cudasim::is_pinned(src)) {
+    if (deferred_streams() && host_src && !is_pinned(src)) {
         std::vector<char> staged((const char*)src, (const char*)src + bytes);
-        ticket = cudasim::enqueue(stream, [dst, staged = std::move(staged)] { memcpy(dst, staged.data(), staged.size()); });
+        ticket = enqueue(stream, [dst, staged = std::move(staged)] { memcpy(dst, staged.data(), staged.size()); });
     } else {
-        ticket = cudasim::enqueue(stream, [dst, src, bytes] { memmove(dst, src, bytes); });
+        ticket = enqueue(stream, [dst, src, bytes] { memmove(dst, src, bytes); });
     }
-    if (host_dst && !cudasim::is_pinned(dst)) cudasim::host_wait(st, ticket);
+    if (host_dst && !is_pinned(dst)) host_wait(st, ticket);
     return cudaSuccess;
+}
+/* a memset of device memory: [dst, dst + bytes) must lie inside one cudaMalloc allocation */
+inline cudaError_t memset_on(const char* fn, void* dst, int value, size_t bytes, cudaStream_t stream) {
+    if (bytes && !dst) return set_error(cudaErrorInvalidValue);
+    if (!bytes) return cudaSuccess;
+    if (!check_device_memory(fn, "devPtr", dst, bytes)) return set_error(cudaErrorInvalidValue);
+    enqueue(stream, [dst, value, bytes] { memset(dst, value, bytes); });
+    return cudaSuccess;
+}
+} /* namespace cudasim */
+
+inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream = 0) {
+    return cudasim::memcpy_on("cudaMemcpyAsync", dst, src, bytes, kind, stream);
 }
 /* on the legacy default stream, returning when done */
 inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
-    cudaError_t err = cudaMemcpyAsync(dst, src, bytes, kind, 0);
+    cudaError_t err = cudasim::memcpy_on("cudaMemcpy", dst, src, bytes, kind, 0);
     CUstream_st* legacy = cudasim::legacy_stream();
     if (err == cudaSuccess) cudasim::host_wait(legacy, legacy->enqueued);
     return err;
 }
 inline cudaError_t cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t stream = 0) {
-    if (bytes && !dst) return cudasim::set_error(cudaErrorInvalidValue);
-    if (bytes) cudasim::enqueue(stream, [dst, value, bytes] { memset(dst, value, bytes); });
-    return cudaSuccess;
+    return cudasim::memset_on("cudaMemsetAsync", dst, value, bytes, stream);
 }
 /* on the legacy default stream; like CUDA's, it may return before the memset is done */
-inline cudaError_t cudaMemset(void* dst, int value, size_t bytes) { return cudaMemsetAsync(dst, value, bytes, 0); }
+inline cudaError_t cudaMemset(void* dst, int value, size_t bytes) { return cudasim::memset_on("cudaMemset", dst, value, bytes, 0); }
 
 /* ---- streams and events (see the top comment: sync or deferred) ---- */
 inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned flags) {

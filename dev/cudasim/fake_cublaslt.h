@@ -44,6 +44,13 @@
  * and aux pointers must be 16-byte aligned, else NOT_SUPPORTED (the strictest requirement reported of the
  * real library's vectorised epilogues; its documentation gives none).
  *
+ * Memory (the host/device checks): what the call's kernels would read or write must lie inside one
+ * cudaMalloc allocation: A and B (k > 0), C (beta != 0) and D over the extent their layouts span, the
+ * epilogue's bias and aux, the workspace's workspaceSizeInBytes; alpha/beta must be device memory in
+ * device pointer mode and must not be in host mode. Otherwise INVALID_VALUE (the real library does not
+ * check: its kernel faults). The heuristic's algorithm asks for the preference's whole MAX_WORKSPACE_BYTES
+ * as its workspaceSize (0 without a preference), and cublasLtMatmul refuses a smaller workspaceSizeInBytes
+ * (INVALID_VALUE, as the real library's documentation says).
  * Argument errors return CUBLAS_STATUS_INVALID_VALUE, unsupported combinations
  * CUBLAS_STATUS_NOT_SUPPORTED, each after printing one line "<function>: <why>" to stderr.
  * CUDASIM_CUBLASLT_NO_GELU=1 makes the heuristic answer NOT_SUPPORTED (with a note on stderr) for every GELU and DGELU
@@ -276,7 +283,8 @@ typedef struct cublasLtMatmulPreferenceOpaque_t {
 typedef cublasLtMatmulPreferenceOpaque_t* cublasLtMatmulPreference_t;
 
 typedef struct {
-    uint64_t data[8]; /* the fake's: [0, 4) the alignments of A, B, C, D it assumes, [4] FAKEBLAS_ALGO_TAG */
+    uint64_t data[8]; /* the fake's: [0, 4) the alignments of A, B, C, D it assumes, [4] FAKEBLAS_ALGO_TAG,
+                       * [5] the workspace bytes it needs */
 } cublasLtMatmulAlgo_t;
 #define FAKEBLAS_ALGO_TAG 0x66616b65616c676full
 
@@ -559,6 +567,65 @@ static inline cublasStatus_t fakeblas_check(const fakeblas_gemm* g, cublasComput
     return CUBLAS_STATUS_SUCCESS;
 }
 
+
+/* ---- the host/device memory checks: what a GPU kernel of the library would read or write must be device
+ * memory (cudaMalloc), a host-mode scalar host memory; else INVALID_VALUE (the real library does not check:
+ * its kernel faults, and the stream reports cudaErrorIllegalAddress later) ---- */
+
+/* [p, p + bytes) inside one cudaMalloc allocation */
+static inline cublasStatus_t fakeblas_device(const char* fn, const char* what, const void* p, size_t bytes) {
+    if (bytes == 0 || cudasim::device_range(p, bytes)) return CUBLAS_STATUS_SUCCESS;
+    char why[200];
+    return fakeblas_fail(CUBLAS_STATUS_INVALID_VALUE, fn, "%s %p (%zu bytes) %s", what, p, bytes,
+                         cudasim::device_range_problem(p, bytes, why, sizeof why));
+}
+/* the bytes a column-major rows x cols matrix (leading dimension ld) spans, over batch entries stride apart */
+static inline size_t fakeblas_extent(int64_t rows, int64_t cols, int64_t ld, int batch, int64_t stride, cudaDataType type) {
+    if (rows <= 0 || cols <= 0 || batch <= 0) return 0;
+    size_t es = type == CUDA_R_32F ? 4 : 2;
+    return ((size_t)(batch - 1) * (size_t)stride + (size_t)(cols - 1) * (size_t)ld + (size_t)rows) * es;
+}
+/* alpha and beta: device memory in device pointer mode, host memory (not cudaMalloc) in host mode */
+static inline cublasStatus_t fakeblas_scalars(const char* fn, int device_mode, const void* alpha, const void* beta) {
+    const void* scalars[2] = {alpha, beta};
+    for (int i = 0; i < 2; i++) {
+        const char* what = i ? "beta" : "alpha";
+        if (device_mode) {
+            cublasStatus_t s = fakeblas_device(fn, what, scalars[i], sizeof(float));
+            if (s != CUBLAS_STATUS_SUCCESS) return s;
+        } else if (cudasim::find_alloc(scalars[i], false)) {
+            char desc[160];
+            return fakeblas_fail(CUBLAS_STATUS_INVALID_VALUE, fn, "%s %p is %s, but the pointer mode is HOST", what, scalars[i],
+                                 cudasim::describe_memory(scalars[i], desc, sizeof desc));
+        }
+    }
+    return CUBLAS_STATUS_SUCCESS;
+}
+/* the matrices and epilogue vectors a problem reads or writes: A and B (k > 0), C (beta != 0), D, bias and aux */
+static inline cublasStatus_t fakeblas_check_memory(const fakeblas_gemm* g, const char* fn) {
+    if (g->m <= 0 || g->n <= 0 || g->batch <= 0) return CUBLAS_STATUS_SUCCESS;
+    int64_t a_rows = g->transa == CUBLAS_OP_N ? g->m : g->k, a_cols = g->transa == CUBLAS_OP_N ? g->k : g->m;
+    int64_t b_rows = g->transb == CUBLAS_OP_N ? g->k : g->n, b_cols = g->transb == CUBLAS_OP_N ? g->n : g->k;
+    cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
+    if (g->k > 0) {
+        s = fakeblas_device(fn, "A", g->A, fakeblas_extent(a_rows, a_cols, g->lda, g->batch, g->strideA, g->Atype));
+        if (s == CUBLAS_STATUS_SUCCESS) s = fakeblas_device(fn, "B", g->B, fakeblas_extent(b_rows, b_cols, g->ldb, g->batch, g->strideB, g->Btype));
+    }
+    if (s == CUBLAS_STATUS_SUCCESS && g->beta != 0.0f)
+        s = fakeblas_device(fn, "C", g->C, fakeblas_extent(g->m, g->n, g->ldc, g->batch, g->strideC, g->Ctype));
+    const char* d_name = strncmp(fn, "cublasLt", 8) == 0 ? "D" : "C"; /* cuBLAS writes C */
+    if (s == CUBLAS_STATUS_SUCCESS) s = fakeblas_device(fn, d_name, g->D, fakeblas_extent(g->m, g->n, g->ldd, g->batch, g->strideD, g->Dtype));
+    if (s == CUBLAS_STATUS_SUCCESS && g->bias) {
+        int64_t len = g->epilogue == CUBLASLT_EPILOGUE_BGRADB ? g->n : g->m;
+        s = fakeblas_device(fn, "the epilogue's bias (CUBLASLT_MATMUL_DESC_BIAS_POINTER)", g->bias,
+                            fakeblas_extent(len, 1, len, g->batch, g->bias_stride, g->bias_type));
+    }
+    if (s == CUBLAS_STATUS_SUCCESS && g->aux)
+        s = fakeblas_device(fn, "the epilogue's aux (CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER)", g->aux,
+                            fakeblas_extent(g->m, g->n, g->aux_ld, g->batch, g->aux_stride, g->aux_type));
+    return s;
+}
+
 /* the input rounding of a compute type (cuBLAS: TF32 also when the math mode asks for it with CUBLAS_COMPUTE_32F) */
 static inline int fakeblas_rounding(cublasComputeType_t compute, int tf32_math_mode) {
     if (compute == CUBLAS_COMPUTE_32F_FAST_TF32 || (compute == CUBLAS_COMPUTE_32F && tf32_math_mode)) return FAKEBLAS_ROUND_TF32;
@@ -671,6 +738,9 @@ static inline cublasStatus_t fakeblas_cublas_gemm(cublasHandle_t handle, const c
     if (status != CUBLAS_STATUS_SUCCESS) return status;
     if (m > 0 && n > 0 && batchCount > 0 && (!C || (k > 0 && (!A || !B))))
         return fakeblas_fail(CUBLAS_STATUS_INVALID_VALUE, function, "a matrix pointer is NULL");
+    status = fakeblas_scalars(function, handle->pointer_mode == CUBLAS_POINTER_MODE_DEVICE, alpha, beta);
+    if (status == CUBLAS_STATUS_SUCCESS) status = fakeblas_check_memory(&g, function);
+    if (status != CUBLAS_STATUS_SUCCESS) return status;
     return fakeblas_submit(&g, function, handle->stream);
 }
 
@@ -823,7 +893,7 @@ inline cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t
     free(pref);
     return CUBLAS_STATUS_SUCCESS;
 }
-/* MAX_WORKSPACE_BYTES is recorded (the fake needs no workspace); the other preferences only steer
+/* MAX_WORKSPACE_BYTES is recorded (the heuristic's algorithm asks for all of it); the other preferences only steer
  * the real library's algorithm choice and are accepted with a size check and ignored */
 inline cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t pref,
                                                            cublasLtMatmulPreferenceAttributes_t attr, const void* buf,
@@ -977,6 +1047,10 @@ inline cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cu
     memset(&heuristicResultsArray[0], 0, sizeof(heuristicResultsArray[0]));
     for (int i = 0; i < 4; i++) heuristicResultsArray[0].algo.data[i] = preference ? preference->min_alignment[i] : 256;
     heuristicResultsArray[0].algo.data[4] = FAKEBLAS_ALGO_TAG;
+    /* the workspace the algorithm needs: the preference's whole MAX_WORKSPACE_BYTES (0 without one), the most
+     * a real heuristic may ask for; cublasLtMatmul refuses a smaller workspaceSizeInBytes */
+    heuristicResultsArray[0].algo.data[5] = preference ? preference->max_workspace_bytes : 0;
+    heuristicResultsArray[0].workspaceSize = (size_t)heuristicResultsArray[0].algo.data[5];
     heuristicResultsArray[0].state = CUBLAS_STATUS_SUCCESS;
     heuristicResultsArray[0].wavesCount = 1.0f;
     *returnAlgoCount = 1;
@@ -996,6 +1070,8 @@ inline cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc
     cublasStatus_t status = fakeblas_lt_setup(&g, computeDesc, Adesc, Bdesc, Cdesc, Ddesc, fn);
     if (status != CUBLAS_STATUS_SUCCESS) return status;
     if (!alpha || !beta) return fakeblas_fail(CUBLAS_STATUS_INVALID_VALUE, fn, "alpha or beta is NULL");
+    status = fakeblas_scalars(fn, computeDesc->pointer_mode == CUBLASLT_POINTER_MODE_DEVICE, alpha, beta);
+    if (status != CUBLAS_STATUS_SUCCESS) return status;
     g.alpha = *(const float*)alpha;
     g.beta = *(const float*)beta;
     g.A = A; g.B = B; g.C = C; g.D = D;
@@ -1015,6 +1091,17 @@ inline cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc
         if (g.k > 0 && (!A || !B)) return fakeblas_fail(CUBLAS_STATUS_INVALID_VALUE, fn, "A or B is NULL");
         if (g.beta != 0.0f && !C) return fakeblas_fail(CUBLAS_STATUS_INVALID_VALUE, fn, "C is NULL with beta != 0");
     }
+    /* the workspace: at least what the heuristic's algorithm asked for (data[5]), and device memory */
+    if (algo && algo->data[4] == FAKEBLAS_ALGO_TAG && workspaceSizeInBytes < algo->data[5])
+        return fakeblas_fail(CUBLAS_STATUS_INVALID_VALUE, fn,
+                             "workspaceSizeInBytes=%zu is less than the %llu bytes its algorithm needs (the heuristic's "
+                             "workspaceSize)", workspaceSizeInBytes, (unsigned long long)algo->data[5]);
+    if (workspaceSizeInBytes > 0) {
+        status = fakeblas_device(fn, "workspace", workspace, workspaceSizeInBytes);
+        if (status != CUBLAS_STATUS_SUCCESS) return status;
+    }
+    status = fakeblas_check_memory(&g, fn);
+    if (status != CUBLAS_STATUS_SUCCESS) return status;
     return fakeblas_submit(&g, fn, stream);
 }
 

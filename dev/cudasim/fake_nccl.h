@@ -42,6 +42,11 @@
  * (MPI int counts); larger ones return ncclInvalidArgument.
  * Groups: between ncclGroupStart and ncclGroupEnd, collectives are checked and queued, then run in
  * call order at the outermost ncclGroupEnd ("nothing starts until ncclGroupEnd", as in NCCL).
+ * Buffers: every buffer a call touches (send on every rank but a Broadcast's non-roots, recv on every rank
+ * but a Reduce's non-roots) must lie inside one cudaMalloc allocation over the bytes the call reads or
+ * writes (count elements; nranks * count for ReduceScatter's send and AllGather's recv), else
+ * ncclInvalidArgument: NCCL documents its buffers as device memory (its kernels cannot reach pageable host
+ * memory); pinned host memory (cudaMallocHost) is refused as well.
  * Errors: bad arguments return ncclInvalidArgument / ncclInvalidUsage, MPI failures ncclSystemError;
  * each prints one line "fake NCCL: <function>: <why>" (MPI: with file:line and the call) to stderr.
  *
@@ -373,6 +378,23 @@ static inline ncclResult_t fakenccl_submit(fakenccl_kind kind, const void* send,
         int is_root = comm->rank == root;
         if (!send && (kind != FAKENCCL_BROADCAST || is_root)) return fakenccl_fail(ncclInvalidArgument, fn, "sendbuff is NULL");
         if (!recv && (!root_only || is_root || kind == FAKENCCL_BROADCAST)) return fakenccl_fail(ncclInvalidArgument, fn, "recvbuff is NULL");
+    }
+    if (count > 0) { /* device memory of the bytes the call touches (NCCL cannot use pageable or pinned host memory) */
+        int is_root = comm->rank == root;
+        size_t send_bytes = kind == FAKENCCL_REDUCESCATTER ? whole : per_rank_bytes;
+        size_t recv_bytes = kind == FAKENCCL_ALLGATHER ? whole : per_rank_bytes;
+        int uses_send = kind != FAKENCCL_BROADCAST || is_root;
+        int uses_recv = kind != FAKENCCL_REDUCE || is_root;
+        const char* bad = NULL;
+        const void* ptr = NULL;
+        size_t bytes = 0;
+        if (uses_send && !cudasim::device_range(send, send_bytes)) bad = "sendbuff", ptr = send, bytes = send_bytes;
+        else if (uses_recv && !cudasim::device_range(recv, recv_bytes)) bad = "recvbuff", ptr = recv, bytes = recv_bytes;
+        if (bad) {
+            char why[200];
+            return fakenccl_fail(ncclInvalidArgument, fn, "%s %p (%zu bytes) %s", bad, ptr, bytes,
+                                 cudasim::device_range_problem(ptr, bytes, why, sizeof why));
+        }
     }
     fakenccl_op o = {kind, send, recv, count, type, op, root, comm, stream};
     if (fakenccl_group.depth == 0) return count == 0 ? ncclSuccess : fakenccl_run(&o);

@@ -45,7 +45,8 @@ static float rand_unit(void) {
     return (float)((rng_state >> 40) / 8388608.0 - 1.0);
 }
 
-/* a device-like buffer of n elements of fp32 or bf16, 256-byte aligned as cudaMalloc's */
+/* a device buffer of n elements of fp32 or bf16 (cudaMalloc: the fake checks that matrices are device memory;
+ * in simulation the host reads and writes it directly) */
 typedef struct {
     int bf16;
     size_t n;
@@ -53,7 +54,7 @@ typedef struct {
 } buffer;
 static void* device_like_alloc(size_t n, int bf16) {
     void* p = NULL;
-    if (posix_memalign(&p, 256, (n ? n : 1) * (bf16 ? 2 : 4)) != 0) {
+    if (cudaMalloc(&p, (n ? n : 1) * (bf16 ? 2 : 4)) != cudaSuccess) {
         fprintf(stderr, "error: out of memory (%s:%d)\n", __FILE__, __LINE__);
         exit(1);
     }
@@ -186,9 +187,11 @@ static double run_lt_case(cublasLtHandle_t lt, const lt_case* tc, int m, int n, 
     int count = 0;
     LT_CHECK(cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, ld, pref, 1, &heur, &count));
     if (count != 1) return 1e30;
-    char workspace[64];
+    void* workspace = NULL; /* the heuristic's workspaceSize (the fake's: the preference's whole 1 MiB) */
+    if (cudaMalloc(&workspace, heur.workspaceSize) != cudaSuccess) return 1e30;
     LT_CHECK(cublasLtMatmul(lt, desc, &tc->alpha, A.p, la, B.p, lb, &tc->beta, C.p, lc, tc->in_place ? C.p : D.p, ld,
-                            &heur.algo, workspace, sizeof(workspace), (cudaStream_t)0));
+                            &heur.algo, workspace, heur.workspaceSize, (cudaStream_t)0));
+    cudaFree(workspace);
     if (tc->in_place) D = C; /* same storage */
     if (corrupt) { /* self-test of the checker: one wrong output element must be caught */
         size_t idx = 1 + 2 * ldd;
@@ -288,8 +291,8 @@ static double run_lt_case(cublasLtHandle_t lt, const lt_case* tc, int m, int n, 
     cublasLtMatmulPreferenceDestroy(pref);
     for (int i = 0; i < 4; i++) cublasLtMatrixLayoutDestroy(layouts[i]);
     cublasLtMatmulDescDestroy(desc);
-    free(A.p); free(B.p); free(C.p); free(D0.p); free(bias.p); free(bias0.p); free(aux.p); free(aux0.p);
-    if (!tc->in_place) free(D.p);
+    cudaFree(A.p); cudaFree(B.p); cudaFree(C.p); cudaFree(D0.p); cudaFree(bias.p); cudaFree(bias0.p); cudaFree(aux.p); cudaFree(aux0.p);
+    if (!tc->in_place) cudaFree(D.p);
     return worst;
 }
 
@@ -384,7 +387,7 @@ static void test_cublas(void) {
                                                                          alpha, beta, tf32, 1e-6)
                                                       : 1e30;
                 if (w > worst) worst = w;
-                free(A.p); free(B.p); free(C.p); free(C0.p);
+                cudaFree(A.p); cudaFree(B.p); cudaFree(C.p); cudaFree(C0.p);
             }
         check(worst <= 1.0, tf32 ? "cublasSgemm NN/NT/TN/TT with CUBLAS_TF32_TENSOR_OP_MATH (TF32-rounded reference)"
                                  : "cublasSgemm NN/NT/TN/TT, default math", worst);
@@ -399,7 +402,7 @@ static void test_cublas(void) {
                                         (int)ldb, &beta, C.p, CUDA_R_32F, (int)ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
         double w = s == CUBLAS_STATUS_SUCCESS ? cublas_ref_worst(&A, lda, 0, &B, ldb, 0, &C0, &C, ldc, 0, 1, 0, m, n, k, 1, alpha, beta, 0, 1e-6) : 1e30;
         check(w <= 1.0, "cublasGemmEx TN bf16 x bf16 -> fp32, beta=1", w);
-        free(A.p); free(B.p); free(C.p); free(C0.p);
+        cudaFree(A.p); cudaFree(B.p); cudaFree(C.p); cudaFree(C0.p);
     }
     /* GemmStridedBatchedEx: bf16 everywhere, attention-like (T x T scores from T x hs blocks) */
     {
@@ -412,7 +415,7 @@ static void test_cublas(void) {
                                                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
         double w = s == CUBLAS_STATUS_SUCCESS ? cublas_ref_worst(&K, ld, sA, &Q, ld, sA, &S0, &S, ldc, sC, 1, 0, T, T, hs, batch, alpha, beta, 0, 1.0 / 256) : 1e30;
         check(w <= 1.0, "cublasGemmStridedBatchedEx TN bf16, 5 batches with gapped strides, beta=0", w);
-        free(K.p); free(Q.p); free(S.p); free(S0.p);
+        cudaFree(K.p); cudaFree(Q.p); cudaFree(S.p); cudaFree(S0.p);
     }
     /* cuBLAS argument errors */
     float one = 1.0f, zero = 0.0f, buf[64] = {0};
@@ -438,7 +441,9 @@ static void test_cublas(void) {
 /* cuBLASLt argument errors: each returns the real library's status */
 static void test_lt_errors(cublasLtHandle_t lt) {
     float one = 1.0f, zero = 0.0f;
-    alignas(256) float buf[256] = {0};
+    float* buf = NULL; /* device memory: the cases below fail for their own reasons, not the memory checks */
+    cudaMalloc((void**)&buf, 256 * sizeof(float));
+    cudaMemset(buf, 0, 256 * sizeof(float));
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t la, lb, lc, lbad;
     cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F);
@@ -534,6 +539,97 @@ static void test_lt_errors(cublasLtHandle_t lt) {
     cublasLtMatrixLayoutDestroy(lb);
     cublasLtMatrixLayoutDestroy(lc);
     cublasLtMatmulDescDestroy(desc);
+    cudaFree(buf);
+}
+
+/* The host/device memory checks: every matrix, epilogue vector, workspace and device-mode scalar the call's
+ * kernels touch must be device memory (cudaMalloc) over its whole extent; a host pointer is INVALID_VALUE in
+ * the fake (a fault on a GPU). A 4x5x3 fp32 problem; dev is device memory, host/pinned are not. */
+static void test_lt_memory(cublasLtHandle_t lt) {
+    float one = 1.0f, zero = 0.0f;
+    float *dev = NULL, *pinned = NULL, *dev_small = NULL, *dev_scalars = NULL;
+    cudaMalloc((void**)&dev, 512 * sizeof(float));
+    cudaMalloc((void**)&dev_small, 8 * sizeof(float)); /* less than A's 12 elements */
+    cudaMalloc((void**)&dev_scalars, 2 * sizeof(float));
+    cudaMallocHost((void**)&pinned, 512 * sizeof(float));
+    alignas(256) static float host[512];
+    cudaMemset(dev, 0, 512 * sizeof(float));
+    cudaMemcpy(dev_scalars, &one, sizeof(float), cudaMemcpyHostToDevice);
+    cudaMemcpy(dev_scalars + 1, &zero, sizeof(float), cudaMemcpyHostToDevice);
+    float *A = dev, *B = dev + 64, *D = dev + 128, *bias = dev + 192, *aux = dev + 256, *ws = dev + 384;
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t la, lb, lc;
+    cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+    cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, 4, 3, 4);
+    cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, 3, 5, 3);
+    cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, 4, 5, 4);
+#define MM(a, b, beta, c, d) cublasLtMatmul(lt, desc, &one, a, la, b, lb, beta, c, lc, d, lc, NULL, NULL, 0, (cudaStream_t)0)
+    check_status(MM(A, B, &zero, D, D), CUBLAS_STATUS_SUCCESS, "memory: A, B, C=D in cudaMalloc memory accepted");
+    check_status(MM(host, B, &zero, D, D), CUBLAS_STATUS_INVALID_VALUE, "memory: A in pageable host memory");
+    check_status(MM(A, pinned, &zero, D, D), CUBLAS_STATUS_INVALID_VALUE, "memory: B in pinned host memory (cudaMallocHost)");
+    check_status(MM(A, B, &zero, D, host + 128), CUBLAS_STATUS_INVALID_VALUE, "memory: D in pageable host memory");
+    check_status(MM(dev_small, B, &zero, D, D), CUBLAS_STATUS_INVALID_VALUE, "memory: A's 12 elements past the end of an 8-float allocation");
+    check_status(MM(dev + 500, B, &zero, D, D), CUBLAS_STATUS_SUCCESS, "memory: A's 12 elements ending at its allocation's end accepted");
+    check_status(MM(dev + 501, B, &zero, D, D), CUBLAS_STATUS_INVALID_VALUE, "memory: A's 12 elements one past its allocation's end");
+    check_status(MM(A, B, &one, host + 128, D), CUBLAS_STATUS_INVALID_VALUE, "memory: C in host memory with beta=1 (read)");
+    check_status(MM(A, B, &zero, host + 128, D), CUBLAS_STATUS_SUCCESS, "memory: C in host memory with beta=0 (not read) accepted");
+    check_status(MM(A, B, dev_scalars + 1, D, D), CUBLAS_STATUS_INVALID_VALUE, "memory: beta in device memory with POINTER_MODE_HOST");
+    int32_t mode = CUBLASLT_POINTER_MODE_DEVICE;
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_POINTER_MODE, &mode, sizeof(mode));
+    check_status(cublasLtMatmul(lt, desc, dev_scalars, A, la, B, lb, dev_scalars + 1, D, lc, D, lc, NULL, NULL, 0, (cudaStream_t)0),
+                 CUBLAS_STATUS_SUCCESS, "memory: alpha/beta in device memory with POINTER_MODE_DEVICE accepted");
+    check_status(MM(A, B, &zero, D, D), CUBLAS_STATUS_INVALID_VALUE, "memory: alpha/beta in host memory with POINTER_MODE_DEVICE");
+    mode = CUBLASLT_POINTER_MODE_HOST;
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_POINTER_MODE, &mode, sizeof(mode));
+    /* epilogue pointers */
+    uint32_t epi = CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+    int64_t aux_ld = 8;
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi));
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof(aux_ld));
+    const void* ptrs[2][2] = {{bias, aux}, {host + 192, aux}};
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &ptrs[0][0], sizeof(void*));
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &ptrs[0][1], sizeof(void*));
+    check_status(MM(A, B, &zero, D, D), CUBLAS_STATUS_SUCCESS, "memory: GELU_AUX_BIAS with bias and aux in device memory accepted");
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &ptrs[1][0], sizeof(void*));
+    check_status(MM(A, B, &zero, D, D), CUBLAS_STATUS_INVALID_VALUE, "memory: the epilogue's bias in host memory");
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &ptrs[0][0], sizeof(void*));
+    const void* host_aux = pinned + 256;
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &host_aux, sizeof(void*));
+    check_status(MM(A, B, &zero, D, D), CUBLAS_STATUS_INVALID_VALUE, "memory: the epilogue's aux in pinned host memory");
+    epi = CUBLASLT_EPILOGUE_DEFAULT;
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi));
+#undef MM
+    /* the workspace: the heuristic's algorithm asks for the preference's MAX_WORKSPACE_BYTES (here 512 bytes) */
+    cublasLtMatmulPreference_t pref;
+    cublasLtMatmulPreferenceCreate(&pref);
+    uint64_t max_ws = 512;
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_ws, sizeof(max_ws));
+    cublasLtMatmulHeuristicResult_t heur;
+    int count = 0;
+    cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, 1, &heur, &count);
+    check(count == 1 && heur.workspaceSize <= max_ws, "memory: the heuristic's workspaceSize is at most MAX_WORKSPACE_BYTES", 0.0);
+#define MMW(w, bytes) cublasLtMatmul(lt, desc, &one, A, la, B, lb, &zero, D, lc, D, lc, &heur.algo, w, bytes, (cudaStream_t)0)
+    check_status(MMW(ws, heur.workspaceSize), CUBLAS_STATUS_SUCCESS, "memory: workspace of the heuristic's size in device memory accepted");
+    check_status(MMW(host, heur.workspaceSize), CUBLAS_STATUS_INVALID_VALUE, "memory: workspace in pageable host memory");
+    check_status(MMW(dev + 448, 512), CUBLAS_STATUS_INVALID_VALUE, "memory: 512-byte workspace 256 bytes before its allocation's end");
+    check_status(MMW((void*)NULL, 0), CUBLAS_STATUS_INVALID_VALUE, "memory: workspaceSizeInBytes 0 < the algorithm's 512 bytes");
+#undef MMW
+    /* cuBLAS */
+    cublasHandle_t h;
+    cublasCreate(&h);
+    check_status(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 4, 5, 3, &one, A, 4, B, 3, &zero, D, 4), CUBLAS_STATUS_SUCCESS,
+                 "memory: cublasSgemm with device matrices accepted");
+    check_status(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 4, 5, 3, &one, host, 4, B, 3, &zero, D, 4), CUBLAS_STATUS_INVALID_VALUE,
+                 "memory: cublasSgemm with A in host memory");
+    check_status(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 4, 5, 3, &one, A, 4, B, 3, &zero, pinned, 4), CUBLAS_STATUS_INVALID_VALUE,
+                 "memory: cublasSgemm with C in pinned host memory");
+    cublasDestroy(h);
+    cublasLtMatmulPreferenceDestroy(pref);
+    cublasLtMatrixLayoutDestroy(la);
+    cublasLtMatrixLayoutDestroy(lb);
+    cublasLtMatrixLayoutDestroy(lc);
+    cublasLtMatmulDescDestroy(desc);
+    cudaFree(dev); cudaFree(dev_small); cudaFree(dev_scalars); cudaFreeHost(pinned);
 }
 
 static double seconds(void) {
@@ -586,7 +682,7 @@ static void benchmark(cublasLtHandle_t lt) {
     cublasLtMatrixLayoutDestroy(lb);
     cublasLtMatrixLayoutDestroy(ld);
     cublasLtMatmulDescDestroy(desc);
-    free(A.p); free(B.p); free(D.p); free(naive);
+    cudaFree(A.p); cudaFree(B.p); cudaFree(D.p); free(naive);
 }
 
 int main(void) {
@@ -597,6 +693,7 @@ int main(void) {
     printf("(the error cases below print the fake's one-line reasons on stderr)\n");
     fflush(stdout);
     test_lt_errors(lt);
+    test_lt_memory(lt);
     benchmark(lt);
     check_status(cublasLtDestroy(lt), CUBLAS_STATUS_SUCCESS, "cublasLtDestroy");
     printf("%d passed, %d failed\n", passed, failed);

@@ -522,6 +522,130 @@ static void test_runtime(TestCounts& tc) {
           "vector type sizes and alignments as in vector_types.h", 0);
 }
 
+/* ---------------------------------------------------------------------------------------------------
+ * host/device memory checks: what a GPU refuses (or faults on) is refused here too */
+struct HostPtrHolder {
+    float* p;
+};
+__global__ void touch_kernel(float* out, const float* in, int n) {
+    if (in && (int)threadIdx.x < n) out[threadIdx.x] = in[threadIdx.x] + 1.0f;
+}
+__global__ void struct_arg_kernel(HostPtrHolder h, float* out) { out[0] = h.p ? 1.0f : 0.0f; }
+__global__ void end_pointer_kernel(const float* begin, const float* end, int* out) { *out = (int)(end - begin); }
+/* a launch whose error the test reads (launch_kernel would exit) */
+#ifdef CUDASIM
+#define RAW_LAUNCH(kernel, grid, block, ...) cudasim::launch(#kernel ", " #grid ", " #block ", 0, 0, " #__VA_ARGS__, kernel, grid, block, 0, 0, __VA_ARGS__)
+#else
+#define RAW_LAUNCH(kernel, grid, block, ...) kernel<<<grid, block>>>(__VA_ARGS__)
+#endif
+
+static void test_memory_checks(TestCounts& tc) {
+    const size_t n = 64, bytes = n * sizeof(float);
+    float *dev, *dev2, *pinned;
+    cudaCheck(cudaMalloc(&dev, bytes));
+    cudaCheck(cudaMalloc(&dev2, bytes));
+    cudaCheck(cudaMallocHost(&pinned, bytes));
+    std::vector<float> host(n, 2.0f), host2(n, 0.0f);
+    cudaStream_t stream;
+    cudaCheck(cudaStreamCreate(&stream));
+    /* copies: the side the kind names as device must be inside one cudaMalloc allocation */
+    struct CopyCase {
+        void* dst;
+        const void* src;
+        size_t bytes;
+        cudaMemcpyKind kind;
+        cudaError_t want;
+        const char* what;
+    } copies[] = {
+        {dev, host.data(), bytes, cudaMemcpyHostToDevice, cudaSuccess, "HtoD from pageable memory into cudaMalloc memory"},
+        {dev, pinned, bytes, cudaMemcpyHostToDevice, cudaSuccess, "HtoD from pinned memory"},
+        {host2.data(), dev, bytes, cudaMemcpyDeviceToHost, cudaSuccess, "DtoH into pageable memory"},
+        {dev2, dev, bytes, cudaMemcpyDeviceToDevice, cudaSuccess, "DtoD between two allocations"},
+        {host2.data(), host.data(), bytes, cudaMemcpyHostToHost, cudaSuccess, "HtoH between pageable buffers"},
+        {dev + n / 2, host.data(), bytes / 2, cudaMemcpyHostToDevice, cudaSuccess, "HtoD into the last half of an allocation"},
+        {host2.data(), host.data(), bytes, cudaMemcpyHostToDevice, cudaErrorInvalidValue, "HtoD with dst in pageable host memory"},
+        {pinned, host.data(), bytes, cudaMemcpyHostToDevice, cudaErrorInvalidValue, "HtoD with dst in pinned host memory"},
+        {dev, dev2, bytes, cudaMemcpyHostToDevice, cudaErrorInvalidValue, "HtoD with src in device memory"},
+        {host2.data(), host.data(), bytes, cudaMemcpyDeviceToHost, cudaErrorInvalidValue, "DtoH with src in host memory"},
+        {dev2, dev, bytes, cudaMemcpyDeviceToHost, cudaErrorInvalidValue, "DtoH with dst in device memory"},
+        {dev2, host.data(), bytes, cudaMemcpyDeviceToDevice, cudaErrorInvalidValue, "DtoD with src in host memory"},
+        {dev + 1, host.data(), bytes, cudaMemcpyHostToDevice, cudaErrorInvalidValue, "HtoD running 4 bytes past the allocation's end"},
+        {host2.data(), dev + n / 2, bytes, cudaMemcpyDeviceToHost, cudaErrorInvalidValue, "DtoH reading past the allocation's end"},
+        {host2.data(), dev, bytes, cudaMemcpyHostToHost, cudaErrorInvalidValue, "HtoH with src in device memory"},
+        /* cudaMemcpyDefault (unified addressing): any mix, a device side must fit its allocation */
+        {dev, host.data(), bytes, cudaMemcpyDefault, cudaSuccess, "Default host -> device"},
+        {host2.data(), dev, bytes, cudaMemcpyDefault, cudaSuccess, "Default device -> host"},
+        {dev2, dev, bytes, cudaMemcpyDefault, cudaSuccess, "Default device -> device"},
+        {pinned, host.data(), bytes, cudaMemcpyDefault, cudaSuccess, "Default host -> pinned"},
+        {host2.data(), dev + 1, bytes, cudaMemcpyDefault, cudaErrorInvalidValue, "Default reading past a device allocation's end"},
+    };
+    for (const CopyCase& c : copies) {
+        for (int async = 0; async < 2; async++) {
+            cudaError_t e = async ? cudaMemcpyAsync(c.dst, c.src, c.bytes, c.kind, stream) : cudaMemcpy(c.dst, c.src, c.bytes, c.kind);
+            if (async) cudaCheck(cudaStreamSynchronize(stream));
+            cudaError_t last = cudaGetLastError();
+            char what[192];
+            snprintf(what, sizeof what, "%s: %s %s", async ? "cudaMemcpyAsync" : "cudaMemcpy", c.what,
+                     c.want == cudaSuccess ? "accepted" : "-> cudaErrorInvalidValue");
+            check(tc, e == c.want && last == c.want, what, 0);
+        }
+    }
+    /* memsets: the range must be inside one cudaMalloc allocation */
+    check(tc, cudaMemset(dev, 0, bytes) == cudaSuccess && cudaMemsetAsync(dev + n / 2, 0, bytes / 2, stream) == cudaSuccess &&
+              cudaGetLastError() == cudaSuccess,
+          "cudaMemset/cudaMemsetAsync of (the tail of) a cudaMalloc allocation accepted", 0);
+    check(tc, cudaMemset(host2.data(), 0, bytes) == cudaErrorInvalidValue && cudaGetLastError() == cudaErrorInvalidValue,
+          "cudaMemset of pageable host memory -> cudaErrorInvalidValue", 0);
+    check(tc, cudaMemsetAsync(pinned, 0, bytes, stream) == cudaErrorInvalidValue && cudaGetLastError() == cudaErrorInvalidValue,
+          "cudaMemsetAsync of pinned host memory -> cudaErrorInvalidValue", 0);
+    check(tc, cudaMemset(dev + 1, 0, bytes) == cudaErrorInvalidValue && cudaGetLastError() == cudaErrorInvalidValue,
+          "cudaMemset running 4 bytes past the allocation's end -> cudaErrorInvalidValue", 0);
+    cudaCheck(cudaStreamSynchronize(stream));
+    check_child_fails(tc, "cudaMemcpy into host memory with HostToDevice: the simulator's line names the call and dst",
+                      "cudaMemcpy(cudaMemcpyHostToDevice): dst", [&] {
+                          cudaCheck(cudaMemcpy(host2.data(), host.data(), bytes, cudaMemcpyHostToDevice));
+                      });
+    check_child_fails(tc, "cudaMemsetAsync of host memory: the simulator's line names the call", "cudaMemsetAsync: devPtr", [&] {
+        cudaCheck(cudaMemsetAsync(host2.data(), 0, bytes, 0));
+    });
+    /* kernel arguments: a raw pointer must be device or pinned memory (or NULL) */
+    cudaCheck(cudaMemcpy(dev, host.data(), bytes, cudaMemcpyHostToDevice));
+    dev2[0] = -1.0f;
+    RAW_LAUNCH(touch_kernel, 1, 64, dev2, (const float*)dev, (int)n);
+    check(tc, cudaGetLastError() == cudaSuccess && dev2[0] == 3.0f, "launch with cudaMalloc pointer arguments runs", 0);
+    pinned[0] = -1.0f;
+    RAW_LAUNCH(touch_kernel, 1, 64, pinned, (const float*)dev, (int)n);
+    check(tc, cudaGetLastError() == cudaSuccess && pinned[0] == 3.0f, "launch with a pinned (cudaMallocHost) argument runs", 0);
+    RAW_LAUNCH(touch_kernel, 1, 64, dev2, (const float*)NULL, (int)n);
+    check(tc, cudaGetLastError() == cudaSuccess, "launch with a NULL pointer argument runs", 0);
+    int* count;
+    cudaCheck(cudaMallocHost(&count, sizeof(int)));
+    *count = -1;
+    RAW_LAUNCH(end_pointer_kernel, 1, 1, (const float*)dev, (const float*)(dev + n), count);
+    check(tc, cudaGetLastError() == cudaSuccess && *count == (int)n, "launch with a one-past-the-end device pointer runs", 0);
+    HostPtrHolder holder = {host2.data()};
+    RAW_LAUNCH(struct_arg_kernel, 1, 1, holder, dev2);
+    check(tc, cudaGetLastError() == cudaSuccess, "launch with a host pointer inside a struct argument runs (not checked)", 0);
+    host2[0] = -1.0f;
+    RAW_LAUNCH(touch_kernel, 1, 64, host2.data(), (const float*)dev, (int)n);
+    check(tc, cudaGetLastError() == cudaErrorInvalidValue && host2[0] == -1.0f,
+          "launch with a pageable host pointer (argument 0) -> cudaErrorInvalidValue, nothing runs", 0);
+    dev2[0] = -1.0f;
+    RAW_LAUNCH(touch_kernel, 1, 64, dev2, (const float*)host.data(), (int)n);
+    check(tc, cudaGetLastError() == cudaErrorInvalidValue && dev2[0] == -1.0f,
+          "launch with a pageable host pointer (argument 1) -> cudaErrorInvalidValue, nothing runs", 0);
+    const float* host_in = host.data();
+    check_child_fails(tc, "launch_kernel with a host pointer: the simulator's line names the kernel and argument 1",
+                      "kernel touch_kernel: argument 1 (counting from 0)", [&] {
+                          launch_kernel(touch_kernel, 1, 64, 0, 0, dev2, host_in, (int)n);
+                      });
+    cudaCheck(cudaStreamDestroy(stream));
+    cudaCheck(cudaFreeHost(count));
+    cudaCheck(cudaFreeHost(pinned));
+    cudaCheck(cudaFree(dev));
+    cudaCheck(cudaFree(dev2));
+}
+
 int main(void) {
     TestCounts tc;
     test_block_sum(tc, dim3(7), dim3(256));
@@ -537,5 +661,6 @@ int main(void) {
     test_divergence(tc);
     test_bf16(tc);
     test_runtime(tc);
+    test_memory_checks(tc);
     return finish(tc);
 }

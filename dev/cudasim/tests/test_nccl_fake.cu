@@ -39,6 +39,17 @@ static void check(int ok, double worst, const char* what) {
     if (world_rank == 0) printf("%s %s (worst error/tolerance over ranks %.3g)\n", all_ok ? "PASS" : "FAIL", what, all_worst);
 }
 
+/* NCCL's buffers are device memory (the fake checks it); in simulation the host reads and writes them directly */
+static void* dev_malloc(size_t bytes) {
+    void* p = NULL;
+    if (cudaMalloc(&p, bytes ? bytes : 1) != cudaSuccess) {
+        fprintf(stderr, "test_nccl_fake: cudaMalloc of %zu bytes failed\n", bytes);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    return p;
+}
+static void dev_free(void* p) { cudaFree(p); }
+
 /* the input of rank p, element e: a float with a fractional part, spread over signs and magnitudes */
 static double input_value(int p, size_t e, int salt) {
     long v = (long)((p * 7919 + e * 104729 + salt * 131) % 2003) - 1001;
@@ -166,16 +177,16 @@ static void test_collectives(ncclComm_t comm, const char* label) {
                         ncclDataType_t t = types[ti];
                         size_t count = counts[ci], es = elem_size(t);
                         int root = n - 1;
-                        char* send = (char*)malloc(count * es);
-                        char* recv = in_place ? send : (char*)malloc(count * es);
+                        char* send = (char*)dev_malloc(count * es);
+                        char* recv = in_place ? send : (char*)dev_malloc(count * es);
                         fill(send, t, r, 0, count, ++salt);
                         ncclResult_t res = reduce_to_root
                                                ? ncclReduce(send, recv, count, t, ops[oi], root, comm, (cudaStream_t)0)
                                                : ncclAllReduce(send, recv, count, t, ops[oi], comm, (cudaStream_t)0);
                         ok &= res == ncclSuccess;
                         if (!reduce_to_root || r == root) worst = fmax(worst, check_reduction(recv, t, ops[oi], n, 0, count, salt));
-                        free(send);
-                        if (!in_place) free(recv);
+                        dev_free(send);
+                        if (!in_place) dev_free(recv);
                     }
                 }
                 snprintf(what, sizeof(what), "[%s] %s %s %s, in place and not, counts 1/7/1001", label,
@@ -192,13 +203,13 @@ static void test_collectives(ncclComm_t comm, const char* label) {
             for (size_t ci = 0; ci < 3; ci++) {
                 ncclDataType_t t = types[ti];
                 size_t rc = counts[ci], es = elem_size(t);
-                char* send = (char*)malloc(rc * n * es);
-                char* recv = in_place ? send + r * rc * es : (char*)malloc(rc * es);
+                char* send = (char*)dev_malloc(rc * n * es);
+                char* recv = in_place ? send + r * rc * es : (char*)dev_malloc(rc * es);
                 fill(send, t, r, 0, rc * n, ++salt);
                 ok &= ncclReduceScatter(send, recv, rc, t, ncclSum, comm, (cudaStream_t)0) == ncclSuccess;
                 worst = fmax(worst, check_reduction(recv, t, ncclSum, n, r * rc, rc, salt));
-                free(send);
-                if (!in_place) free(recv);
+                dev_free(send);
+                if (!in_place) dev_free(recv);
             }
         }
         snprintf(what, sizeof(what), "[%s] ncclReduceScatter %s sum, in place and not, recvcounts 1/7/1001", label, type_name(types[ti]));
@@ -211,8 +222,8 @@ static void test_collectives(ncclComm_t comm, const char* label) {
             for (size_t ci = 0; ci < 3; ci++) {
                 ncclDataType_t t = types[ti];
                 size_t sc = counts[ci], es = elem_size(t);
-                char* recv = (char*)malloc(sc * n * es);
-                char* send = in_place ? recv + r * sc * es : (char*)malloc(sc * es);
+                char* recv = (char*)dev_malloc(sc * n * es);
+                char* send = in_place ? recv + r * sc * es : (char*)dev_malloc(sc * es);
                 memset(recv, 0xAB, sc * n * es);
                 fill(send, t, r, 0, sc, ++salt);
                 ok &= ncclAllGather(send, recv, sc, t, comm, (cudaStream_t)0) == ncclSuccess;
@@ -222,8 +233,8 @@ static void test_collectives(ncclComm_t comm, const char* label) {
                     ok &= memcmp(recv + p * sc * es, want, sc * es) == 0;
                 }
                 free(want);
-                free(recv);
-                if (!in_place) free(send);
+                dev_free(recv);
+                if (!in_place) dev_free(send);
             }
         }
         snprintf(what, sizeof(what), "[%s] ncclAllGather %s bit-exact, in place and not, sendcounts 1/7/1001", label, type_name(types[ti]));
@@ -236,8 +247,8 @@ static void test_collectives(ncclComm_t comm, const char* label) {
                 ncclDataType_t t = types[ti];
                 size_t count = counts[ci], es = elem_size(t);
                 int root = (1 + ci) % n;
-                char* recv = (char*)malloc(count * es);
-                char* send = variant == 0 ? (char*)malloc(count * es) : recv;
+                char* recv = (char*)dev_malloc(count * es);
+                char* send = variant == 0 ? (char*)dev_malloc(count * es) : recv;
                 memset(recv, 0xCD, count * es);
                 fill(send, t, r, 0, count, ++salt);
                 ncclResult_t res = variant == 2 ? ncclBcast(recv, count, t, root, comm, (cudaStream_t)0)
@@ -247,8 +258,8 @@ static void test_collectives(ncclComm_t comm, const char* label) {
                 fill(want, t, root, 0, count, salt);
                 ok &= memcmp(recv, want, count * es) == 0;
                 free(want);
-                free(recv);
-                if (variant == 0) free(send);
+                dev_free(recv);
+                if (variant == 0) dev_free(send);
             }
         }
         snprintf(what, sizeof(what), "[%s] ncclBroadcast/ncclBcast %s bit-exact from roots 1%%n, 2%%n, 3%%n, in place and not", label,
@@ -259,10 +270,10 @@ static void test_collectives(ncclComm_t comm, const char* label) {
      * (the AllGather reads the AllReduce's result, so order matters) */
     {
         size_t count = 7 * n;
-        float* a = (float*)malloc(count * sizeof(float));
-        float* a_sum = (float*)malloc(count * sizeof(float));
-        float* gathered = (float*)malloc(count * n * sizeof(float));
-        float* scattered = (float*)malloc(7 * sizeof(float));
+        float* a = (float*)dev_malloc(count * sizeof(float));
+        float* a_sum = (float*)dev_malloc(count * sizeof(float));
+        float* gathered = (float*)dev_malloc(count * n * sizeof(float));
+        float* scattered = (float*)dev_malloc(7 * sizeof(float));
         fill(a, ncclFloat32, r, 0, count, ++salt);
         memset(a_sum, 0, count * sizeof(float));
         memset(gathered, 0, count * n * sizeof(float));
@@ -281,7 +292,7 @@ static void test_collectives(ncclComm_t comm, const char* label) {
         snprintf(what, sizeof(what), "[%s] group (nested) of AllReduce, AllGather of its result, ReduceScatter: nothing ran before "
                  "ncclGroupEnd, all ran in order after", label);
         check(ok && untouched && worst <= 1.0, worst, what);
-        free(a); free(a_sum); free(gathered); free(scattered);
+        dev_free(a); dev_free(a_sum); dev_free(gathered); dev_free(scattered);
     }
 }
 
@@ -333,7 +344,8 @@ int main(int argc, char** argv) {
         fprintf(stderr, "test_nccl_fake: cannot redirect stderr\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    float buf[8] = {0};
+    float* buf = (float*)dev_malloc(8 * sizeof(float)); /* device memory: the cases fail for their own reasons */
+    cudaMemset(buf, 0, 8 * sizeof(float));
     check(ncclAllReduce(buf, buf, 8, ncclFloat32, ncclSum, NULL, (cudaStream_t)0) == ncclInvalidArgument, 0.0, "NULL comm -> ncclInvalidArgument");
     check(ncclAllReduce(buf, buf, 4, ncclFloat16, ncclSum, world, (cudaStream_t)0) == ncclInvalidArgument, 0.0, "ncclFloat16 -> ncclInvalidArgument");
     check(ncclAllReduce(buf, buf, 4, ncclFloat32, (ncclRedOp_t)9, world, (cudaStream_t)0) == ncclInvalidArgument, 0.0,
@@ -343,6 +355,46 @@ int main(int argc, char** argv) {
     check(ncclAllReduce(NULL, buf, 4, ncclFloat32, ncclSum, world, (cudaStream_t)0) == ncclInvalidArgument, 0.0, "NULL sendbuff -> ncclInvalidArgument");
     check(ncclAllReduce(buf, buf, 0, ncclFloat32, ncclSum, world, (cudaStream_t)0) == ncclSuccess, 0.0, "count 0 -> ncclSuccess, no-op");
     check(ncclGroupEnd() == ncclInvalidUsage, 0.0, "ncclGroupEnd without ncclGroupStart -> ncclInvalidUsage");
+    {   /* the host/device memory checks: every buffer a call touches is device memory over the bytes it touches */
+        float host[64] = {0};
+        float* pinned = NULL;
+        cudaMallocHost((void**)&pinned, 64 * sizeof(float));
+        float* dev = (float*)dev_malloc(8 * world_size * sizeof(float));
+        int last = world_size - 1;
+        check(ncclAllReduce(host, buf, 8, ncclFloat32, ncclSum, world, (cudaStream_t)0) == ncclInvalidArgument, 0.0,
+              "memory: ncclAllReduce sendbuff in pageable host memory -> ncclInvalidArgument");
+        check(ncclAllReduce(buf, pinned, 8, ncclFloat32, ncclSum, world, (cudaStream_t)0) == ncclInvalidArgument, 0.0,
+              "memory: ncclAllReduce recvbuff in pinned host memory -> ncclInvalidArgument");
+        check(ncclAllReduce(buf, buf, 9, ncclFloat32, ncclSum, world, (cudaStream_t)0) == ncclInvalidArgument, 0.0,
+              "memory: ncclAllReduce of 9 floats in an 8-float allocation -> ncclInvalidArgument");
+        check(ncclReduce(host, buf, 8, ncclFloat32, ncclSum, last, world, (cudaStream_t)0) == ncclInvalidArgument, 0.0,
+              "memory: ncclReduce sendbuff in host memory -> ncclInvalidArgument");
+        check(ncclReduce(buf, world_rank == last ? dev : (float*)host, 8, ncclFloat32, ncclSum, last, world, (cudaStream_t)0) == ncclSuccess,
+              0.0, "memory: ncclReduce with a host recvbuff on non-roots (unused) accepted");
+        check(ncclReduceScatter(buf, dev, 8, ncclFloat32, ncclSum, world, (cudaStream_t)0) ==
+                  (world_size > 1 ? ncclInvalidArgument : ncclSuccess),
+              0.0, "memory: ncclReduceScatter sendbuff of recvcount, not nranks*recvcount, elements -> ncclInvalidArgument");
+        check(ncclReduceScatter(dev, host, 8, ncclFloat32, ncclSum, world, (cudaStream_t)0) == ncclInvalidArgument, 0.0,
+              "memory: ncclReduceScatter recvbuff in host memory -> ncclInvalidArgument");
+        check(ncclAllGather(buf, buf, 8, ncclFloat32, world, (cudaStream_t)0) == (world_size > 1 ? ncclInvalidArgument : ncclSuccess),
+              0.0, "memory: ncclAllGather recvbuff of sendcount, not nranks*sendcount, elements -> ncclInvalidArgument");
+        check(ncclAllGather(pinned, dev, 8, ncclFloat32, world, (cudaStream_t)0) == ncclInvalidArgument, 0.0,
+              "memory: ncclAllGather sendbuff in pinned host memory -> ncclInvalidArgument");
+        check(ncclAllGather(buf, dev, 8, ncclFloat32, world, (cudaStream_t)0) == ncclSuccess, 0.0,
+              "memory: ncclAllGather with device buffers of the right sizes accepted");
+        check(ncclBroadcast(world_rank == 0 ? buf : (float*)host, dev, 8, ncclFloat32, 0, world, (cudaStream_t)0) == ncclSuccess, 0.0,
+              "memory: ncclBroadcast with a host sendbuff on non-roots (unused) accepted");
+        check(ncclBroadcast(buf, host, 8, ncclFloat32, 0, world, (cudaStream_t)0) == ncclInvalidArgument, 0.0,
+              "memory: ncclBroadcast recvbuff in host memory -> ncclInvalidArgument");
+        check(ncclBcast(pinned, 8, ncclFloat32, 0, world, (cudaStream_t)0) == ncclInvalidArgument, 0.0,
+              "memory: ncclBcast buff in pinned host memory -> ncclInvalidArgument");
+        int group_ok = ncclGroupStart() == ncclSuccess;
+        group_ok &= ncclAllReduce(host, host, 8, ncclFloat32, ncclSum, world, (cudaStream_t)0) == ncclInvalidArgument;
+        group_ok &= ncclGroupEnd() == ncclSuccess;
+        check(group_ok, 0.0, "memory: a grouped ncclAllReduce of host memory -> ncclInvalidArgument at the call, nothing queued");
+        dev_free(dev);
+        cudaFreeHost(pinned);
+    }
     ncclUniqueId garbage;
     memset(&garbage, 7, sizeof(garbage));
     ncclComm_t bad = NULL;
@@ -353,6 +405,7 @@ int main(int argc, char** argv) {
     check(strcmp(ncclGetErrorString(ncclSuccess), "no error") == 0 && ncclGetErrorString(ncclInvalidArgument)[0] != '\0', 0.0,
           "ncclGetErrorString");
     check(ncclCommDestroy(world) == ncclSuccess, 0.0, "ncclCommDestroy");
+    dev_free(buf);
     fflush(stderr);
     dup2(saved_stderr, 2);
     close(saved_stderr);
