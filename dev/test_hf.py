@@ -34,21 +34,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 import train_gpt  # noqa: E402
+from testlib import check, end  # noqa: E402
 
 os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TRANSFORMERS_VERBOSITY="error", OMP_NUM_THREADS="2")
 HF = [sys.executable, os.path.join(ROOT, "scripts", "hf.py")]
 PIP = "/usr/bin/python3 -m pip install --break-system-packages safetensors transformers==4.46.3"
-passed, failed = 0, 0
-
-
-def check(ok, what):
-    global passed, failed
-    print(f"{'ok  ' if ok else 'FAIL'} {what}")
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-    return ok
 
 
 def rel_l2(a, b):
@@ -132,8 +122,7 @@ def main():
         import transformers
     except ImportError as e:
         check(False, f"independent readers missing ({e}); install them with: {PIP}")
-        print(f"{passed} passed, {failed} failed")
-        return 1
+        return end()
     print(f"independent readers: safetensors {safetensors.__version__}, transformers {transformers.__version__}")
     with tempfile.TemporaryDirectory() as tmp:
         return run_tests(tmp)
@@ -279,8 +268,7 @@ def run_tests(tmp):
     check(not os.path.exists(taken + ".tmp"), "a failed write leaves no .tmp file behind")
     expect_error("export of a non-model", HF + ["export", os.path.join(hf_dir, "config.json"), os.path.join(tmp, "x")],
                  "config.json: not a model file")
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return end()
 
 
 if __name__ == "__main__":

@@ -29,21 +29,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 import train_gpt  # noqa: E402
+from testlib import check, end  # noqa: E402
 
 LLMC = [sys.executable, os.path.join(ROOT, "scripts", "llmc.py")]
 ORDER = ["wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb", "ln2w", "ln2b", "fcw", "fcb", "fcprojw",
          "fcprojb", "lnfw", "lnfb"]
-passed, failed = 0, 0
-
-
-def check(ok, what):
-    global passed, failed
-    print(f"{'ok  ' if ok else 'FAIL'} {what}")
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-    return ok
 
 
 def run(cmd):
@@ -143,8 +133,7 @@ def main():
             lines = r.stderr.strip().splitlines()
             check(r.returncode == 1 and len(lines) == 1 and lines[0].startswith(f"error: {bad}: ") and needle in lines[0]
                   and not os.path.exists(os.path.join(tmp, "never.bin")), f"import, {what}: exit {r.returncode}, {lines}")
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return end()
 
 
 if __name__ == "__main__":

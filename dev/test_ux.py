@@ -45,20 +45,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 import train_gpt  # noqa: E402  (only its shard writer)
+from testlib import check, end  # noqa: E402
 
 PY = sys.executable
 ENV = dict(os.environ, OMP_NUM_THREADS="1")  # tiny models; one thread avoids spin-waits on a shared machine
-passed, failed = 0, 0
-
-
-def check(ok, what):
-    global passed, failed
-    print(f"{'ok  ' if ok else 'FAIL'} {what}")
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-    return ok
 
 
 def run(cmd):
@@ -478,8 +468,7 @@ def run_tests(tmp):
     lines = r.stderr.strip().splitlines()
     check(r.returncode == 1 and len(lines) == 1 and "matplotlib is not installed" in lines[0] and "trial" not in r.stdout,
           f"sweep.py without matplotlib: exit {r.returncode} before any trial: {r.stderr.strip()[-200:]}")
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return end()
 
 
 if __name__ == "__main__":

@@ -28,7 +28,8 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-import test_ux as ux  # noqa: E402  (its check counters, shard writer and step-line checks)
+import test_ux as ux  # noqa: E402  (its shard writer, runner and step-line checks)
+from testlib import check, end  # noqa: E402
 
 TRAINER = "./train_gpt_sim"
 DIST_TRAINER = "./train_gpt_sim_dist"
@@ -60,7 +61,7 @@ def check_header(stdout, metrics_path, dims):
     rev = h.get("git_revision", "")
     printed = re.search(r"^precision (.+?) \| world size (\d+) \| git revision (\S+) \|", stdout, re.M)
     known = rev == "unknown" or ux.run(["git", "cat-file", "-e", rev.split("-")[0] + "^{commit}"]).returncode == 0
-    ux.check(printed is not None and printed.groups() == (h.get("precision"), str(h.get("world_size")), rev) and known
+    check(printed is not None and printed.groups() == (h.get("precision"), str(h.get("world_size")), rev) and known
              and h.get("precision") == "bf16 + fp32 master weights" and h.get("world_size") == 1,
              f"header record first: git revision {rev!r} (a commit of this repository: {known}), precision "
              f"{h.get('precision')!r}, world size {h.get('world_size')}, as printed")
@@ -68,13 +69,13 @@ def check_header(stdout, metrics_path, dims):
     want = {"parameters": 2 * n, "gradients": 2 * n, "optimizer": 12 * n, "activations": activation_bytes(L, NH, C, V, B, T)}
     mem = h.get("memory", {})
     worst = max(abs(mem.get(k, -1) - v) for k, v in want.items())
-    ux.check(worst == 0 and h.get("num_params") == n and mem.get("total") == sum(want.values()) + mem.get("scratch", -1),
+    check(worst == 0 and h.get("num_params") == n and mem.get("total") == sum(want.values()) + mem.get("scratch", -1),
              f"header memory plan equals the formula (worst |diff| {worst} bytes; {n} parameters, activations "
              f"{mem.get('activations')} B, want {want['activations']} B; total = sum)")
     lines = re.findall(r"^(?:device )?memory: parameters (\S+) MiB .* activations (\S+) MiB .* total (\S+) MiB$", stdout, re.M)
     mib = [float(x) for x in lines[0]] if len(lines) == 1 else []
     want_mib = [want["parameters"] / 2**20, want["activations"] / 2**20, mem.get("total", 0) / 2**20]
-    ux.check(len(lines) == 1 and "device memory:" not in stdout and max(abs(a - b) for a, b in zip(mib, want_mib)) <= 0.05,
+    check(len(lines) == 1 and "device memory:" not in stdout and max(abs(a - b) for a, b in zip(mib, want_mib)) <= 0.05,
              f"one memory line, as the header record: printed {len(lines)} line(s) {mib}, want {[round(x, 2) for x in want_mib]} MiB")
 
 
@@ -103,7 +104,7 @@ def run_tests(tmp):
     # ------------------------------------------------------------ metrics of a short run
     out = os.path.join(tmp, "run")
     r = ux.run(model + ["-x", "12", "-u", "2", "-v", "4", "-l", "3e-3", "-o", out])
-    ux.check(r.returncode == 0, f"{TRAINER} (12 steps, -o) exit {r.returncode} {r.stderr.strip()[-200:]}")
+    check(r.returncode == 0, f"{TRAINER} (12 steps, -o) exit {r.returncode} {r.stderr.strip()[-200:]}")
     metrics = os.path.join(out, "metrics.jsonl")
     try:
         with open(metrics) as f:
@@ -111,7 +112,7 @@ def run_tests(tmp):
     except (OSError, ValueError) as e:
         records = []
         print(f"metrics.jsonl: {e}")
-    ux.check(len(records) > 1 and "header" in records[0] and all("header" not in x for x in records[1:]),
+    check(len(records) > 1 and "header" in records[0] and all("header" not in x for x in records[1:]),
              f"metrics.jsonl parses: {len(records)} records, the header first and only there")
     if records:
         check_header(r.stdout, metrics, (L, NH, C, V, B, T))
@@ -126,7 +127,7 @@ def run_tests(tmp):
     steps = [int(m.group(1)) for m in map(ux.STEP_RE.match, r.stdout.splitlines()) if m]
     stop = re.search(r"^early stop: .* best (\S+) at step (\d+), checkpoint in (\S+)$", r.stdout, re.M)
     best = os.path.join(out, "best")
-    ux.check(r.returncode == 0 and val_steps == [0, 2, 4] and stop is not None and stop.group(2) == "0"
+    check(r.returncode == 0 and val_steps == [0, 2, 4] and stop is not None and stop.group(2) == "0"
              and stop.group(3) == best and os.path.exists(os.path.join(best, "model_00000000.bin"))
              and os.path.exists(os.path.join(best, "best.txt")) and steps[-1:] == [4],
              f"lr 0, --early-stop 2: exit {r.returncode}, evaluations at steps {val_steps} (want 0, 2, 4), last step line "
@@ -143,22 +144,21 @@ def run_tests(tmp):
                 "matmul fc proj backward", "matmul fc backward", "matmul attn proj backward", "attention backward",
                 "matmul qkv backward", "layernorm backward", "encoder backward", "adamw", "grad norm"}
     ratio = sum(ops.values()) / steps_ms if steps_ms == steps_ms else 0.0
-    ux.check(r.returncode == 0 and expected <= set(ops) and "communication" not in ops and abs(ratio - 1) <= 0.3,
+    check(r.returncode == 0 and expected <= set(ops) and "communication" not in ops and abs(ratio - 1) <= 0.3,
              f"--profile 2: {len(ops)} ops (missing {sorted(expected - set(ops))}), rows sum to {sum(ops.values()):.2f} ms, "
              f"steps 2-3 printed {steps_ms:.2f} ms (ratio {ratio:.3f}, bound 1 +- 0.3) {r.stderr.strip()[-200:]}")
     r = ux.run(MPIRUN + ["-np", "2", DIST_TRAINER] + profiled[1:] + ["-z", "1", "--profile", "2"])
     ops, calls, steps_ms = profile_table(r.stdout)
     ratio = sum(ops.values()) / steps_ms if steps_ms == steps_ms else 0.0
-    ux.check(r.returncode == 0 and expected <= set(ops) and calls.get("communication") == 2 + 2 and  # L = 2 layer buckets, the embeddings, the wait
+    check(r.returncode == 0 and expected <= set(ops) and calls.get("communication") == 2 + 2 and  # L = 2 layer buckets, the embeddings, the wait
               abs(ratio - 1) <= 0.3,
              f"2 ranks, --profile 2: communication {ops.get('communication')} ms in {calls.get('communication')} calls per "
              f"step (want 4), {len(ops)} ops (missing {sorted(expected - set(ops))}), rows sum to {sum(ops.values()):.2f} ms of "
              f"{steps_ms:.2f} ms (ratio {ratio:.3f}, bound 1 +- 0.3) {r.stderr.strip()[-200:]}")
     r = ux.run(profiled)
-    ux.check(r.returncode == 0 and "profile" not in r.stdout.replace("--profile", ""),
+    check(r.returncode == 0 and "profile" not in r.stdout.replace("--profile", ""),
              f"without --profile: exit {r.returncode}, no profile table")
-    print(f"{ux.passed} passed, {ux.failed} failed")
-    return 1 if ux.failed else 0
+    return end()
 
 
 if __name__ == "__main__":
