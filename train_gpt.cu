@@ -287,7 +287,7 @@ static void gpt_check_memory(const GPTConfig* c, int B, int T, int recompute, in
     size_t need = state + plan.activations + plan.scratch + GPU_MEMORY_RESERVE;
     cudaCheck(cudaMemGetInfo(&free_bytes, &total_bytes));
     if (need <= free_bytes) return;
-    char t[11][32], advice[256], reserve[64] = "";
+    char t[11][32], advice[256], reserve[96] = "";
     if (GPU_MEMORY_RESERVE > 0) snprintf(reserve, sizeof(reserve), ", kept free for the CUDA libraries %s", mem_text(t[10], GPU_MEMORY_RESERVE));
     if (state + GPU_MEMORY_RESERVE >= free_bytes)
         snprintf(advice, sizeof(advice), "the weights, gradients and optimizer state alone need %s: shard the optimizer state over "
