@@ -165,15 +165,20 @@ def header_u64(h, lo):
     return int(h[lo]) | (int(h[lo + 1]) << 32)
 
 
-def read_header(path, kind, magic, version):
-    """Reads and checks the common header of path: magic, version and file length = 1024 + payload bytes.
-    Returns the 256 words as an int64 array of their uint32 values; raises FormatError naming path."""
+def read_raw_header(path, kind):
+    """(file size, its first HEADER_BYTES bytes or fewer); FormatError naming path and kind if it cannot be read"""
     try:
         size = os.path.getsize(path)
         with open(path, "rb") as f:
-            raw = f.read(HEADER_BYTES)
+            return size, f.read(HEADER_BYTES)
     except OSError as e:
         raise FormatError(f"{path}: cannot read {kind}: {e.strerror}") from None
+
+
+def read_header(path, kind, magic, version):
+    """Reads and checks the common header of path: magic, version and file length = 1024 + payload bytes.
+    Returns the 256 words as an int64 array of their uint32 values; raises FormatError naming path."""
+    size, raw = read_raw_header(path, kind)
     if len(raw) < HEADER_BYTES:
         raise FormatError(f"{path}: not a {kind}: {size} bytes, shorter than the {HEADER_BYTES}-byte header")
     h = np.frombuffer(raw, dtype="<u4").astype(np.int64)
@@ -298,12 +303,7 @@ def load_reference_file(path):
 def llmc_shard_info(path):
     """The token count of path if it is one of llm.c's GPT-2 token shards (256 int32 words: magic 20240520,
     version 1, token count; then uint16 tokens; no CRC, no vocabulary), checked; None if its magic is another."""
-    try:
-        size = os.path.getsize(path)
-        with open(path, "rb") as f:
-            raw = f.read(HEADER_BYTES)
-    except OSError as e:
-        raise FormatError(f"{path}: cannot read token shard: {e.strerror}") from None
+    size, raw = read_raw_header(path, "token shard")
     if len(raw) < HEADER_BYTES:
         return None
     magic, h = int(np.frombuffer(raw, dtype="<u4")[0]), np.frombuffer(raw, dtype="<i4")

@@ -30,17 +30,12 @@ except ImportError as missing:
 
 LLMC_MAGIC = 20240326
 LLMC_VERSIONS = {3: np.dtype("<f4"), 5: np.dtype("<u2")}  # version: how a weight is stored (5: bf16 bits)
-HEADER_BYTES = 1024
+HEADER_BYTES = train_gpt.HEADER_BYTES  # llm.c's header is 256 int32 words too
 
 
 def read_llmc(path):
     """(GPTConfig, {name: fp32 array of our file's shape}) from llm.c's model file at path, checked."""
-    try:
-        size = os.path.getsize(path)
-        with open(path, "rb") as f:
-            raw = f.read(HEADER_BYTES)
-    except OSError as e:
-        raise FormatError(f"{path}: cannot read: {e.strerror}") from None
+    size, raw = train_gpt.read_raw_header(path, "llm.c model file")
     if len(raw) < HEADER_BYTES:
         raise FormatError(f"{path}: not an llm.c model file: {size} bytes, shorter than the {HEADER_BYTES}-byte header")
     h = np.frombuffer(raw, dtype="<i4")

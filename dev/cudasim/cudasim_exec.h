@@ -959,7 +959,7 @@ template <typename T>
 inline bool check_kernel_arg(const char* text, int index, const T& value) {
     if constexpr (std::is_pointer<T>::value && !std::is_function<typename std::remove_pointer<T>::type>::value) {
         const void* p = (const void*)value;
-        if (!p || find_alloc(p, true) || pinned_or_end(p)) return true;
+        if (!p || find_alloc(p, true) || is_pinned(p, true)) return true;
         char name[128];
         kernel_name(text, name, sizeof name);
         fflush(stdout);

@@ -209,22 +209,14 @@ struct PinnedTable {
     std::map<const char*, size_t> sizes;
 };
 inline PinnedTable& pinned_table() { static PinnedTable t; return t; }
-inline bool is_pinned(const void* p) {
+/* whether p is in a cudaMallocHost allocation (with end_ok also one past its end: a kernel's end pointer) */
+inline bool is_pinned(const void* p, bool end_ok = false) {
     PinnedTable& t = pinned_table();
     std::lock_guard<std::mutex> guard(t.lock);
     auto it = t.sizes.upper_bound((const char*)p);
     if (it == t.sizes.begin()) return false;
     --it;
-    return (const char*)p < it->first + it->second;
-}
-/* whether p is in a cudaMallocHost allocation or one past its end (a kernel's end pointer) */
-inline bool pinned_or_end(const void* p) {
-    PinnedTable& t = pinned_table();
-    std::lock_guard<std::mutex> guard(t.lock);
-    auto it = t.sizes.upper_bound((const char*)p);
-    if (it == t.sizes.begin()) return false;
-    --it;
-    return (const char*)p <= it->first + it->second;
+    return (const char*)p < it->first + it->second || (end_ok && (const char*)p == it->first + it->second);
 }
 /* What memory p points at, for the messages of the host/device memory checks: "device memory (offset O of
  * a cudaMalloc allocation of N bytes)", "pinned host memory (cudaMallocHost)", or "pageable host memory". */
@@ -234,7 +226,7 @@ inline const char* describe_memory(const void* p, char* buf, size_t n) {
     if (!p) snprintf(buf, n, "NULL");
     else if (find_alloc(p, true, &start, &size))
         snprintf(buf, n, "device memory (offset %zu of a cudaMalloc allocation of %zu bytes)", (size_t)((const char*)p - start), size);
-    else if (pinned_or_end(p)) snprintf(buf, n, "pinned host memory (cudaMallocHost)");
+    else if (is_pinned(p, true)) snprintf(buf, n, "pinned host memory (cudaMallocHost)");
     else snprintf(buf, n, "pageable host memory (neither cudaMalloc nor cudaMallocHost)");
     return buf;
 }
