@@ -353,23 +353,26 @@ static inline float gpt_update(GPT* m, const OptimizerConfig* oc, float lr, int 
 #include "llmc/train_setup.h"
 #include "llmc/train_loop.h"
 
-/* Mean loss over the first `batches` batches of the validation loader. */
-static float evaluate(GPT* m, DataLoader* val, int batches) {
+/* The mean loss over the first `batches` batches of the validation loader, into *loss; returns 0. With
+ * `stoppable`, a stop signal before a batch leaves it unfinished: returns 1 (a resumed run computes it). */
+static int evaluate(GPT* m, DataLoader* val, int batches, int stoppable, float* loss) {
     dataloader_reset(val);
     double sum = 0.0;
     for (int i = 0; i < batches; i++) {
+        if (stoppable && preempt_requested()) return 1;
         dataloader_next(val);
         sum += gpt_forward(m, val->inputs, val->targets, val->B, val->T);
     }
-    return (float)(sum / batches);
+    *loss = (float)(sum / batches);
+    return 0;
 }
 
 /* sampling callback (llmc/generate.h): logits of the next position, on the host */
 static const float* next_logits_cpu(void* model, const int* tokens, int n) { return gpt_forward_last((GPT*)model, tokens, n); }
 
 /* Checkpoint st->step into dir (llmc/checkpoint.h): stale marker removed, model file, state file,
- * done marker, then retention. Returns 0, or −1 after printing why it failed (earlier checkpoints
- * are untouched). Before the first update there are no AdamW moments: they are saved as zeros. */
+ * done marker, then retention. Returns 0, or −1 after printing why it failed (the files it wrote are
+ * deleted; earlier checkpoints are untouched). Before the first update there are no AdamW moments: they are saved as zeros. */
 static int save_checkpoint(GPT* m, const char* dir, const TrainState* st, int keep_last, int keep_every) {
     char model_path[4200], state_path[4200], done_path[4200], err[4600];
     checkpoint_paths(model_path, state_path, done_path, sizeof(model_path), dir, st->step, 0);
@@ -379,11 +382,12 @@ static int save_checkpoint(GPT* m, const char* dir, const TrainState* st, int ke
     }
     TrainState mine = *st;
     mine.has_model_crc = 1;
-    if (checkpoint_begin(dir, st->step, err, sizeof(err)) != 0 ||
-        model_file_try_write(model_path, &m->config, m->params, &mine.model_crc, err, sizeof(err)) != 0 ||
+    int begun = checkpoint_begin(dir, st->step, err, sizeof(err)) == 0;
+    if (!begun || model_file_try_write(model_path, &m->config, m->params, &mine.model_crc, err, sizeof(err)) != 0 ||
         state_file_try_write(state_path, &mine, m->adam_m, m->adam_v, NULL, err, sizeof(err)) != 0 ||
         checkpoint_try_mark_done(dir, st->step, 1, err, sizeof(err)) != 0) {
         fprintf(stderr, "error: checkpoint of step %d not written: %s\n", st->step, err);
+        if (begun) checkpoint_abandon(dir, st->step, 0);
         return -1;
     }
     printf("checkpoint: step %d written to %s\n", st->step, dir);
@@ -517,7 +521,10 @@ int main(int argc, char** argv) {
         int evaluated = train_eval_due(&args, have_val, step, max_steps);
         float val_loss = 0.0f;
         if (evaluated) {
-            val_loss = evaluate(&model, &val, val_batches);
+            if (evaluate(&model, &val, val_batches, step < max_steps, &val_loss) != 0) {
+                train_eval_stopped(step);
+                break;
+            }
             EarlyStopVerdict verdict = train_record_val(&args, &logger, &early, step, max_steps, val_loss);
             if (verdict == EARLY_STOP_IMPROVED && best_dir[0]) {
                 TrainState st = train_state_at(&run, step, &rng, &health, &train, &start.loader);

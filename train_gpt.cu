@@ -772,19 +772,6 @@ static double device_bf16_peak(const char* name) {
     return 0.0;
 }
 
-/* Mean loss over the first `batches` batches of the validation loader (every rank its slice of each;
- * the mean over ranks); a heartbeat of pg's watchdog after each batch. */
-static float evaluate(GPT* m, DataLoader* val, int batches, ProcessGroup* pg) {
-    dataloader_reset(val);
-    double sum = 0.0;
-    for (int i = 0; i < batches; i++) {
-        dataloader_next(val);
-        sum += gpt_forward(m, val->inputs, val->targets, val->B, val->T, 0.0f);
-        process_group_heartbeat(pg);
-    }
-    return dist_mean(m->dist, (float)(sum / batches), m->stream);
-}
-
 /* sampling callback (llmc/generate.h): logits of the next position, copied to the host */
 static const float* next_logits_gpu(void* model, const int* tokens, int n) { return gpt_forward_last((GPT*)model, tokens, n); }
 
@@ -792,6 +779,27 @@ static const float* next_logits_gpu(void* model, const int* tokens, int n) { ret
  * decision that ends or changes the run (a stop signal, a failed write) goes through it, so all ranks
  * take the same branch and issue the same collectives. */
 static int dist_any(GPT* m, int flag) { return dist_mean(m->dist, flag ? 1.0f : 0.0f, m->stream) > 0.0f; }
+
+/* The mean loss over the first `batches` batches of the validation loader (every rank its slice of each;
+ * the mean over ranks), into *loss; returns 0; a heartbeat of pg's watchdog after each batch and check. With
+ * `stoppable`, a stop signal on any rank before a batch (the ranks agree after each) leaves it
+ * unfinished: returns 1 (a resumed run computes it). */
+static int evaluate(GPT* m, DataLoader* val, int batches, ProcessGroup* pg, int stoppable, float* loss) {
+    dataloader_reset(val);
+    double sum = 0.0;
+    for (int i = 0; i < batches; i++) {
+        if (stoppable && i > 0) {
+            int stop = dist_any(m, preempt_requested());
+            process_group_heartbeat(pg); /* the peers got here too */
+            if (stop) return 1;
+        }
+        dataloader_next(val);
+        sum += gpt_forward(m, val->inputs, val->targets, val->B, val->T, 0.0f);
+        process_group_heartbeat(pg);
+    }
+    *loss = dist_mean(m->dist, (float)(sum / batches), m->stream);
+    return 0;
+}
 
 /* Every rank's check at once: a rank whose `problem` is non-empty exits with it; the others, if any rank
  * has one, exit too, saying so (instead of waiting in the next collective until --dist-timeout). A
@@ -856,7 +864,8 @@ static void check_same_data(GPT* m, const DataLoader* train, const DataLoader* v
  * its shard's range (llmc/zero.h; with ZeRO 0 a slice of its full copy), each file verified before
  * its rename; once all ranks' files are written (an all-reduce of the failure flags, also the
  * barrier), rank 0 writes the done marker with the world size and applies retention. Returns 0 on
- * every rank, or −1 on every rank after the failing rank printed why (earlier checkpoints untouched). */
+ * every rank, or −1 on every rank after the failing rank printed why (the files written are deleted,
+ * earlier checkpoints untouched). */
 static int save_checkpoint(GPT* m, const char* dir, const TrainState* st, int keep_last, int keep_every) {
     Distributed* d = m->dist;
     char model_path[4200], state_path[4200], done_path[4200], err[4600];
@@ -871,21 +880,24 @@ static int save_checkpoint(GPT* m, const char* dir, const TrainState* st, int ke
     mine.world = d->world;
     mine.shard_offset = d->shard.offset;
     mine.shard_count = count;
-    int failed = 0;
+    int failed = 0, begun = 1; /* begun: rank 0's checkpoint_begin removed the step's marker */
     mine.has_model_crc = 1; /* every rank's state file records the model file's header CRC (checkpoint_verify) */
-    if (d->rank == 0)
-        failed = checkpoint_begin(dir, st->step, err, sizeof(err)) != 0 ||
-                 model_file_try_write(model_path, &m->config, host, &mine.model_crc, err, sizeof(err)) != 0;
-    else mine.model_crc = model_file_crc(&m->config, host); /* every rank holds the same weights */
+    if (d->rank == 0) {
+        begun = checkpoint_begin(dir, st->step, err, sizeof(err)) == 0;
+        failed = !begun || model_file_try_write(model_path, &m->config, host, &mine.model_crc, err, sizeof(err)) != 0;
+    } else mine.model_crc = model_file_crc(&m->config, host); /* every rank holds the same weights */
     failed = failed || state_file_try_write(state_path, &mine, host + n, host + n + count, NULL, err, sizeof(err)) != 0;
     free(host);
     if (failed) fprintf(stderr, "error: rank %d: checkpoint of step %d not written: %s\n", d->rank, st->step, err);
-    if (dist_any(m, failed)) return -1; /* every rank's files are written, or none is marked */
-    if (d->rank == 0 && checkpoint_try_mark_done(dir, st->step, d->world, err, sizeof(err)) != 0) {
+    int agreed_failed = dist_any(m, failed); /* every rank's files are written, or none is marked */
+    if (!agreed_failed && d->rank == 0 && checkpoint_try_mark_done(dir, st->step, d->world, err, sizeof(err)) != 0) {
         fprintf(stderr, "error: checkpoint of step %d not written: %s\n", st->step, err);
         failed = 1;
     }
-    if (dist_any(m, failed)) return -1;
+    if (agreed_failed || dist_any(m, failed)) { /* the files written are deleted (llmc/checkpoint.h) */
+        if (begun) checkpoint_abandon(dir, st->step, d->rank);
+        return -1;
+    }
     printf("checkpoint: step %d written to %s\n", st->step, dir);
     if (d->rank == 0) checkpoint_retain(dir, st->step, keep_last, keep_every, stdout);
     return 0;
@@ -1123,7 +1135,10 @@ int main(int argc, char** argv) {
         int evaluated = train_eval_due(&args, have_val, step, max_steps);
         float val_loss = 0.0f;
         if (evaluated) {
-            val_loss = evaluate(&model, &val, val_batches, &pg);
+            if ((stop = evaluate(&model, &val, val_batches, &pg, step < max_steps, &val_loss)) != 0) {
+                train_eval_stopped(step);
+                break;
+            }
             EarlyStopVerdict verdict = train_record_val(&args, &logger, &early, step, max_steps, val_loss);
             if (verdict == EARLY_STOP_IMPROVED && best_dir[0]) {
                 TrainState st = train_state_at(&run, step, &rng, &health, &train, &start.loader);

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# Reliability tests of a trainer (usage: dev/test_reliability.sh [TRAINER [MICRO_STEPS]], default
-# ./train_gpt_cpu and 20 micro-steps per step in the signal runs; the simulated GPU trainer takes 4):
-#   - SIGTERM, SIGUSR1, SIGINT: the run stops at the next micro-step, writes a checkpoint of the
+# Reliability tests of a trainer (usage: dev/test_reliability.sh [TRAINER [MICRO_STEPS [VAL_BATCHES]]],
+# default ./train_gpt_cpu, 20 micro-steps per step in the signal runs and 3000 batches (a few seconds) in
+# the validation that a signal interrupts; the simulated GPU trainer takes 4 and 30):
+#   - SIGTERM, SIGUSR1, SIGINT, SIGHUP: the run stops at the next micro-step, writes a checkpoint of the
 #     completed steps and exits 75; resuming it ends bit-identical to an uninterrupted run;
+#   - SIGTERM during a long validation: left unfinished (recorded nowhere), exit 75; the resumed run
+#     computes it (the same loss as the uninterrupted run's) and ends bit-identical; stdout a pipe whose
+#     reader is gone (SIGPIPE): checkpoint, exit 75;
 #   - corrupted checkpoints (flipped byte, truncated state, malformed marker; model files swapped
 #     between steps, a changed model header word) are skipped, named,
 #     and the newest valid one is resumed; the result is still bit-identical; a changed byte in a
@@ -13,7 +17,9 @@
 #   - a second trainer started on a directory a running one writes stops at once (exit 1);
 #   - out of space (a file-size limit, ulimit -f): the write fails with a clear error, exit 74,
 #     the previous checkpoint stays valid and no .tmp is left; --on-save-error continue trains on, but
-#     a failed final checkpoint still exits 74; a metrics.jsonl write failure follows --on-save-error;
+#     a failed final checkpoint still exits 74, and the failed saves leave no files (a model file written
+#     before its state file failed is deleted); a metrics.jsonl write failure follows --on-save-error;
+#   - -y 1 deletes the debris of interrupted writes (.tmp files, files of a step without a marker);
 #   - a new run (no -y) in a directory holding checkpoints stops (exit 1) and writes nothing;
 #   - --early-stop: a best checkpoint newer than the last regular one (a failed save in between) resumes,
 #     and the run stops early where the uninterrupted one does;
@@ -23,8 +29,13 @@
 set -u
 trainer=${1:-./train_gpt_cpu}
 micro_steps=${2:-20}
+val_batches=${3:-3000}
 if ! [[ $micro_steps =~ ^[0-9]+$ ]] || [ "$micro_steps" -lt 2 ]; then
     echo "error: dev/test_reliability.sh: MICRO_STEPS must be an integer of at least 2, not '$micro_steps'" >&2
+    exit 2
+fi
+if ! [[ $val_batches =~ ^[0-9]+$ ]] || [ "$val_batches" -lt 1 ]; then
+    echo "error: dev/test_reliability.sh: VAL_BATCHES must be a positive integer, not '$val_batches'" >&2
     exit 2
 fi
 . "$(dirname "$0")/testlib.sh"
@@ -48,7 +59,7 @@ base=("$trainer" --n-layer 2 --n-head 4 --n-embd 64 --vocab-size 256 -b "$B" -t 
 long=("${base[@]}" -d $((micro_steps * B * T)) -x 8)
 "${long[@]}" -o "$tmp/sig_ref" -n 8 >"$tmp/sig_ref.log" 2>&1 || bad "uninterrupted signal-test run failed"
 mkfifo "$tmp/sig.fifo" || bad "mkfifo $tmp/sig.fifo failed"
-for sig in TERM USR1 INT; do
+for sig in TERM USR1 INT HUP; do
     dir="$tmp/sig_$sig"
     log="$tmp/sig_$sig.log"
     "${long[@]}" -o "$dir" >"$tmp/sig.fifo" 2>&1 &
@@ -76,6 +87,49 @@ for sig in TERM USR1 INT; do
         bad "SIG$sig: resumed run differs: $(tail -2 "$tmp/sig_resume.log")"
     fi
 done
+
+# a long validation (VAL_BATCHES batches, ~2 s) after step 3, checkpoints every 3 steps: SIGTERM 0.5 s after step
+# 3's line arrives lands in that validation (step 3's checkpoint, written before it, takes milliseconds)
+write_shard "$tmp/val.bin" 256 $((val_batches * B * T + 1)) || bad "writing the validation shard"
+evals=("${base[@]}" -j "$tmp/val.bin" -v 3 -m "$val_batches" -x 6 -n 3)
+"${evals[@]}" -o "$tmp/eval_ref" >"$tmp/eval_ref.log" 2>&1 || bad "uninterrupted validation-test run failed"
+"${evals[@]}" -o "$tmp/eval_sig" >"$tmp/sig.fifo" 2>&1 &
+pid=$!
+exec 3<"$tmp/sig.fifo"
+while IFS= read -r line <&3 && printf '%s\n' "$line" >>"$tmp/eval_sig.log" && ! [[ $line =~ ^step\ +3/6\ \|\ loss ]]; do :; done
+sleep 0.5
+start=$EPOCHREALTIME
+kill -TERM $pid
+cat <&3 >>"$tmp/eval_sig.log"
+exec 3<&-
+wait $pid
+rc=$?
+took=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }')
+if [ $rc -eq 75 ] && grep -q '^stop signal during the validation after step 3: left unfinished' "$tmp/eval_sig.log" &&
+    ! grep -q 'val loss' <(grep -E '^step +3/6' "$tmp/eval_sig.log") && ! grep -q '"step":3,"val_loss"' "$tmp/eval_sig/metrics.jsonl" &&
+    [ -e "$tmp/eval_sig/done_00000003.txt" ]; then
+    ok "SIGTERM during a $val_batches-batch validation after step 3: left unfinished, recorded nowhere, exit 75 in ${took}s"
+else
+    bad "SIGTERM during a validation: exit $rc after ${took}s: $(grep -E 'validation|received|error' "$tmp/eval_sig.log" | head -3)"
+fi
+"${evals[@]}" -o "$tmp/eval_sig" -y 1 >"$tmp/eval_resume.log" 2>&1
+val_ref=$(grep -E '^step +3/6 .*val loss' "$tmp/eval_ref.log" | sed 's/.*val loss //')
+val_resumed=$(grep -E '^step +3/6 .*val loss' "$tmp/eval_resume.log" | sed 's/.*val loss //')
+if [ -n "$val_ref" ] && [ "$val_resumed" = "$val_ref" ] && same_final "$tmp/eval_ref" "$tmp/eval_sig" 6; then
+    ok "the resumed run computes step 3's validation (val loss $val_resumed, as uninterrupted) and ends bit-identical"
+else
+    bad "resumed after a stopped validation: val loss ${val_resumed:-none} against ${val_ref:-none}: $(tail -2 "$tmp/eval_resume.log")"
+fi
+
+# stdout a pipe whose reader exits after the first line: the next write raises SIGPIPE, a stop signal
+"${long[@]}" -o "$tmp/sig_PIPE" 2>"$tmp/sig_PIPE.err" | head -n 1 >/dev/null
+rc=${PIPESTATUS[0]}
+saved=$(checkpoint_steps "$tmp/sig_PIPE" | tail -n 1)
+if [ "$rc" -eq 75 ] && [ -n "$saved" ]; then
+    ok "stdout's reader gone (SIGPIPE): exit 75, checkpoint of step $((10#$saved))"
+else
+    bad "stdout's reader gone (SIGPIPE): exit $rc, checkpoint ${saved:-none}: $(head -c 300 "$tmp/sig_PIPE.err")"
+fi
 
 # ---------------------------------------------------------------- corrupted checkpoints are skipped
 short=("${base[@]}" -x 10)
@@ -196,6 +250,34 @@ if [ $rc -eq 74 ] && [ "$fails" -eq 3 ] && grep -q '^step  *10/10 | loss' "$tmp/
     ok "--on-save-error continue: all 10 steps trained past 2 failed writes; the final one failing too exits 74 (the model is nowhere)"
 else
     bad "--on-save-error continue: exit $rc, $fails failures reported: $(tail -2 "$tmp/full.err")"
+fi
+# a limit the model file fits in and its state file does not (3 times its size): each failed save deletes the model file it wrote
+rm -rf "$tmp/full" && mkdir -p "$tmp/full"
+cp "$tmp/ref"/*_00000004*.* "$tmp/full/"
+model_kib=$(($(stat -c %s "$tmp/ref/model_00000004.bin") / 1024 + 8))
+(ulimit -f $model_kib && exec "${short[@]}" -o "$tmp/full" -n 2 -y 1 --on-save-error continue) >"$tmp/full.log" 2>"$tmp/full.err"
+rc=$?
+fails=$(grep -c 'not written.*state_.*File too large' "$tmp/full.err")
+left=$(cd "$tmp/full" && ls | grep -v '_00000004' | grep -v '^metrics.jsonl$' | tr '\n' ' ')
+if [ $rc -eq 74 ] && [ "$fails" -eq 3 ] && [ -z "$left" ]; then
+    ok "file-size limit of ${model_kib} KiB (model file fits, state file not): 3 failed saves, none leaves a file behind"
+else
+    bad "failed saves leave files: exit $rc, $fails state-file failures, left: ${left:-nothing}: $(head -c 300 "$tmp/full.err")"
+fi
+
+# ---------------------------------------------------------------- -y 1 deletes the debris of interrupted writes
+mkdir -p "$tmp/debris"
+cp "$tmp/ref"/*_00000004*.* "$tmp/debris/"
+cp "$tmp/ref/model_00000006.bin" "$tmp/debris/"                                  # a model file whose state file never came
+cp "$tmp/ref/state_00000008_00000.bin" "$tmp/debris/state_00000008_00000.bin.tmp" # a write killed before its rename
+"${base[@]}" -x 4 -o "$tmp/debris" -y 1 >"$tmp/debris.log" 2>&1
+rc=$?
+left=$(cd "$tmp/debris" && ls | grep -v '^metrics.jsonl$' | tr '\n' ' ')
+if [ $rc -eq 0 ] && grep -q '^resume: deleted 2 file(s) of unfinished checkpoint writes' "$tmp/debris.log" &&
+    [ "$left" = "done_00000004.txt model_00000004.bin state_00000004_00000.bin " ]; then
+    ok "-y 1 (nothing left to train) deletes an unmarked model file and a .tmp, keeps checkpoint 4: $(grep -m1 'deleted' "$tmp/debris.log")"
+else
+    bad "debris on resume: exit $rc, left: $left: $(grep -m2 '^resume' "$tmp/debris.log")"
 fi
 # metrics.jsonl on a full disk (a 2 KiB file-size limit: the header record and a few steps; no checkpoints): as a failed save, by --on-save-error
 for policy in stop continue; do

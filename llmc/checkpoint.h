@@ -742,6 +742,17 @@ static inline int checkpoint_begin(const char* dir, int step, char* err, size_t 
     return 0;
 }
 
+/* After a failed write of checkpoint `step` whose checkpoint_begin succeeded (no marker): deletes this
+ * rank's files of it, its state file and on rank 0 the model file, so that a failed save leaves nothing
+ * behind to take the room (a disk that was full) the next save needs. A failed deletion is reported. */
+static inline void checkpoint_abandon(const char* dir, int step, int rank) {
+    char model[4200], state[4200], done[4200];
+    checkpoint_paths(model, state, done, sizeof(model), dir, step, rank);
+    const char* paths[2] = {state, model};
+    for (int i = 0; i < (rank == 0 ? 2 : 1); i++)
+        if (unlink(paths[i]) != 0 && errno != ENOENT) fprintf(stderr, "warning: cannot delete %s: %s\n", paths[i], strerror(errno));
+}
+
 /* Parses a done marker: 0 and *world if its text is exactly "step S\nworld W\n" with W in
  * [1, 65536], else −1 with the reason in err. */
 static inline int checkpoint_read_marker(const char* path, int step, int* world, char* err, size_t cap) {
@@ -871,6 +882,34 @@ static inline int checkpoint_file_step_(const char* name, int* is_tmp) {
  * (marker first, so none is ever seen half-deleted), any ".tmp" file (an interrupted write) and the
  * files without a marker of the steps not kept. Prints one line per deleted checkpoint to report; a
  * failed deletion is reported, not fatal. Returns the number of checkpoints deleted. */
+/* Deletes the debris of dir: every ".tmp" file, and the files of the steps without a marker, but those
+ * of `newest` and, unless `only`, of the steps after it. Returns how many files it deleted. */
+static inline int checkpoint_sweep_(const char* dir, int newest, int only, FILE* report) {
+    DIR* d = opendir(dir);
+    if (!d) fatalf("%s: cannot list directory: %s", dir, strerror(errno));
+    struct dirent* e;
+    int deleted = 0;
+    while ((e = readdir(d)) != NULL) {
+        int is_tmp, step = checkpoint_file_step_(e->d_name, &is_tmp);
+        if (step < 0 || (!is_tmp && (step == newest || (!only && step > newest)))) continue;
+        char model[4200], state[4200], done[4200], path[4400];
+        checkpoint_paths(model, state, done, sizeof(model), dir, step, 0);
+        if (!is_tmp && access(done, F_OK) == 0) continue; /* a kept checkpoint */
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        if (unlink(path) == 0) deleted++;
+        else if (errno != ENOENT) fprintf(report, "checkpoint: cannot delete %s: %s\n", path, strerror(errno));
+    }
+    closedir(d);
+    return deleted;
+}
+
+/* The debris of interrupted checkpoint writes in dir (".tmp" files, files of a step without a marker),
+ * deleted when a run resumes there (holding its lock: no write is in progress); says how many. */
+static inline void checkpoint_sweep(const char* dir, FILE* report) {
+    int deleted = checkpoint_sweep_(dir, -1, 1, report);
+    if (deleted > 0) fprintf(report, "resume: deleted %d file(s) of unfinished checkpoint writes in %s\n", deleted, dir);
+}
+
 static inline int checkpoint_prune_(const char* dir, int newest, int keep_last, int keep_every, int only, FILE* report) {
     int* steps;
     int n = checkpoint_list(dir, &steps), deleted = 0, recent = 0; /* recent: kept so far of keep_last (newest first) */
@@ -889,19 +928,7 @@ static inline int checkpoint_prune_(const char* dir, int newest, int keep_last, 
             deleted++;
         }
     }
-    DIR* d = opendir(dir);
-    if (!d) fatalf("%s: cannot list directory: %s", dir, strerror(errno));
-    struct dirent* e;
-    while ((e = readdir(d)) != NULL) {
-        int is_tmp, step = checkpoint_file_step_(e->d_name, &is_tmp);
-        if (step < 0 || (!is_tmp && (step == newest || (!only && step > newest)))) continue;
-        char model[4200], state[4200], done[4200], path[4400];
-        checkpoint_paths(model, state, done, sizeof(model), dir, step, 0);
-        if (!is_tmp && access(done, F_OK) == 0) continue; /* a kept checkpoint */
-        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-        if (unlink(path) != 0 && errno != ENOENT) fprintf(report, "checkpoint: cannot delete %s: %s\n", path, strerror(errno));
-    }
-    closedir(d);
+    checkpoint_sweep_(dir, newest, only, report);
     free(steps);
     return deleted;
 }

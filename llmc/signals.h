@@ -2,13 +2,14 @@
  * llmc/signals.h — preemption: stop at a safe point, checkpoint, exit with a status a requeue script can test.
  *
  * preempt_install() makes SIGTERM (what a scheduler sends before killing), SIGUSR1 (Slurm's
- * `--signal=USR1@T` warning) and SIGINT (Ctrl-C) set a flag instead of killing the process. The
- * trainer polls preempt_requested() between steps and between micro-steps; when it is set, the
- * trainer writes a checkpoint of the last completed step and exits with PREEMPT_EXIT_STATUS (75,
- * EX_TEMPFAIL of sysexits.h: "temporary failure, retry"); scripts/slurm_train.sbatch requeues on it.
- * A second SIGINT while the first is being handled exits at once with status 130 (Ctrl-C twice).
- * SIGXFSZ is ignored, so a write past a file-size limit (`ulimit -f`) fails with EFBIG and a clear
- * message instead of killing the process.
+ * `--signal=USR1@T` warning), SIGINT (Ctrl-C), SIGHUP (the terminal closed) and SIGPIPE (stdout is a
+ * pipe whose reader is gone: `| tee log`, tee killed) set a flag instead of killing the process. The
+ * trainer polls preempt_requested() between steps, between micro-steps and between validation batches;
+ * when it is set, the trainer writes a checkpoint of the last completed step and exits with
+ * PREEMPT_EXIT_STATUS (75, EX_TEMPFAIL of sysexits.h: "temporary failure, retry");
+ * scripts/slurm_train.sbatch requeues on it. A second SIGINT while the first is being handled exits at
+ * once with status 130 (Ctrl-C twice), saying so on stderr. SIGXFSZ is ignored, so a write past a
+ * file-size limit (`ulimit -f`) fails with EFBIG and a clear message instead of killing the process.
  *
  * The handler only stores the signal number into a volatile sig_atomic_t (async-signal-safe) or
  * calls _exit. Handlers use SA_RESTART, so file reads and writes in progress are not cut short.
@@ -20,13 +21,19 @@
 
 #include "llmc/fileio.h"
 #include <signal.h>
+#include <unistd.h>
 
 #define PREEMPT_EXIT_STATUS 75
 
 static volatile sig_atomic_t preempt_signal_ = 0;
 
 static inline void preempt_handler_(int sig) {
-    if (sig == SIGINT && preempt_signal_ == SIGINT) _exit(130);
+    if (sig == SIGINT && preempt_signal_ == SIGINT) {
+        static const char msg[] = "\nSIGINT twice: exiting at once (status 130), no checkpoint of the steps since the last one\n";
+        ssize_t unused = write(STDERR_FILENO, msg, sizeof(msg) - 1);
+        (void)unused;
+        _exit(130);
+    }
     if (!preempt_signal_) preempt_signal_ = sig;
 }
 
@@ -36,8 +43,8 @@ static inline void preempt_install(void) {
     sa.sa_handler = preempt_handler_;
     sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
-    const int sigs[3] = {SIGTERM, SIGUSR1, SIGINT};
-    for (int i = 0; i < 3; i++)
+    const int sigs[5] = {SIGTERM, SIGUSR1, SIGINT, SIGHUP, SIGPIPE};
+    for (int i = 0; i < 5; i++)
         if (sigaction(sigs[i], &sa, NULL) != 0) fatalf("sigaction(%s) failed: %s", strsignal(sigs[i]), strerror(errno));
     if (signal(SIGXFSZ, SIG_IGN) == SIG_ERR) fatalf("ignoring SIGXFSZ failed: %s", strerror(errno));
 }
@@ -45,12 +52,14 @@ static inline void preempt_install(void) {
 /* the number of the first stop signal received, 0 if none */
 static inline int preempt_requested(void) { return (int)preempt_signal_; }
 
-/* "SIGTERM", "SIGUSR1", "SIGINT" or "signal N" */
+/* the name of a stop signal, for the line that says the run stops */
 static inline const char* preempt_signal_name(int sig) {
     switch (sig) {
     case SIGTERM: return "SIGTERM";
     case SIGUSR1: return "SIGUSR1";
     case SIGINT: return "SIGINT";
+    case SIGHUP: return "SIGHUP";
+    case SIGPIPE: return "SIGPIPE (the reader of stdout is gone)";
     }
     return "a stop signal";
 }

@@ -19,6 +19,7 @@
  *   train_nonfinite_param   the error when an update made a parameter non-finite
  *   train_health_stop       the error when too many updates in a row were skipped
  *   train_preempted         the lines of a stop signal, and whether the last steps still need saving
+ *   train_eval_stopped      the line of a validation left unfinished by a stop signal
  *   TrainProfile            --profile N: which steps are timed, and when the table is printed
  * Exit statuses: 0, SAVE_FAILED_EXIT_STATUS (74), HEALTH_EXIT_STATUS (65, llmc/health.h),
  * PREEMPT_EXIT_STATUS (75, llmc/signals.h). No global state; static inline, valid C11 and C++.
@@ -216,6 +217,12 @@ static inline int train_preempted(const TrainArgs* args, int sig, int completed,
         return 0;
     }
     return saved_step != completed;
+}
+
+/* A stop signal came during the validation of the weights after `step` completed steps: it is left
+ * unfinished, so its loss counts nowhere (metrics, early stopping); a run resumed from that step computes it. */
+static inline void train_eval_stopped(int step) {
+    printf("stop signal during the validation after step %d: left unfinished (a run resumed from step %d computes it)\n", step, step);
 }
 
 /* --profile N (llmc/profile.h): the trainer times the ops of N steps from the run's second (the first

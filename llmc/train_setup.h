@@ -326,6 +326,7 @@ static inline int train_resume_find(const TrainArgs* args, char* why, size_t cap
         return -2;
     }
     int markers = 0, found = args->resume ? checkpoint_find_valid(args->output_dir, stdout, &markers) : -1;
+    if (args->resume && access(args->output_dir, F_OK) == 0) checkpoint_sweep(args->output_dir, stdout);
     if (found >= 0) return found;
     if (markers > 0) {
         ckpt_error_(why, cap,
