@@ -45,10 +45,19 @@
 
 #define GTOK_MAGIC 0x4B4F5447u
 #define GTOK_VERSION 1
+/* The sizes (a test build, build/prepare_data_small, makes them tiny to cross every boundary often) */
+#ifndef CHUNK_BYTES
 #define CHUNK_BYTES (1u << 20)
+#endif
+#ifndef READ_BYTES
 #define READ_BYTES (16u << 20)
+#endif
+#ifndef BATCH_BYTES
 #define BATCH_BYTES (64u << 20)
+#endif
+#ifndef MAX_UNCUT_BYTES
 #define MAX_UNCUT_BYTES (256u << 20) /* the most of a file held while no cut point is found */
+#endif
 
 /* ----------------------------------------------------------------------------
  * command line: one table drives the parser and --help */
@@ -543,6 +552,7 @@ static void encode_chunk(const Chunk* ch, Encoded* e, const Tokenizer* t, const 
  * holds s[from - 1] counts: the document after it must start one. */
 static size_t find_cut(const unsigned char* s, size_t n, int eof, size_t from, int jsonl, const char* sep, int* starts_document) {
     if (from < 1) from = 1;
+    if (from > n) return 0; /* not read that far yet */
     if (jsonl) {
         const unsigned char* nl = from - 1 < n ? (const unsigned char*)memchr(s + from - 1, '\n', n - from + 1) : NULL;
         return nl ? (size_t)(nl - s) + 1 : 0;
@@ -815,6 +825,9 @@ static int read_block(Reader* r, Batch* b, const FileList* files, const Options*
         pos = cut;
     }
     if (pos == 0 && n > 0) { /* no cut point yet: the block is the carry, and the next read is larger (to the cap) */
+        if (n >= MAX_UNCUT_BYTES && jsonl) /* the line that does not end: the last one (no '\n' after the lines before it) */
+            fatalf("%s:%lld: no cut point in %u MiB: a JSON line that long (not JSON lines?); prepare_data holds at most that much uncut",
+                   path, r->line + count_lines(block, n), MAX_UNCUT_BYTES >> 20);
         if (n >= MAX_UNCUT_BYTES)
             fatalf("%s: no cut point in %u MiB (a line that long, or text without white space before a word): not a text "
                    "corpus? split it (prepare_data holds at most that much uncut)", path, MAX_UNCUT_BYTES >> 20);

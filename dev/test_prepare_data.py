@@ -17,7 +17,11 @@
   * a pipe or a device is checked for a NUL byte in its first 8 KiB read (gzip through <(cat x.gz),
     /dev/zero), and a stream with no cut point stops at 256 MiB instead of growing without bound;
     "not text" names UTF-16/UTF-32; --doc-separator with '\r' is refused, and one that matched no
-    line is warned about.
+    line is warned about;
+  * build/prepare_data_small (64-byte chunks, 256-byte reads, 1 KiB batches, 1 MiB uncut at most; ASan)
+    crosses every boundary thousands of times: its shards equal ./prepare_data's on the fortunes, on
+    adversarial text (separator lines, CRLF, lone CR, invalid UTF-8, long runs; also against tiktoken
+    per document) and on JSON lines, and a JSON line over its 1 MiB names its line number.
 Ends with "N passed, M failed".
 """
 import glob
@@ -336,6 +340,40 @@ def main():
         expect_failure("a UTF-16 file named as input", r, "utf16.txt: not text")
         check("UTF-16" in r.stderr and "UTF-32" in r.stderr and "compressed" in r.stderr,
               f"the not-text message names compression and UTF-16/UTF-32: {r.stderr.strip()[-160:]!r}")
+
+        # tiny buffers: every chunk, read and batch boundary crossed thousands of times (a cut searched for past
+        # the bytes read read beyond the buffer: AddressSanitizer stops the run)
+        rng = random.Random(5)
+        pieces = [b"%\n", b"%\r\n", b"\r", b"\r\n", b"\n\n", b"hello world ", b"\xff\xfe", b"\xe2\x82", b"\xc3\xa9t\xc3\xa9 ",
+                  b"  \t ", b"x" * 300, b" " * 200, b"1234567890" * 3, b"\xe4\xb8\xad\xe6\x96\x87", b"'s 'LL ", b"\xf0\x9f\x98\x80"]
+        adversarial = b"\xef\xbb\xbf" + b"".join(rng.choice(pieces) for _ in range(30000))
+        adv = os.path.join(tmp, "adversarial.txt")
+        open(adv, "wb").write(adversarial)
+        jsonl = os.path.join(tmp, "lines.jsonl")
+        with open(jsonl, "w") as f:
+            for i in range(3000):
+                f.write(json.dumps({"id": i, "text": "doc %d: " % i + "\u00e9\U0001F600 word " * rng.randrange(0, 60)}) + "\n")
+        for name, inputs, extra in [("the fortunes, --doc-separator %", ["--input", src], ["--doc-separator", "%"]),
+                                    ("adversarial text, --doc-separator %", ["--input", adv], ["--doc-separator", "%"]),
+                                    ("adversarial text", ["--input", adv], []), ("JSON lines", ["--input", jsonl], [])]:
+            args = inputs + ["--val-fraction", "0.1", "--shard-tokens", "30000", *extra]
+            r_big = prepare(*args, "--output-dir", os.path.join(tmp, "big_bufs"))
+            r_small = subprocess.run(["./build/prepare_data_small", *args, "--output-dir", os.path.join(tmp, "small_bufs")],
+                                     capture_output=True, cwd=ROOT, text=True, errors="replace")
+            same = r_big.returncode == 0 and r_small.returncode == 0 and \
+                shard_bytes(os.path.join(tmp, "big_bufs")) == shard_bytes(os.path.join(tmp, "small_bufs"))
+            check(same, f"tiny buffers, {name}: shards identical to the default sizes' (exits {r_big.returncode}, "
+                        f"{r_small.returncode}: {r_small.stderr.strip()[-200:]!r})")
+        r = subprocess.run(["./build/prepare_data_small", "--input", adv, "--output-dir", os.path.join(tmp, "small_bufs"),
+                            "--doc-separator", "%", "--val-fraction", "0"], capture_output=True, cwd=ROOT, text=True, errors="replace")
+        compare_splits("tiny buffers, adversarial text with separators, against tiktoken per document", os.path.join(tmp, "small_bufs"),
+                       expected_split(common.split_documents(adversarial[3:], b"%"), 0))
+        long_line = os.path.join(tmp, "long_line.jsonl")
+        with open(long_line, "w") as f:
+            f.write('{"text": "a"}\n{"text": "b"}\n{"text": "' + "y " * (1 << 20) + '"}\n')
+        r = subprocess.run(["./build/prepare_data_small", "--input", long_line, "--output-dir", os.path.join(tmp, "long_out")],
+                           capture_output=True, cwd=ROOT, text=True, errors="replace")
+        expect_failure("tiny buffers: a 2 MiB JSON line (1 MiB uncut at most)", r, "long_line.jsonl:3: no cut point in 1 MiB")
 
         # ./tokenize bad input
         def tokenize(*args, stdin=b""):

@@ -117,13 +117,16 @@ def fortune_files(d):
 
 
 def split_documents(data, sep):
+    """prepare_data's documents of a text file split by separator lines: a line ends at b"\\n" (a lone
+    b"\\r" ends none), one b"\\r" before it is not part of the line; empty documents are dropped"""
     docs, cur = [], []
-    for line in data.splitlines(keepends=True):
-        if line.rstrip(b"\n").rstrip(b"\r") == sep:
+    pieces = data.split(b"\n")
+    for i, piece in enumerate(pieces):
+        if (piece[:-1] if piece.endswith(b"\r") else piece) == sep:
             docs.append(b"".join(cur))
             cur = []
         else:
-            cur.append(line)
+            cur.append(piece + (b"\n" if i + 1 < len(pieces) else b""))
     docs.append(b"".join(cur))
     return [d for d in docs if d]
 

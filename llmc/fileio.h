@@ -244,9 +244,11 @@ typedef struct {
     char tmp_path[4112];
 } AtomicFile;
 static inline void atomic_open(AtomicFile* a, const char* path) {
-    if (strlen(path) >= sizeof(a->final_path)) fatalf("%s: path too long", path);
-    strcpy(a->final_path, path);
-    snprintf(a->tmp_path, sizeof(a->tmp_path), "%s.tmp", path);
+    size_t len = strlen(path);
+    if (len >= sizeof(a->final_path)) fatalf("%s: path too long", path);
+    memcpy(a->final_path, path, len + 1);
+    memcpy(a->tmp_path, path, len);
+    memcpy(a->tmp_path + len, ".tmp", 5);
     a->f = fopen_check(a->tmp_path, "wb");
 }
 /* fsync of the directory holding path (dir gets its name), so that a rename into it is durable: 0, or

@@ -35,7 +35,13 @@ test-tokenizer-exact: tokenize prepare_data
 	$(PYTHON) dev/test_tokenizer_exact.py
 
 # prepare_data: determinism, shards, JSON lines, bad input
-test-prepare-data: tokenize prepare_data
+# build/prepare_data_small: tiny buffer sizes, AddressSanitizer (its tests cross every boundary often)
+build/prepare_data_small: prepare_data.c $(TOKENIZER_DEPS)
+	@mkdir -p build
+	$(CC) $(filter-out -O3,$(CFLAGS)) -O1 -fsanitize=address -fno-omit-frame-pointer -DCHUNK_BYTES=64u -DREAD_BYTES=256u \
+	    -DBATCH_BYTES=1024u -DMAX_UNCUT_BYTES='(1u << 20)' $< -o $@ $(LDLIBS)
+
+test-prepare-data: tokenize prepare_data build/prepare_data_small
 	$(PYTHON) dev/test_prepare_data.py
 
 # single-core MB/s against tiktoken in the same run; prepare_data MB/s with 1 and 2 threads

@@ -1,7 +1,8 @@
 /* Fuzz harness: prepare_data.c's corpus readers on arbitrary bytes: the JSON-lines field
  * extractor (json_line_field, each line, field "text") and the chunk cutter (find_cut, for JSON
  * lines and for text with and without a separator line, with the file read to its end or not), which
- * must return a cut at or after where it was asked to start. prepare_data.c is
+ * must return a cut at or after where it was asked to start, and none when asked to start past the
+ * bytes read (prepare_data asks a chunk's length ahead, which may lie beyond them). prepare_data.c is
  * included with its main renamed, so its static functions are reachable. */
 #include <omp.h>
 #include "dev/fuzz/fuzz_common.h"
@@ -28,8 +29,9 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                 size_t cut = find_cut(data, size, eof, from, jsonl, sep, &starts_document);
                 if (cut == 0) break;
                 if (cut < from || cut > size) abort();
-                from = cut + 1;
+                from = cut + 1 + (size_t)(cuts % 3) * 7; /* sometimes ahead, as prepare_data asks, to past the end */
             }
+            if (find_cut(data, size, eof, size + 1 + (size % 64), jsonl, sep, &starts_document) != 0) abort();
         }
         free(out);
     });
