@@ -425,7 +425,7 @@ int main(int argc, char** argv) {
     }
     const GPTConfig* c = &model.config;
     int B = args.batch_size, T = args.seq_len;
-    if (T > c->max_seq_len) fatalf("--seq-len %d is longer than the model's maximum sequence length %d", T, c->max_seq_len);
+    train_check_batch_shape(&args, c);
 
     /* data: a training window is one optimizer step of `accum` micro-batches; micro-step j reads
      * slot j (as the GPU trainer's rank r reads slot j*world + r), so the data order does not
@@ -458,7 +458,7 @@ int main(int argc, char** argv) {
         } else {
             char model_path[4200], state_path[4200], done_path[4200];
             checkpoint_paths(model_path, state_path, done_path, sizeof(model_path), args.output_dir, last, 0);
-            train_resume_check_model(model_path, c, model.num_params);
+            train_resume_check_model(&args, model_path, c, model.num_params);
             GPTConfig saved;
             size_t n;
             float* params = model_file_read(model_path, &saved, &n);

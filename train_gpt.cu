@@ -292,7 +292,7 @@ static void gpt_check_memory(const GPTConfig* c, int B, int T, int recompute, in
     if (state + GPU_MEMORY_RESERVE >= free_bytes)
         snprintf(advice, sizeof(advice), "the weights, gradients and optimizer state alone need %s: shard the optimizer state over "
                  "more GPUs with -z 1%s", mem_text(t[8], state), master_weights ? ", or drop the fp32 master copy with -w 0" : "");
-    else snprintf(advice, sizeof(advice), "try a smaller -b, or -r 2");
+    else snprintf(advice, sizeof(advice), recompute < 2 ? "try a smaller -b, or -r 2" : "try a smaller -b");
     fatalf("batch %d x %d does not fit in device memory: needs %s (parameters %s, gradients %s, optimizer %s, activations %s, "
            "scratch %s%s), %s more than the %s free of the device's %s (%s)",
            B, T, mem_text(t[0], need), mem_text(t[1], plan.params), mem_text(t[2], plan.grads), mem_text(t[3], plan.optimizer),
@@ -962,7 +962,7 @@ int main(int argc, char** argv) {
     }
     gpt_config_check(&config, args.init[0] ? args.init : "model flags");
     int B = args.batch_size, T = args.seq_len;
-    if (T > config.max_seq_len) fatalf("--seq-len %d is longer than the model's maximum sequence length %d", T, config.max_seq_len);
+    train_check_batch_shape(&args, &config);
 
     /* ZeRO-1: this rank's optimizer state covers its shard only */
     Shard opt_shard = zero_shard(gpt_num_params(&config), args.zero == 1 ? world : 1, args.zero == 1 ? rank : 0);
@@ -1049,7 +1049,7 @@ int main(int argc, char** argv) {
         } else {
             char model_path[4200], state_path[4200], done_path[4200];
             checkpoint_paths(model_path, state_path, done_path, sizeof(model_path), args.output_dir, last, 0);
-            train_resume_check_model(model_path, c, model.num_params);
+            train_resume_check_model(&args, model_path, c, model.num_params);
             if (rank == 0) {
                 GPTConfig saved;
                 size_t n;

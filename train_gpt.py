@@ -87,10 +87,13 @@ def padded_vocab(vocab_size):
 
 class GPTConfig:
     def __init__(self, n_layer, n_head, n_embd, vocab_size, max_seq_len):
-        for name, v in [("n_layer", n_layer), ("n_head", n_head), ("n_embd", n_embd),
-                        ("vocab_size", vocab_size), ("max_seq_len", max_seq_len)]:
+        # the C readers' limits (gpt_config_check, llmc/checkpoint.h): a file they would refuse is not written
+        for name, v, most in [("n_layer", n_layer, 1024), ("n_head", n_head, 1 << 16), ("n_embd", n_embd, 1 << 17),
+                              ("vocab_size", vocab_size, 1 << 24), ("max_seq_len", max_seq_len, 1 << 20)]:
             if not isinstance(v, int) or v <= 0:
                 raise ConfigError(f"{name} must be a positive integer, got {v}")
+            if v > most:
+                raise ConfigError(f"{name} = {v} is not in [1, {most}]")
         if n_embd % n_head != 0:
             raise ConfigError(f"n_embd {n_embd} is not divisible by n_head {n_head}")
         if vocab_size > 65536:
@@ -793,6 +796,12 @@ def main(argv=None):
             train(args, cfg, init)
     except (ConfigError, FormatError) as e:
         print(f"error: {e}", file=sys.stderr)
+        return 1
+    except (MemoryError, RuntimeError) as e:
+        text = str(e).splitlines()[0] if str(e) else type(e).__name__
+        if not isinstance(e, MemoryError) and "allocate" not in text:
+            raise
+        print(f"error: out of memory ({text}): the model or batch is too large for this machine", file=sys.stderr)
         return 1
     return 0
 

@@ -323,6 +323,8 @@ def test_cli_validation(ctx):
     cases = [
         (["--n-layer", 2, "--n-head", 5, "--n-embd", 64, "--vocab-size", 300], "not divisible by n_head 5"),
         (["--n-layer", 0, "--n-head", 4, "--n-embd", 64, "--vocab-size", 300], "n_layer must be a positive integer"),
+        (["--n-layer", 1025, "--n-head", 1, "--n-embd", 8, "--vocab-size", 5], "n_layer = 1025 is not in [1, 1024]"),
+        (["--n-layer", 1, "--n-head", 1, "--n-embd", 8, "--vocab-size", 5, "--max-seq-len", 1048577], "max_seq_len = 1048577 is not in"),
         (["--n-layer", 2, "--n-head", 4, "--n-embd", 64], "--vocab-size"),
         (["--n-layer", 2, "--n-head", 4, "--n-embd", 64, "--vocab-size", 300, "--seq-len", 40, "--max-seq-len", 20],
          "exceeds --max-seq-len 20"),

@@ -62,6 +62,11 @@ expect_error "bad float flag" "lr.*nan" ./train_gpt_cpu $small $data -l nan
 expect_error "unknown flag with a suggestion" "did you mean --max-steps" ./train_gpt_cpu $small $data --max-step 3
 expect_error "unknown schedule" "lr-schedule.*zigzag" ./train_gpt_cpu $small $data -k zigzag
 expect_error "sequence longer than the model's" "seq-len 64.*32" ./train_gpt_cpu -e "$model" $data $quiet -t 64
+expect_error "the default sequence length above the model's (what to give, and the default)" \
+    "seq-len 64 is longer than the model's maximum sequence length 16: give -t 16 or less \(the default is 64\)" \
+    ./train_gpt_cpu --n-layer 1 --n-head 2 --n-embd 16 --vocab-size 256 --max-seq-len 16 $data $quiet -x 1
+expect_error "a micro-batch of more than 2^31 - 1 tokens" "-b 2147483647 x -t 1024 = 2199023254528 tokens a micro-batch: at most 2147483647" \
+    ./train_gpt_cpu --n-layer 1 --n-head 2 --n-embd 16 --vocab-size 256 --mock-data 1 $quiet -x 1 -b 2147483647 -t 1024
 expect_error "vocabulary flag differs from the model file" "vocab" ./train_gpt_cpu -e "$model" $data $quiet --vocab-size 300
 expect_error "total batch not a multiple of B*T (the nearest totals)" \
     "total-batch 1000 is not a multiple of .* = 128 tokens: 896 \(7 micro-steps\) or 1024 \(8 micro-steps\) would be" \
@@ -103,6 +108,14 @@ if grep -q 'state_00000004_00000.bin: --val-every was 0, now 3$' "$tmp/fp_v.log"
     ok "resume with another --val-every (what --early-stop counts): warned"
 else bad "resume with another --val-every: $(grep -E 'resume|was' "$tmp/fp_v.log" | head -4)"; fi
 rm -f "$tmp/fp/done_00000006.txt"
+# a checkpoint of --max-seq-len 64 resumed with another: the hint about --max-seq-len's default only where it was not given
+./train_gpt_cpu $small --max-seq-len 64 -i "$tmp/data/train_*.bin" $quiet -x 2 -n 2 -o "$tmp/msl" >/dev/null 2>&1
+./train_gpt_cpu $small -i "$tmp/data/train_*.bin" $quiet -x 4 -n 2 -o "$tmp/msl" -y 1 >/dev/null 2>"$tmp/msl_d.err"
+./train_gpt_cpu $small --max-seq-len 48 -i "$tmp/data/train_*.bin" $quiet -x 4 -n 2 -o "$tmp/msl" -y 1 >/dev/null 2>"$tmp/msl_g.err"
+if grep -q "differs from this run's: max_seq_len 64, this run's 32 (from scratch, --max-seq-len defaults to --seq-len" "$tmp/msl_d.err" &&
+    grep -q "differs from this run's: max_seq_len 64, this run's 48$" "$tmp/msl_g.err"; then
+    ok "resume with another max_seq_len: the hint about --max-seq-len's default only where it was not given"
+else bad "resume with another max_seq_len: $(head -c 300 "$tmp/msl_d.err") / $(head -c 300 "$tmp/msl_g.err")"; fi
 expect_error "resume with another --seed (it seeds mock data and the GPU's bf16 rounding too)" \
     "state_00000004_00000.bin: the checkpoint's run has --seed 7, this one 8: a resumed run keeps its seed" \
     ./train_gpt_cpu ${small/--seed 7/--seed 8} -i "$tmp/data/train_*.bin" $quiet -x 6 -n 2 -o "$tmp/fp" -y 1

@@ -19,6 +19,7 @@
  *   train_resume_find         the newest valid checkpoint of --output-dir, for --resume 1 (it verifies
  *                             every file of it: one reader, rank 0, suffices; the others read no CRC)
  *   train_resume_check_model  a checkpoint's model config (its header) against this run's
+ *   train_check_batch_shape   -t against the model's max_seq_len, B x T against int indexing
  *   train_resume_read_state   a rank's range of a checkpoint's optimizer state (any saved world size),
  *                             and its settings compared with this run's
  *   train_resume_say          the resume line (step, re-sharding, --init not read for weights)
@@ -137,6 +138,18 @@ static inline ModelSource train_model_source(const TrainArgs* args, GPTConfig* c
     }
     fatalf("no model: give --init FILE, --init d12 (or another preset), or --n-layer/--n-head/--n-embd");
     return MODEL_FROM_FILE; /* not reached */
+}
+
+/* The micro-batch against the model: -t at most its max_seq_len, and B x T tokens indexable by an int. */
+static inline void train_check_batch_shape(const TrainArgs* args, const GPTConfig* config) {
+    TrainArgs defaults;
+    flags_set_defaults_(&defaults);
+    if (args->seq_len > config->max_seq_len)
+        fatalf("--seq-len %d is longer than the model's maximum sequence length %d: give -t %d or less (the default is %d)", args->seq_len,
+               config->max_seq_len, config->max_seq_len, defaults.seq_len);
+    if ((long long)args->batch_size * args->seq_len > INT_MAX)
+        fatalf("-b %d x -t %d = %lld tokens a micro-batch: at most %d (use gradient accumulation, --total-batch, for more a step)",
+               args->batch_size, args->seq_len, (long long)args->batch_size * args->seq_len, INT_MAX);
 }
 
 /* A model file's config (read from --init) must agree with --vocab-size and --max-seq-len where given. */
@@ -352,7 +365,7 @@ static inline int train_resume_find(const TrainArgs* args, char* why, size_t cap
 }
 
 /* Exits unless the model config in a checkpoint's model file (its header only) is this run's. */
-static inline void train_resume_check_model(const char* model_path, const GPTConfig* config, size_t num_params) {
+static inline void train_resume_check_model(const TrainArgs* args, const char* model_path, const GPTConfig* config, size_t num_params) {
     GPTConfig saved;
     int32_t h[HEADER_WORDS];
     fclose_check(model_file_open(model_path, &saved, h), model_path);
@@ -367,9 +380,13 @@ static inline void train_resume_check_model(const char* model_path, const GPTCon
             snprintf(diffs + strlen(diffs), sizeof(diffs) - strlen(diffs), "%s%s %d, this run's %d", diffs[0] ? "; " : "", names[i],
                      saved_fields[i], run_fields[i]);
     if (diffs[0] || n != num_params)
+    {
+        int defaulted = (args->n_layer > 0 || args->n_head > 0 || args->n_embd > 0) && args->max_seq_len == 0; /* from scratch */
         fatalf("%s: the checkpoint's model config differs from this run's: %s%s", model_path, diffs,
-               saved.max_seq_len != config->max_seq_len ? " (from scratch, --max-seq-len defaults to --seq-len: give --max-seq-len "
-                                                          "as the checkpoint's run had it)" : "");
+               saved.max_seq_len != config->max_seq_len && defaulted
+                   ? " (from scratch, --max-seq-len defaults to --seq-len: give --max-seq-len as the checkpoint's run had it)"
+                   : "");
+    }
 }
 
 /* --resume 1's optimizer state of this rank: AdamW m and v of parameters [offset, offset + count) from

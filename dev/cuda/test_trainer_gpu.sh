@@ -88,6 +88,8 @@ if [ -n "$short" ] && CUDASIM_MEM_BYTES=$((33500000 + short)) ./train_gpt_sim "$
 else
     bad "a device of the bytes the memory check asks for (33500000 + ${short:-?}): $(grep -m1 '^error' "$tmp/exact.log")"
 fi
+expect_error "-r 2 already given: not advised again" "does not fit in device memory: needs [0-9.]+ GiB.*\(try a smaller -b\)$" \
+    ./train_gpt_sim -e d12 --mock-data -b 512 -t 1024 -x 1 -s 0 -v 0 -r 2
 expect_error "a model whose own state does not fit (a 1e9-byte device): says so, and what helps" \
     "the weights, gradients and optimizer state alone need 1.85 GiB: shard the optimizer state over more GPUs with -z 1, or drop the fp32 master copy with -w 0" \
     env CUDASIM_MEM_BYTES=1000000000 ./train_gpt_sim -e d12 --mock-data -b 1 -t 8 -x 1 -s 0 -v 0
