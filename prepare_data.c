@@ -620,7 +620,7 @@ static void remove_tmp_files(void) {
     }
 }
 
-/* exits (128 + the signal, the .tmp files removed by remove_tmp_files) once SIGINT or SIGTERM came */
+/* exits (128 + the signal, the .tmp files removed by remove_tmp_files) once a stop signal (llmc/signals.h) came */
 static void stop_if_signalled(void) {
     int sig = preempt_requested();
     if (!sig) return;
