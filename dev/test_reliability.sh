@@ -5,8 +5,8 @@
 #   - SIGTERM, SIGUSR1, SIGINT, SIGHUP: the run stops at the next micro-step, writes a checkpoint of the
 #     completed steps and exits 75; resuming it ends bit-identical to an uninterrupted run;
 #   - SIGTERM during a long validation: left unfinished (recorded nowhere), exit 75; the resumed run
-#     computes it (the same loss as the uninterrupted run's) and ends bit-identical; stdout a pipe whose
-#     reader is gone (SIGPIPE): checkpoint, exit 75;
+#     computes it (the same loss as the uninterrupted run's) and ends bit-identical; under nohup SIGHUP
+#     stops nothing; stdout a pipe whose reader is gone (SIGPIPE): checkpoint, exit 75;
 #   - corrupted checkpoints (flipped byte, truncated state, malformed marker; model files swapped
 #     between steps, a changed model header word) are skipped, named,
 #     and the newest valid one is resumed; the result is still bit-identical; a changed byte in a
@@ -88,8 +88,8 @@ for sig in TERM USR1 INT HUP; do
     fi
 done
 
-# a long validation (VAL_BATCHES batches, ~2 s) after step 3, checkpoints every 3 steps: SIGTERM 0.5 s after step
-# 3's line arrives lands in that validation (step 3's checkpoint, written before it, takes milliseconds)
+# a long validation (VAL_BATCHES batches, ~2 s) after step 3, checkpoints every 3 steps: SIGTERM once step 3's
+# checkpoint is marked complete lands in that validation (it starts right after)
 write_shard "$tmp/val.bin" 256 $((val_batches * B * T + 1)) || bad "writing the validation shard"
 evals=("${base[@]}" -j "$tmp/val.bin" -v 3 -m "$val_batches" -x 6 -n 3)
 "${evals[@]}" -o "$tmp/eval_ref" >"$tmp/eval_ref.log" 2>&1 || bad "uninterrupted validation-test run failed"
@@ -97,7 +97,7 @@ evals=("${base[@]}" -j "$tmp/val.bin" -v 3 -m "$val_batches" -x 6 -n 3)
 pid=$!
 exec 3<"$tmp/sig.fifo"
 while IFS= read -r line <&3 && printf '%s\n' "$line" >>"$tmp/eval_sig.log" && ! [[ $line =~ ^step\ +3/6\ \|\ loss ]]; do :; done
-sleep 0.5
+for _ in $(seq 1 1000); do [ -e "$tmp/eval_sig/done_00000003.txt" ] && break; sleep 0.01; done
 start=$EPOCHREALTIME
 kill -TERM $pid
 cat <&3 >>"$tmp/eval_sig.log"
@@ -119,6 +119,19 @@ if [ -n "$val_ref" ] && [ "$val_resumed" = "$val_ref" ] && same_final "$tmp/eval
     ok "the resumed run computes step 3's validation (val loss $val_resumed, as uninterrupted) and ends bit-identical"
 else
     bad "resumed after a stopped validation: val loss ${val_resumed:-none} against ${val_ref:-none}: $(tail -2 "$tmp/eval_resume.log")"
+fi
+
+# started with nohup (SIGHUP ignored): a SIGHUP does not stop the run
+nohup "${long[@]}" -o "$tmp/sig_nohup" >"$tmp/sig_nohup.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 3000); do grep -qE '^step +3/8 ' "$tmp/sig_nohup.log" && break; sleep 0.01; done
+kill -HUP $pid
+wait $pid
+rc=$?
+if [ $rc -eq 0 ] && grep -qE '^step +8/8 ' "$tmp/sig_nohup.log" && ! grep -q 'received' "$tmp/sig_nohup.log"; then
+    ok "under nohup, SIGHUP after step 3 stops nothing: all 8 steps, exit 0"
+else
+    bad "under nohup, SIGHUP: exit $rc: $(grep -E 'received|error' "$tmp/sig_nohup.log" | head -2)"
 fi
 
 # stdout a pipe whose reader exits after the first line: the next write raises SIGPIPE, a stop signal
@@ -270,12 +283,13 @@ mkdir -p "$tmp/debris"
 cp "$tmp/ref"/*_00000004*.* "$tmp/debris/"
 cp "$tmp/ref/model_00000006.bin" "$tmp/debris/"                                  # a model file whose state file never came
 cp "$tmp/ref/state_00000008_00000.bin" "$tmp/debris/state_00000008_00000.bin.tmp" # a write killed before its rename
+cp "$tmp/ref/model_00000006.bin" "$tmp/debris/model_00000006.bin.bak"             # the user's: not a checkpoint's name
 "${base[@]}" -x 4 -o "$tmp/debris" -y 1 >"$tmp/debris.log" 2>&1
 rc=$?
 left=$(cd "$tmp/debris" && ls | grep -v '^metrics.jsonl$' | tr '\n' ' ')
 if [ $rc -eq 0 ] && grep -q '^resume: deleted 2 file(s) of unfinished checkpoint writes' "$tmp/debris.log" &&
-    [ "$left" = "done_00000004.txt model_00000004.bin state_00000004_00000.bin " ]; then
-    ok "-y 1 (nothing left to train) deletes an unmarked model file and a .tmp, keeps checkpoint 4: $(grep -m1 'deleted' "$tmp/debris.log")"
+    [ "$left" = "done_00000004.txt model_00000004.bin model_00000006.bin.bak state_00000004_00000.bin " ]; then
+    ok "-y 1 (nothing left to train) deletes an unmarked model file and a .tmp, keeps checkpoint 4 and a .bak: $(grep -m1 'deleted' "$tmp/debris.log")"
 else
     bad "debris on resume: exit $rc, left: $left: $(grep -m2 '^resume' "$tmp/debris.log")"
 fi

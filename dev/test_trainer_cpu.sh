@@ -63,7 +63,7 @@ expect_error "unknown flag with a suggestion" "did you mean --max-steps" ./train
 expect_error "unknown schedule" "lr-schedule.*zigzag" ./train_gpt_cpu $small $data -k zigzag
 expect_error "sequence longer than the model's" "seq-len 64.*32" ./train_gpt_cpu -e "$model" $data $quiet -t 64
 expect_error "the default sequence length above the model's (what to give, and the default)" \
-    "seq-len 64 is longer than the model's maximum sequence length 16: give -t 16 or less \(the default is 64\)" \
+    "seq-len 64 is longer than the model's maximum sequence length 16: give -t 16 or less \(-t's default is that long\)" \
     ./train_gpt_cpu --n-layer 1 --n-head 2 --n-embd 16 --vocab-size 256 --max-seq-len 16 $data $quiet -x 1
 expect_error "a micro-batch of more than 2^31 - 1 tokens" "-b 2147483647 x -t 1024 = 2199023254528 tokens a micro-batch: at most 2147483647" \
     ./train_gpt_cpu --n-layer 1 --n-head 2 --n-embd 16 --vocab-size 256 --mock-data 1 $quiet -x 1 -b 2147483647 -t 1024

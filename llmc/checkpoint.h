@@ -742,14 +742,15 @@ static inline int checkpoint_begin(const char* dir, int step, char* err, size_t 
     return 0;
 }
 
-/* After a failed write of checkpoint `step` whose checkpoint_begin succeeded (no marker): deletes this
- * rank's files of it, its state file and on rank 0 the model file, so that a failed save leaves nothing
- * behind to take the room (a disk that was full) the next save needs. A failed deletion is reported. */
+/* After a failed write of checkpoint `step` whose checkpoint_begin succeeded: deletes this rank's files
+ * of it, its state file and on rank 0 the marker (first: one renamed into place whose directory sync then
+ * failed) and the model file, so that a failed save leaves nothing behind to take the room (a disk that was
+ * full) the next save needs. A failed deletion is reported. */
 static inline void checkpoint_abandon(const char* dir, int step, int rank) {
     char model[4200], state[4200], done[4200];
     checkpoint_paths(model, state, done, sizeof(model), dir, step, rank);
-    const char* paths[2] = {state, model};
-    for (int i = 0; i < (rank == 0 ? 2 : 1); i++)
+    const char* paths[3] = {done, state, model};
+    for (int i = rank == 0 ? 0 : 1; i < (rank == 0 ? 3 : 2); i++)
         if (unlink(paths[i]) != 0 && errno != ENOENT) fprintf(stderr, "warning: cannot delete %s: %s\n", paths[i], strerror(errno));
 }
 
@@ -859,15 +860,18 @@ static inline int checkpoint_find_valid(const char* dir, FILE* report, int* mark
  * with ".tmp" appended); −1 for other names. *is_tmp tells whether it ends in ".tmp". */
 static inline int checkpoint_file_step_(const char* name, int* is_tmp) {
     static const char* const prefixes[3] = {"model_", "state_", "done_"};
+    static const char* const suffixes[3] = {".bin", "_#####.bin", ".txt"}; /* after the step's 8 digits; '#': a digit */
     size_t len = strlen(name);
     *is_tmp = len > 4 && strcmp(name + len - 4, ".tmp") == 0;
+    if (*is_tmp) len -= 4;
     for (int p = 0; p < 3; p++) {
-        size_t pl = strlen(prefixes[p]);
-        if (strncmp(name, prefixes[p], pl) != 0 || len < pl + 8) continue;
+        size_t pl = strlen(prefixes[p]), sl = strlen(suffixes[p]);
+        if (strncmp(name, prefixes[p], pl) != 0 || len != pl + 8 + sl) continue;
         int step = 0;
-        for (size_t i = pl; i < pl + 8; i++) {
-            if (name[i] < '0' || name[i] > '9') return -1;
-            step = step * 10 + (name[i] - '0');
+        for (size_t i = pl; i < pl + 8 + sl; i++) {
+            char want = i < pl + 8 ? '#' : suffixes[p][i - pl - 8];
+            if (want == '#' ? name[i] < '0' || name[i] > '9' : name[i] != want) return -1;
+            if (i < pl + 8) step = step * 10 + (name[i] - '0');
         }
         return step;
     }

@@ -3,11 +3,11 @@
  *
  * preempt_install() makes SIGTERM (what a scheduler sends before killing), SIGUSR1 (Slurm's
  * `--signal=USR1@T` warning), SIGINT (Ctrl-C), SIGHUP (the terminal closed) and SIGPIPE (stdout is a
- * pipe whose reader is gone: `| tee log`, tee killed) set a flag instead of killing the process. The
- * trainer polls preempt_requested() between steps, between micro-steps and between validation batches;
- * when it is set, the trainer writes a checkpoint of the last completed step and exits with
- * PREEMPT_EXIT_STATUS (75, EX_TEMPFAIL of sysexits.h: "temporary failure, retry");
- * scripts/slurm_train.sbatch requeues on it. A second SIGINT while the first is being handled exits at
+ * pipe whose reader is gone: `| tee log`, tee killed) set a flag instead of killing the process (SIGHUP
+ * and SIGPIPE only where not ignored already: under nohup a closed terminal stops nothing). The trainer
+ * polls preempt_requested() between steps, between micro-steps and between validation batches; when it
+ * is set, the trainer writes a checkpoint of the last completed step and exits with PREEMPT_EXIT_STATUS
+ * (75, EX_TEMPFAIL of sysexits.h: "temporary failure, retry"); scripts/slurm_train.sbatch requeues on it. A second SIGINT while the first is being handled exits at
  * once with status 130 (Ctrl-C twice), saying so on stderr. SIGXFSZ is ignored, so a write past a
  * file-size limit (`ulimit -f`) fails with EFBIG and a clear message instead of killing the process.
  *
@@ -44,8 +44,12 @@ static inline void preempt_install(void) {
     sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
     const int sigs[5] = {SIGTERM, SIGUSR1, SIGINT, SIGHUP, SIGPIPE};
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 5; i++) {
+        struct sigaction old;
+        if (sigaction(sigs[i], NULL, &old) != 0) fatalf("sigaction(%s) failed: %s", strsignal(sigs[i]), strerror(errno));
+        if (i >= 3 && old.sa_handler == SIG_IGN) continue; /* nohup's SIGHUP (and an ignored SIGPIPE) stay ignored */
         if (sigaction(sigs[i], &sa, NULL) != 0) fatalf("sigaction(%s) failed: %s", strsignal(sigs[i]), strerror(errno));
+    }
     if (signal(SIGXFSZ, SIG_IGN) == SIG_ERR) fatalf("ignoring SIGXFSZ failed: %s", strerror(errno));
 }
 
@@ -59,7 +63,7 @@ static inline const char* preempt_signal_name(int sig) {
     case SIGUSR1: return "SIGUSR1";
     case SIGINT: return "SIGINT";
     case SIGHUP: return "SIGHUP";
-    case SIGPIPE: return "SIGPIPE (the reader of stdout is gone)";
+    case SIGPIPE: return "SIGPIPE (a write to a closed pipe: the reader of the output is gone?)";
     }
     return "a stop signal";
 }

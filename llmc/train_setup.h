@@ -145,8 +145,8 @@ static inline void train_check_batch_shape(const TrainArgs* args, const GPTConfi
     TrainArgs defaults;
     flags_set_defaults_(&defaults);
     if (args->seq_len > config->max_seq_len)
-        fatalf("--seq-len %d is longer than the model's maximum sequence length %d: give -t %d or less (the default is %d)", args->seq_len,
-               config->max_seq_len, config->max_seq_len, defaults.seq_len);
+        fatalf("--seq-len %d is longer than the model's maximum sequence length %d: give -t %d or less%s", args->seq_len, config->max_seq_len,
+               config->max_seq_len, args->seq_len == defaults.seq_len ? " (-t's default is that long)" : "");
     if ((long long)args->batch_size * args->seq_len > INT_MAX)
         fatalf("-b %d x -t %d = %lld tokens a micro-batch: at most %d (use gradient accumulation, --total-batch, for more a step)",
                args->batch_size, args->seq_len, (long long)args->batch_size * args->seq_len, INT_MAX);
