@@ -387,7 +387,7 @@ static int save_checkpoint(GPT* m, const char* dir, const TrainState* st, int ke
         state_file_try_write(state_path, &mine, m->adam_m, m->adam_v, NULL, err, sizeof(err)) != 0 ||
         checkpoint_try_mark_done(dir, st->step, 1, err, sizeof(err)) != 0) {
         fprintf(stderr, "error: checkpoint of step %d not written: %s\n", st->step, err);
-        if (begun) checkpoint_abandon(dir, st->step, 0);
+        if (begun) checkpoint_abandon(dir, st->step, 0, st->step == st->schedule.total);
         return -1;
     }
     printf("checkpoint: step %d written to %s\n", st->step, dir);

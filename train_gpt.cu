@@ -895,7 +895,7 @@ static int save_checkpoint(GPT* m, const char* dir, const TrainState* st, int ke
         failed = 1;
     }
     if (agreed_failed || dist_any(m, failed)) { /* the files written are deleted (llmc/checkpoint.h) */
-        if (begun) checkpoint_abandon(dir, st->step, d->rank);
+        if (begun) checkpoint_abandon(dir, st->step, d->rank, st->step == st->schedule.total);
         return -1;
     }
     printf("checkpoint: step %d written to %s\n", st->step, dir);

@@ -745,13 +745,18 @@ static inline int checkpoint_begin(const char* dir, int step, char* err, size_t 
 /* After a failed write of checkpoint `step` whose checkpoint_begin succeeded: deletes this rank's files
  * of it, its state file and on rank 0 the marker (first: one renamed into place whose directory sync then
  * failed) and the model file, so that a failed save leaves nothing behind to take the room (a disk that was
- * full) the next save needs. A failed deletion is reported. */
-static inline void checkpoint_abandon(const char* dir, int step, int rank) {
+ * full) the next save needs. A failed deletion is reported. With `final` (the run's last step: no save
+ * follows) a model file written whole is kept, said on stderr: the trained weights. */
+static inline void checkpoint_abandon(const char* dir, int step, int rank, int final) {
     char model[4200], state[4200], done[4200];
     checkpoint_paths(model, state, done, sizeof(model), dir, step, rank);
+    int keep_model = rank == 0 && final && access(model, F_OK) == 0;
     const char* paths[3] = {done, state, model};
-    for (int i = rank == 0 ? 0 : 1; i < (rank == 0 ? 3 : 2); i++)
+    for (int i = rank == 0 ? 0 : 1; i < (rank == 0 && !keep_model ? 3 : 2); i++)
         if (unlink(paths[i]) != 0 && errno != ENOENT) fprintf(stderr, "warning: cannot delete %s: %s\n", paths[i], strerror(errno));
+    if (keep_model)
+        fprintf(stderr, "note: %s is kept: the final weights (for --init or sampling; not a checkpoint: a resumed run deletes it)\n",
+                model);
 }
 
 /* Parses a done marker: 0 and *world if its text is exactly "step S\nworld W\n" with W in
