@@ -443,6 +443,7 @@ int main(int argc, char** argv) {
     OptimizerConfig oc = {args.beta1, args.beta2, args.eps, args.weight_decay, args.grad_clip};
     TrainState run = train_run_state(&args, model.num_params, &sched, T, total_batch, &train, have_val, &val, val_batches, 4);
     if (args.output_dir[0]) train_lock_output_dir(args.output_dir, NULL, 0);
+    train_note_no_checkpoints(&args);
 
     SampleSetup samples;
     sample_setup(&samples, args.sample_every > 0, args.tokenizer, args.prompt, c->vocab_size, T);
@@ -575,6 +576,11 @@ int main(int argc, char** argv) {
         double ms = (profile_clock() - t0) * 1000.0;
         double tok_s = (double)total_batch / (ms / 1000.0);
         double gflops = tok_s * flops_per_token * 1e-9;
+        if (gflops > peak_gflops) { /* the machine was busy while the peak was measured: this step's rate is the better bound */
+            printf("note: step %d ran at %.1f GFLOP/s, above the FMA peak measured at the start (%.1f: the machine was busy then?); "
+                   "the peak is now that\n", completed, gflops, peak_gflops);
+            peak_gflops = gflops;
+        }
         char throughput[64];
         snprintf(throughput, sizeof(throughput), "%.1f GFLOP/s (%.1f%% of peak)", gflops, 100.0 * gflops / peak_gflops);
         StepLine line = {completed, loss, lr, norm, ms, tok_s, evaluated, val_loss};

@@ -1023,6 +1023,7 @@ int main(int argc, char** argv) {
     if (args.output_dir[0]) { /* rank 0 holds the directory's lock; the others must see it */
         char token[512] = "", why[4600] = "";
         if (rank == 0) train_lock_output_dir(args.output_dir, token, sizeof(token));
+        train_note_no_checkpoints(&args);
         dist_broadcast_bytes(&dist, token, sizeof(token), model.stream);
         dist_fail_together(&model, rank > 0 ? train_check_shared_dir(args.output_dir, token, why, sizeof(why)) : "", rank);
     }

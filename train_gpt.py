@@ -178,6 +178,21 @@ def read_raw_header(path, kind):
         raise FormatError(f"{path}: cannot read {kind}: {e.strerror}") from None
 
 
+# what a file with another magic is, for the message when it was given as another kind (llmc/fileio.h's table)
+MAGIC_HINTS = {
+    0x4D545047: "it is a model file (GPTM), for --init",
+    0x53545047: "it is a training state file (GPTS); its checkpoint's model file is the model_NNNNNNNN.bin beside it",
+    0x4B4F5447: "it is a token shard (GTOK), training data for --train-data",
+    0x45504247: "it is a tokenizer file (GBPE)",
+    0x46455247: "it is a reference state (GREF), for test_gpt",
+    20240326: "it is an llm.c model file: convert it with python3 scripts/llmc.py import FILE MODEL.bin",
+    20240527: "it is an llm.c training state file (its weights are the llm.c model file beside it: scripts/llmc.py import)",
+    20240328: "it is an llm.c tokenizer file",
+    20240520: "it is an llm.c token shard, training data for --train-data",
+    20240801: "it is an llm.c LLaMA-3 token shard (uint32 tokens), which this reader does not read",
+}
+
+
 def read_header(path, kind, magic, version):
     """Reads and checks the common header of path: magic, version and file length = 1024 + payload bytes.
     Returns the 256 words as an int64 array of their uint32 values; raises FormatError naming path."""
@@ -186,7 +201,8 @@ def read_header(path, kind, magic, version):
         raise FormatError(f"{path}: not a {kind}: {size} bytes, shorter than the {HEADER_BYTES}-byte header")
     h = np.frombuffer(raw, dtype="<u4").astype(np.int64)
     if h[0] != magic:
-        raise FormatError(f"{path}: not a {kind}: magic 0x{int(h[0]):08x}, expected 0x{magic:08x}")
+        hint = f": {MAGIC_HINTS[int(h[0])]}" if int(h[0]) in MAGIC_HINTS else ""
+        raise FormatError(f"{path}: not a {kind}: magic 0x{int(h[0]):08x}, expected 0x{magic:08x}{hint}")
     if h[1] != version:
         raise FormatError(f"{path}: {kind} version {int(h[1])} is not supported (this reader reads version {version})")
     payload_bytes = header_u64(h, 3)

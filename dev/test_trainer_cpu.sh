@@ -62,6 +62,20 @@ expect_error "bad float flag" "lr.*nan" ./train_gpt_cpu $small $data -l nan
 expect_error "unknown flag with a suggestion" "did you mean --max-steps" ./train_gpt_cpu $small $data --max-step 3
 expect_error "unknown schedule" "lr-schedule.*zigzag" ./train_gpt_cpu $small $data -k zigzag
 expect_error "sequence longer than the model's" "seq-len 64.*32" ./train_gpt_cpu -e "$model" $data $quiet -t 64
+"$PYTHON" -c "import struct, sys; open(sys.argv[1], 'wb').write(struct.pack('<256i', 20240326, 3, *[0] * 254) + bytes(64))" "$tmp/llmc.bin"
+expect_error "an llm.c model file as --init: what it is, and the command that converts it" \
+    "llmc.bin: not a model file: magic 0x0134d7c6, expected 0x4d545047: it is an llm.c model file: convert it with python3 scripts/llmc.py import" \
+    ./train_gpt_cpu -e "$tmp/llmc.bin" $data $quiet -x 1
+expect_error "a state file as --init: the model file beside it named" "it is a training state file .*model_NNNNNNNN.bin beside it" \
+    ./train_gpt_cpu -e "$tmp/m0/state_00000001_00000.bin" $data $quiet -x 1
+expect_error "a checkpoint directory as --init" "m0: a directory, where a file is expected \(a model: DIR/model_NNNNNNNN.bin" \
+    ./train_gpt_cpu -e "$tmp/m0" $data $quiet -x 1
+expect_error "a data directory as -i: a glob suggested" "data: a directory, where a file is expected .*a glob such as -i 'DIR/train_\*.bin'" \
+    ./train_gpt_cpu $small -i "$tmp/data" $quiet -x 1
+./train_gpt_cpu $small $data $quiet -x 1 -o "$tmp/nockpt" >"$tmp/nockpt.log" 2>&1
+if grep -q "^note: --checkpoint-every 0: .*nockpt gets metrics.jsonl but no model" "$tmp/nockpt.log" && ! ls "$tmp/nockpt"/model_* >/dev/null 2>&1; then
+    ok "-o without -n: said to save no model"
+else bad "-o without -n: $(grep -m1 note "$tmp/nockpt.log")"; fi
 expect_error "the default sequence length above the model's (what to give, and the default)" \
     "seq-len 64 is longer than the model's maximum sequence length 16: give -t 16 or less \(-t's default is that long\)" \
     ./train_gpt_cpu --n-layer 1 --n-head 2 --n-embd 16 --vocab-size 256 --max-seq-len 16 $data $quiet -x 1
@@ -89,6 +103,17 @@ expect_error "a tokenizer file that is missing" "tokenizer .*nope.bin" ./train_g
 
 # ---------------------------------------------------------------- exact resume
 check_resume ./train_gpt_cpu $small $data -v 4 -m 2 -s 4 -g 8 -x 8 -l 3e-3 -u 2 -d 256
+# -y 1 without the model flags: the config is the newest checkpoint's, and the run ends as the uninterrupted one
+mkdir -p "$tmp/noflags"
+cp "$tmp/full/model_00000004.bin" "$tmp/full/state_00000004_00000.bin" "$tmp/full/done_00000004.txt" "$tmp/noflags/"
+./train_gpt_cpu -b 4 -t 32 --seed 7 $data -v 4 -m 2 -s 4 -g 8 -x 8 -l 3e-3 -u 2 -d 256 -o "$tmp/noflags" -n 2 -y 1 >"$tmp/noflags.log" 2>&1
+# shellcheck disable=SC2046
+if grep -q "^resume: no model flags: the model's config is that of the newest checkpoint, .*model_00000004.bin$" "$tmp/noflags.log" &&
+    same_files "$tmp/full" "$tmp/noflags" $(checkpoint_files 8); then
+    ok "-y 1 without model flags: the checkpoint's config, step-8 checkpoint bit-identical"
+else bad "-y 1 without model flags: $(grep -E '^(resume|error)' "$tmp/noflags.log" | head -3)"; fi
+expect_error "-y 1 without model flags and no checkpoint" "no model: .*with -y 1 they come from the newest checkpoint of --output-dir: it has none" \
+    ./train_gpt_cpu $data $quiet -x 1 -o "$tmp/empty_dir" -y 1
 
 # other data behind the same glob, with the same shard and token counts (the two shards' names swapped): the
 # resumed run warns that the checkpoint's data position refers to other data (the state's data fingerprint)

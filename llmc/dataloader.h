@@ -163,8 +163,8 @@ static inline uint64_t dataloader_shard_header_(FILE* f, const char* path, int* 
             return dataloader_llmc_header_(f, path, h, size, crc);
         }
         if ((uint32_t)h[0] != GTOK_MAGIC)
-            fatalf("%s: not a token shard: magic 0x%08x, expected 0x%08x (GTOK) or %d (llm.c's)", path, (uint32_t)h[0], GTOK_MAGIC,
-                   LLMC_SHARD_MAGIC);
+            fatalf("%s: not a token shard: magic 0x%08x, expected 0x%08x (GTOK) or %d (llm.c's)%s", path, (uint32_t)h[0], GTOK_MAGIC,
+                   LLMC_SHARD_MAGIC, file_magic_hint((uint32_t)h[0]));
         fseek_check(f, 0, SEEK_SET, path);
     }
     header_read_check(f, path, "token shard", GTOK_MAGIC, GTOK_VERSION, h);

@@ -130,11 +130,32 @@ static inline void* calloc_check_(size_t n, size_t size, const char* file, int l
 #define malloc_check(n) malloc_check_(n, __FILE__, __LINE__)
 #define calloc_check(n, size) calloc_check_(n, size, __FILE__, __LINE__)
 
-/* size of an open file in bytes */
+/* size of an open file in bytes; a directory is an error (fopen opens one, and its reads fail) */
 static inline long long file_size_check(FILE* f, const char* path) {
     struct stat st;
     if (fstat(fileno(f), &st) != 0) fatalf("%s: stat failed: %s", path, strerror(errno));
+    if (S_ISDIR(st.st_mode))
+        fatalf("%s: a directory, where a file is expected (a model: DIR/model_NNNNNNNN.bin, or -o DIR -y 1 to resume; token "
+               "shards: a glob such as -i 'DIR/train_*.bin')", path);
     return (long long)st.st_size;
+}
+
+/* What a file whose first header word is `magic` is, for the message when another kind was expected ("" if
+ * unknown): this project's formats (doc/formats.md) and llm.c's (its model, state, tokenizer and shard files). */
+static inline const char* file_magic_hint(uint32_t magic) {
+    switch (magic) {
+    case 0x4D545047u: return ": it is a model file (GPTM), for --init";
+    case 0x53545047u: return ": it is a training state file (GPTS); its checkpoint's model file is the model_NNNNNNNN.bin beside it";
+    case 0x4B4F5447u: return ": it is a token shard (GTOK), training data for -i / -j";
+    case 0x45504247u: return ": it is a tokenizer file (GBPE), for --tokenizer";
+    case 0x46455247u: return ": it is a reference state (GREF), for test_gpt";
+    case 20240326u: return ": it is an llm.c model file: convert it with python3 scripts/llmc.py import FILE MODEL.bin";
+    case 20240527u: return ": it is an llm.c training state file (its weights are the llm.c model file beside it: scripts/llmc.py import)";
+    case 20240328u: return ": it is an llm.c tokenizer file (ours: data/gpt2_tokenizer.bin)";
+    case 20240520u: return ": it is an llm.c token shard, training data for -i / -j";
+    case 20240801u: return ": it is an llm.c LLaMA-3 token shard (uint32 tokens), which this build does not read";
+    }
+    return "";
 }
 
 /* ----------------------------------------------------------------------------
@@ -209,7 +230,7 @@ static inline void header_read_check(FILE* f, const char* path, const char* kind
         fatalf("%s: not a %s: %lld bytes, shorter than the %d-byte header", path, kind, size, HEADER_BYTES);
     fread_check(h, 4, HEADER_WORDS, f, path);
     if ((uint32_t)h[0] != magic)
-        fatalf("%s: not a %s: magic 0x%08x, expected 0x%08x", path, kind, (uint32_t)h[0], magic);
+        fatalf("%s: not a %s: magic 0x%08x, expected 0x%08x%s", path, kind, (uint32_t)h[0], magic, file_magic_hint((uint32_t)h[0]));
     if (h[1] != version)
         fatalf("%s: %s version %d is not supported (this build reads version %d)", path, kind, h[1], version);
     uint64_t payload = header_payload_bytes(h);

@@ -20,6 +20,7 @@
  *                             every file of it: one reader, rank 0, suffices; the others read no CRC)
  *   train_resume_check_model  a checkpoint's model config (its header) against this run's
  *   train_check_batch_shape   -t against the model's max_seq_len, B x T against int indexing
+ *   train_note_no_checkpoints the note of a run with --output-dir that saves no model
  *   train_resume_read_state   a rank's range of a checkpoint's optimizer state (any saved world size),
  *                             and its settings compared with this run's
  *   train_resume_say          the resume line (step, re-sharding, --init not read for weights)
@@ -89,6 +90,13 @@ static inline int train_check_run_flags(const TrainArgs* args) {
     return strcmp(args->on_save_error, "continue") == 0;
 }
 
+/* The note of a run that saves no model: --output-dir without --checkpoint-every (or --early-stop). */
+static inline void train_note_no_checkpoints(const TrainArgs* args) {
+    if (args->output_dir[0] && args->checkpoint_every == 0 && args->early_stop == 0)
+        printf("note: --checkpoint-every 0: %s gets metrics.jsonl but no model (give -n N for checkpoints, the last step's included)\n",
+               args->output_dir);
+}
+
 /* The micro-steps of an optimizer step: --total-batch tokens (-1: one micro-batch of every rank) over the
  * B·T·world tokens of a micro-step; stops, naming the nearest totals that would work, unless they divide. */
 static inline int train_micro_steps(int total_batch_flag, int B, int T, int world) {
@@ -108,7 +116,9 @@ typedef enum { MODEL_FROM_SCRATCH, MODEL_FROM_PRESET, MODEL_FROM_FILE } ModelSou
 /* Which model the flags give. From scratch (--n-layer/--n-head/--n-embd, all three) or a preset
  * (--init d12, ...; --max-seq-len and --vocab-size override): *config is set, the caller initialises
  * the weights. A model file (--init FILE): *config is untouched, the caller reads the file and then
- * calls train_check_file_config. Contradictory or missing flags: fatalf. */
+ * calls train_check_file_config. No model flags with -y 1 and a checkpoint in --output-dir: the newest
+ * one's config (its model file's header), as a preset (the resume then loads its weights). Contradictory
+ * or missing flags: fatalf. */
 static inline ModelSource train_model_source(const TrainArgs* args, GPTConfig* config) {
     int from_scratch = args->n_layer > 0 || args->n_head > 0 || args->n_embd > 0;
     if (from_scratch) {
@@ -136,7 +146,21 @@ static inline ModelSource train_model_source(const TrainArgs* args, GPTConfig* c
             fatalf("--init %s: neither a model file nor a preset (d6|d12|d24|d36|d48)", args->init);
         return MODEL_FROM_FILE;
     }
-    fatalf("no model: give --init FILE, --init d12 (or another preset), or --n-layer/--n-head/--n-embd");
+    int latest = args->resume && args->output_dir[0] ? checkpoint_latest(args->output_dir) : -1;
+    if (latest >= 0) {
+        char model[4200], state[4200], done[4200];
+        int32_t h[HEADER_WORDS];
+        checkpoint_paths(model, state, done, sizeof(model), args->output_dir, latest, 0);
+        fclose_check(model_file_open(model, config, h), model);
+        if ((args->vocab_size > 0 && args->vocab_size != config->vocab_size) ||
+            (args->max_seq_len > 0 && args->max_seq_len != config->max_seq_len))
+            fatalf("%s: the checkpoint's model has vocabulary %d and max_seq_len %d, but --vocab-size %d / --max-seq-len %d were given", model,
+                   config->vocab_size, config->max_seq_len, args->vocab_size, args->max_seq_len);
+        printf("resume: no model flags: the model's config is that of the newest checkpoint, %s\n", model);
+        return MODEL_FROM_PRESET;
+    }
+    fatalf("no model: give --init FILE, --init d12 (or another preset), or --n-layer/--n-head/--n-embd%s",
+           args->resume ? " (with -y 1 they come from the newest checkpoint of --output-dir: it has none)" : "");
     return MODEL_FROM_FILE; /* not reached */
 }
 

@@ -40,7 +40,8 @@ def read_llmc(path):
         raise FormatError(f"{path}: not an llm.c model file: {size} bytes, shorter than the {HEADER_BYTES}-byte header")
     h = np.frombuffer(raw, dtype="<i4")
     if h[0] != LLMC_MAGIC:
-        raise FormatError(f"{path}: not an llm.c model file: magic {int(h[0])}, expected {LLMC_MAGIC}")
+        known = train_gpt.MAGIC_HINTS.get(int(h[0]) & 0xFFFFFFFF)
+        raise FormatError(f"{path}: not an llm.c model file: magic {int(h[0])}, expected {LLMC_MAGIC}{': ' + known if known else ''}")
     version = int(h[1])
     if version not in LLMC_VERSIONS:
         raise FormatError(f"{path}: llm.c model file version {version} is not supported (3: fp32, 5: bf16)")
