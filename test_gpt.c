@@ -33,7 +33,7 @@ static void check_bound(const char* what, const char* name, double err, double b
 static void check(const char* what, const char* name, double err) { check_bound(what, name, err, BOUND); }
 
 int main(int argc, char** argv) {
-    if (argc != 2) {
+    if (argc != 2 || argv[1][0] == '-') {
         fprintf(stderr, "usage: %s DIR   (DIR written by: python3 train_gpt.py --reference-out DIR ...)\n", argv[0]);
         return 2;
     }

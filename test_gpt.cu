@@ -87,7 +87,7 @@ static void run_steps(GPT* model, const ReferenceState* ref, float* losses, int 
 }
 
 int main(int argc, char** argv) {
-    if (argc != 2 && argc != 3) {
+    if ((argc != 2 && argc != 3) || argv[1][0] == '-') {
         fprintf(stderr, "usage: %s DIR [RECOMPUTE]   (DIR written by: python3 train_gpt.py --reference-out DIR ...)\n", argv[0]);
         return 2;
     }

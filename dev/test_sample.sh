@@ -92,7 +92,8 @@ expect_error --alone "missing model file" "nowhere.bin: cannot open" ./sample_gp
 expect_error --alone "truncated model file" "trunc.bin.*(truncated|shorter)" ./sample_gpt_cpu -e "$tmp/trunc.bin" --ids
 expect_error --alone "negative temperature" "--temperature: bad value '-1'" ./sample_gpt_cpu -e "$tmp/small.bin" --temperature -1
 expect_error --alone "token count not a number" "--tokens: bad value 'ten'" ./sample_gpt_cpu -e "$tmp/small.bin" -g ten
-expect_error --alone "unknown flag" "unknown flag '--topk'" ./sample_gpt_cpu -e "$tmp/small.bin" --topk 5
+expect_error --alone "unknown flag (a suggestion)" "unknown flag '--topk', did you mean --top-k\?" ./sample_gpt_cpu -e "$tmp/small.bin" --topk 5
+expect_error --alone "the model file without -e" "'.*small.bin' is not a flag: the model is given with -e" ./sample_gpt_cpu "$tmp/small.bin"
 expect_error --alone "missing value" "--seed: missing value" ./sample_gpt_cpu -e "$tmp/small.bin" --seed
 rcs=$(for bad in "--topk 5" "--seed" "-g ten" "--temperature -1"; do ./sample_gpt_cpu -e "$tmp/small.bin" $bad >/dev/null 2>&1; printf '%s ' $?; done)
 if [ "$rcs" = "2 2 2 2 " ]; then ok "a bad command line exits 2, as the trainers' (unknown flag, missing value, bad values)"

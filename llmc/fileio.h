@@ -130,6 +130,27 @@ static inline void* calloc_check_(size_t n, size_t size, const char* file, int l
 #define malloc_check(n) malloc_check_(n, __FILE__, __LINE__)
 #define calloc_check(n, size) calloc_check_(n, size, __FILE__, __LINE__)
 
+/* Levenshtein distance of a and b, for the "did you mean" of unknown flags (both shorter than 64 characters; longer ones count as far) */
+static inline int edit_distance(const char* a, const char* b) {
+    size_t n = strlen(a), m = strlen(b);
+    if (n >= 64 || m >= 64) return 1 << 20;
+    int row[64];
+    for (size_t j = 0; j <= m; j++) row[j] = (int)j;
+    for (size_t i = 1; i <= n; i++) {
+        int diag = row[0];
+        row[0] = (int)i;
+        for (size_t j = 1; j <= m; j++) {
+            int up = row[j];
+            int best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best) best = up + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[m];
+}
+
 /* size of an open file in bytes; a directory is an error (fopen opens one, and its reads fail) */
 static inline long long file_size_check(FILE* f, const char* path) {
     struct stat st;

@@ -175,27 +175,6 @@ static inline void flags_set_defaults_(TrainArgs* a) {
     for (int i = 0; i < FLAG_COUNT; i++) flags_set_(a, &FLAG_SPECS[i], FLAG_SPECS[i].default_value);
 }
 
-/* Levenshtein distance of a and b (both shorter than 64 characters; longer ones count as far) */
-static inline int flags_edit_distance_(const char* a, const char* b) {
-    size_t n = strlen(a), m = strlen(b);
-    if (n >= 64 || m >= 64) return 1 << 20;
-    int row[64];
-    for (size_t j = 0; j <= m; j++) row[j] = (int)j;
-    for (size_t i = 1; i <= n; i++) {
-        int diag = row[0];
-        row[0] = (int)i;
-        for (size_t j = 1; j <= m; j++) {
-            int up = row[j];
-            int best = diag + (a[i - 1] != b[j - 1]);
-            if (up + 1 < best) best = up + 1;
-            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
-            row[j] = best;
-            diag = up;
-        }
-    }
-    return row[m];
-}
-
 static inline const char* flags_default_text_(const FlagSpec* s) {
     return s->default_value[0] ? s->default_value : "none";
 }
@@ -287,7 +266,7 @@ static inline void flags_unknown_(const char* name) {
     size_t letters = strspn(name, "-") < strlen(name) ? strlen(name) - strspn(name, "-") : 0;
     int best_d = letters <= 4 ? 2 : letters <= 8 ? 3 : 4; /* suggest only names within 1, 2 or 3 edits, by length */
     for (int i = 0; i < FLAG_COUNT; i++) {
-        int d = flags_edit_distance_(name, FLAG_SPECS[i].long_name);
+        int d = edit_distance(name, FLAG_SPECS[i].long_name);
         if (d < best_d) {
             best_d = d;
             best = FLAG_SPECS[i].long_name;

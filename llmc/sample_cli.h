@@ -94,7 +94,20 @@ static inline void sample_cli_parse(SampleArgs* a, int argc, char** argv, const 
             const SampleFlag* g = &SAMPLE_FLAGS[j];
             if ((g->tools & tool) && ((g->short_name && !strcmp(argv[i], g->short_name)) || !strcmp(argv[i], g->long_name))) f = g;
         }
-        if (!f) usagef("unknown flag '%s'", argv[i]);
+        if (!f && argv[i][0] != '-') usagef("'%s' is not a flag: the model is given with -e (-e %s)", argv[i], argv[i]);
+        if (!f) {
+            const char* best = NULL;
+            int best_d = 3; /* within 2 edits */
+            for (int j = 0; j < SAMPLE_FLAG_COUNT; j++) {
+                int d = edit_distance(argv[i], SAMPLE_FLAGS[j].long_name);
+                if ((SAMPLE_FLAGS[j].tools & tool) && d < best_d) {
+                    best_d = d;
+                    best = SAMPLE_FLAGS[j].long_name;
+                }
+            }
+            if (best) usagef("unknown flag '%s', did you mean %s?", argv[i], best);
+            usagef("unknown flag '%s'", argv[i]);
+        }
         char* field = (char*)a + f->offset;
         if (f->type == SAMPLE_ARG_SWITCH) {
             *(int*)field = 1;

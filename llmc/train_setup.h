@@ -159,8 +159,9 @@ static inline ModelSource train_model_source(const TrainArgs* args, GPTConfig* c
         printf("resume: no model flags: the model's config is that of the newest checkpoint, %s\n", model);
         return MODEL_FROM_PRESET;
     }
-    fatalf("no model: give --init FILE, --init d12 (or another preset), or --n-layer/--n-head/--n-embd%s",
-           args->resume ? " (with -y 1 they come from the newest checkpoint of --output-dir: it has none)" : "");
+    if (!args->resume) usagef("no model: give --init FILE, --init d12 (or another preset), or --n-layer/--n-head/--n-embd");
+    fatalf("no model: give --init FILE, --init d12 (or another preset), or --n-layer/--n-head/--n-embd (with -y 1 they come from "
+           "the newest checkpoint of --output-dir: it has none)");
     return MODEL_FROM_FILE; /* not reached */
 }
 
