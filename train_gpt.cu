@@ -1005,7 +1005,7 @@ int main(int argc, char** argv) {
      * --dist-timeout from each completed collective: its local work (the initial weights, rank 0's
      * verification of a checkpoint) is of no known length */
     if (world > 1) {
-        process_group_watchdog_start(&pg, "the setup (checks across ranks, the resume)");
+        process_group_watchdog_start(&pg, "the setup (checks across ranks, the resume)", 1);
         process_group_watchdog_hold(&pg);
     }
     check_same_flags(&model, &args, rank);
@@ -1129,7 +1129,7 @@ int main(int argc, char** argv) {
      * batch and micro-step; checkpoint writes and rank 0's samples (of no known length) get 10x
      * --dist-timeout (process_group_watchdog_hold) */
     process_group_watchdog_stop(&pg);
-    if (world > 1) process_group_watchdog_start(&pg, "the training loop");
+    if (world > 1) process_group_watchdog_start(&pg, "the training loop", 0);
     /* step == max_steps evaluates the final weights (and trains no more); a stop signal skips no evaluation of them */
     for (int step = start_step; step <= max_steps && (step == max_steps || !stop); step++) {
         StepStart start = train_step_start(&rng, &train);

@@ -71,8 +71,8 @@ done
 
 # slurm_train.sbatch
 out=$(SLURM_JOB_NODELIST=n1 SLURM_JOB_ID=7 TRAINER=ok_trainer bash scripts/slurm_train.sbatch -x 1 2>&1)
-if [ "$out" = "srun --kill-on-bad-exit=1 ok_trainer -o out/gpt2 -y 1 -n 100 --keep-last 3 --keep-every 1000 -x 1" ]; then
-    ok "slurm launch line: $out"
+if [ "$out" = "srun --kill-on-bad-exit=1 ok_trainer -o out/gpt2 -y 1 -n 100 --keep-last 3 --keep-every 1000 --dist-init tcp -x 1" ]; then
+    ok "slurm launch line (the NCCL id over tcp, as MASTER_ADDR says): $out"
 else
     bad "slurm launch line: $out"
 fi

@@ -218,6 +218,7 @@ static pid_t spawn_rank(int rank, int world, const char* method, const char* fil
     pid_t pid = fork();
     if (pid != 0) return pid;
     if (err_path && !freopen(err_path, "w", stderr)) _exit(99);
+    preempt_install(); /* as the trainer: a stop signal sets the flag the rendezvous polls */
     clear_launcher_env();
     char text[32];
     snprintf(text, sizeof(text), "%d", rank);
@@ -281,6 +282,35 @@ static void test_rendezvous_timeout(const char* tmp, const char* method, const c
     check(WIFEXITED(status) && WEXITSTATUS(status) == 1 && secs >= 1.0 && secs < 4.0 && strstr(msg, expect) != NULL,
           "%s rendezvous without rank 0, --dist-timeout 1: exit %d after %.1f s (bound [1, 4) s): \"%s\"", method,
           WIFEXITED(status) ? WEXITSTATUS(status) : -1, secs, msg);
+}
+
+/* A stop signal to a rank waiting in the rendezvous (rank 0 for its peer, rank 1 for rank 0 over tcp or the
+ * file) ends it within a second, exit 75, saying so; rank 0 waits with --dist-timeout 3e6 (25 days: its
+ * poll timeout in ms overflowed an int, and the wait failed at once) */
+static void test_rendezvous_stop(const char* tmp) {
+    const struct { int rank; const char* method; double timeout; } cases[3] = {{0, "tcp", 3e6}, {1, "tcp", 30.0}, {1, "file", 30.0}};
+    for (int c = 0; c < 3; c++) {
+        char file[4200], err_path[4200];
+        snprintf(file, sizeof(file), "%s/stop_%d", tmp, c);
+        snprintf(err_path, sizeof(err_path), "%s/stop_%d.err", tmp, c);
+        pid_t pid = spawn_rank(cases[c].rank, 2, cases[c].method, file, 45000 + c + (int)(getpid() % 10000), cases[c].timeout, err_path);
+        usleep(800000);
+        int status, alive = waitpid(pid, &status, WNOHANG) == 0;
+        double t0 = now_s();
+        kill(pid, SIGTERM);
+        waitpid(pid, &status, 0);
+        double secs = now_s() - t0;
+        char msg[512] = "";
+        FILE* f = fopen(err_path, "r");
+        if (f) {
+            if (!fgets(msg, sizeof(msg), f)) msg[0] = '\0';
+            fclose(f);
+        }
+        msg[strcspn(msg, "\n")] = '\0';
+        check(alive && WIFEXITED(status) && WEXITSTATUS(status) == 75 && secs < 1.0 && strstr(msg, "SIGTERM during the") != NULL,
+              "rank %d waiting in the %s rendezvous (--dist-timeout %g): still waiting after 0.8 s, then SIGTERM: exit %d after %.2f s: "
+              "\"%s\"", cases[c].rank, cases[c].method, cases[c].timeout, WIFEXITED(status) ? WEXITSTATUS(status) : -1, secs, msg);
+    }
 }
 
 /* process_group_find + start_mpi (--dist-init auto) in a child under env ("NAME=VALUE", NULL-terminated) and nothing
@@ -357,10 +387,12 @@ static void test_rendezvous_strays(void) {
     char port_text[16];
     snprintf(port_text, sizeof(port_text), "%d", port);
     int strays[2] = {-1, -1}, err = 0;
+    ProcessGroup self; /* pg_connect_ reads it only after a stop signal */
+    memset(&self, 0, sizeof(self));
     if (getaddrinfo("127.0.0.1", port_text, &hints, &res) == 0) {
         for (int k = 0; k < 2; k++)
             while (strays[k] < 0 && now_s() - t0 < 10.0)
-                if ((strays[k] = pg_connect_(res, pg_now_ns_() + 1000000000LL, &err)) < 0) usleep(50000);
+                if ((strays[k] = pg_connect_(&self, res, pg_now_ns_() + 1000000000LL, &err)) < 0) usleep(50000);
         freeaddrinfo(res);
     }
     const char probe[] = "GET / HTTP/1.0\r\n\r\n";
@@ -394,7 +426,7 @@ static void test_watchdog(void) {
             ProcessGroup pg;
             process_group_find(&pg, "auto", "", mode == 5 ? 0.3 : 1.0);
             process_group_start_mpi(&pg, NULL, NULL);
-            process_group_watchdog_start(&pg, "the test");
+            process_group_watchdog_start(&pg, "the test", 0);
             if (mode >= 3) { /* held: 2.5 s, then (mode 4) a heartbeat and no more; (mode 5) 6 s, past 10 x 0.3 s */
                 process_group_watchdog_hold(&pg);
                 usleep(mode == 5 ? 6000000 : 2500000);
@@ -451,6 +483,7 @@ int main(void) {
     test_rendezvous_strays();
     test_rendezvous_timeout(tmp, "tcp", "no NCCL id from tcp://127.0.0.1");
     test_rendezvous_timeout(tmp, "file", "no NCCL id file");
+    test_rendezvous_stop(tmp);
     test_watchdog();
     char cmd[4200];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);

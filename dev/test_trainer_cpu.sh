@@ -97,6 +97,9 @@ expect_error "beta1 of 1 (bias correction 1/0)" "beta1 and --beta2 must be below
 expect_error "beta2 of 1" "beta1 and --beta2 must be below 1" ./train_gpt_cpu $small $data $quiet --beta2 1
 expect_error "eps of 0 (0/0 for a zero gradient)" "eps must be above 0" ./train_gpt_cpu $small $data $quiet --eps 0
 expect_error "total batch 0" "total-batch 0" ./train_gpt_cpu $small $data $quiet -d 0
+expect_error "total batch near 2^31: only the total below suggested (the one above is out of the flag's range)" \
+    "total-batch 2147483647 is not a multiple of .* = 128 tokens: 2147483520 \(16777215 micro-steps\) would be$" \
+    ./train_gpt_cpu $small $data $quiet -d 2147483647
 expect_error "mock data with shards" "mock-data.*train-data" ./train_gpt_cpu $small $data $quiet --mock-data
 expect_error "a prompt with sampling off" "prompt.*sample-every 0" ./train_gpt_cpu $small $data $quiet --prompt hello
 expect_error "a tokenizer file that is missing" "tokenizer .*nope.bin" ./train_gpt_cpu $small $data -v 0 -s 5 --tokenizer "$tmp/nope.bin"

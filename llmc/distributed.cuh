@@ -160,7 +160,7 @@ static inline void dist_create(Distributed* d, ProcessGroup* pg, int zero, int c
     if (pg->rank == 0) ncclCheck(ncclGetUniqueId(&id));
     process_group_share_id(pg, (unsigned char*)id.internal);
     /* every rank must arrive with the same id: a peer that died, or another job's stale --dist-file id, would hang it */
-    process_group_watchdog_start(pg, "ncclCommInitRank (a peer died, or read another job's id: a stale --dist-file?)");
+    process_group_watchdog_start(pg, "ncclCommInitRank (a peer died, or read another job's id: a stale --dist-file?)", 1);
     ncclResult_t init = ncclCommInitRank(&d->comm, pg->world, id, pg->rank);
     process_group_watchdog_stop(pg);
     if (init == ncclInvalidUsage) { /* what NCCL says when two ranks share a GPU */

@@ -28,17 +28,23 @@
  *   auto  mpi when an MPI launcher started us and the build has MPI; else none for world 1; else tcp
  *         when MASTER_ADDR is set; else file when --dist-file is given.
  * Every wait (connect included) is bounded by --dist-timeout seconds: a rank that never arrives gives a
- * one-line error naming the method and the address, and exit status 1. A signal (the trainer's
- * preemption handler) does not cut a wait short.
+ * one-line error naming the method and the address, and exit status 1. A stop signal (llmc/signals.h:
+ * a launcher stopping the job because another rank failed, a scheduler) ends a wait within ~0.1 s:
+ * nothing is trained yet, so the rank says so and exits 75 (PREEMPT_EXIT_STATUS: retry), rank 0
+ * deleting its --dist-file first (pg_stop_now_).
  *
- * Watchdog (process_group_watchdog_start(pg, what), around the NCCL communicator's creation, the
- * setup after it (checks across ranks, the resume) and the training loop): a thread that exits the process with status 3 and one line on stderr naming `what`
+ * Watchdog (process_group_watchdog_start(pg, what, stoppable), around the NCCL communicator's creation,
+ * the setup after it (checks across ranks, the resume) and the training loop): a thread that exits the
+ * process with status 3 and one line on stderr naming `what`
  * when the trainer has not called process_group_heartbeat (or process_group_progress: every host-waited
  * collective of llmc/distributed.cuh calls it) for --dist-timeout seconds — a rank blocked in a
  * collective whose peer died. The launcher (mpirun, srun --kill-on-bad-exit, torchrun, --nproc)
  * then stops the others. process_group_watchdog_hold allows PG_HOLD_FACTOR times as long until the next
  * heartbeat, for work of no known length (the setup: initial weights, rank 0's verification of a
  * checkpoint; a checkpoint write on a slow disk; rank 0's sample, which the others wait for).
+ * With `stoppable` (the phases before training, where the trainer polls no stop flag) a stop signal makes
+ * it end the process as a rendezvous wait does (pg_stop_now_); the training loop handles its own.
+ * On its exits rank 0 deletes its --dist-file (a later run on the path would read this job's id).
  * process_group_watchdog_stop (also called by process_group_finish) ends and joins it, so it never
  * reads the struct after the caller's frame is gone. State: the
  * ProcessGroup struct the caller owns; the heartbeat and the stop flag are read and written atomically.
@@ -60,6 +66,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "llmc/fileio.h"
+#include "llmc/signals.h"
 
 #if defined(USE_MPI)
 #ifndef OMPI_SKIP_MPICXX
@@ -95,6 +102,7 @@ typedef struct {
     pthread_t watchdog;
     int watchdog_running;
     int watchdog_stop;    /* atomic: process_group_finish asks the watchdog to end */
+    int stoppable;        /* a stop signal ends the watched phase (process_group_watchdog_start) */
 } ProcessGroup;
 
 static inline int64_t pg_now_ns_(void) {
@@ -194,7 +202,9 @@ static inline void process_group_start_mpi(ProcessGroup* pg, int* argc, char*** 
         mpiCheck(MPI_Comm_size(MPI_COMM_WORLD, &mpi_world));
         if (strcmp(pg->launcher, "none") != 0 && (mpi_rank != pg->rank || mpi_world != pg->world))
             fatalf("MPI says rank %d of %d, the environment (%s) says %d of %d%s", mpi_rank, mpi_world, pg->launcher, pg->rank, pg->world,
-                   strcmp(pg->launcher, "slurm") == 0 ? " (under srun, MPI needs Slurm's PMI: srun --mpi=pmix or pmi2)" : "");
+                   strcmp(pg->launcher, "slurm") == 0 || getenv("SLURM_PROCID")
+                       ? " (under srun, MPI needs Slurm's PMI: srun --mpi=pmix or pmi2, or use --dist-init tcp)"
+                       : "");
         pg->rank = mpi_rank;
         pg->world = mpi_world;
     }
@@ -205,6 +215,28 @@ static inline void process_group_start_mpi(ProcessGroup* pg, int* argc, char*** 
 #endif
 }
 
+
+/* A poll's timeout in ms until deadline, in slices of at most 100 ms (a stop signal is then seen soon; no
+ * int overflow at a --dist-timeout of weeks); 0 once it has passed. */
+static inline int pg_poll_ms_(int64_t deadline) {
+    int64_t left = (deadline - pg_now_ns_()) / 1000000;
+    return left <= 0 ? 0 : left > 100 ? 100 : (int)left;
+}
+
+/* Ends the process after a stop signal in a wait before training (top comment): async-signal-safe
+ * enough for the watchdog thread (a write and _exit; rank 0's unlink of the id file). */
+static inline void pg_stop_now_(const ProcessGroup* pg, const char* during) {
+    if (strcmp(pg->method, "file") == 0 && pg->rank == 0) unlink(pg->file_path);
+    char line[512];
+    int n = snprintf(line, sizeof(line), "error: rank %d: %s during %s: stopping (nothing trained yet, nothing to save)\n", pg->rank,
+                     preempt_signal_name(preempt_requested()), during);
+    ssize_t unused = write(STDERR_FILENO, line, n > 0 && (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+    (void)unused;
+    _exit(PREEMPT_EXIT_STATUS);
+}
+static inline void pg_stop_if_signalled_(const ProcessGroup* pg, const char* during) {
+    if (preempt_requested()) pg_stop_now_(pg, during);
+}
 
 /* file method: rank 0 publishes, the others poll (bounded by timeout_s) */
 static inline void pg_share_file_(const ProcessGroup* pg, unsigned char* id) {
@@ -229,20 +261,22 @@ static inline void pg_share_file_(const ProcessGroup* pg, unsigned char* id) {
             fatalf("rank %d: no NCCL id file %s after %.0f s (--dist-timeout): is rank 0 running, and is the path on a file "
                    "system every node sees?",
                    pg->rank, path, pg->timeout_s);
+        pg_stop_if_signalled_(pg, "the file rendezvous");
         usleep(50000);
     }
 }
 
 /* reads/writes exactly len bytes with poll, bounded by deadline; returns 0 or -1 */
-static inline int pg_io_(int fd, void* buf, size_t len, int writing, int64_t deadline) {
+static inline int pg_io_(const ProcessGroup* pg, int fd, void* buf, size_t len, int writing, int64_t deadline) {
     unsigned char* p = (unsigned char*)buf;
     while (len > 0) {
         struct pollfd pfd = {fd, (short)(writing ? POLLOUT : POLLIN), 0};
-        int wait_ms = (int)((deadline - pg_now_ns_()) / 1000000);
+        int wait_ms = pg_poll_ms_(deadline);
         if (wait_ms <= 0) return -1;
         int ready = poll(&pfd, 1, wait_ms);
-        if (ready < 0 && errno == EINTR) continue;
-        if (ready <= 0) return -1;
+        pg_stop_if_signalled_(pg, "the tcp rendezvous");
+        if (ready == 0 || (ready < 0 && errno == EINTR)) continue;
+        if (ready < 0) return -1;
         ssize_t k = writing ? send(fd, p, len, MSG_NOSIGNAL) : recv(fd, p, len, 0);
         if (k < 0 && (errno == EINTR || errno == EAGAIN)) continue;
         if (k <= 0) return -1;
@@ -253,7 +287,7 @@ static inline int pg_io_(int fd, void* buf, size_t len, int writing, int64_t dea
 }
 
 /* a connected socket to addr within deadline (a non-blocking connect, polled), or -1 with *err set */
-static inline int pg_connect_(const struct addrinfo* addr, int64_t deadline, int* err) {
+static inline int pg_connect_(const ProcessGroup* pg, const struct addrinfo* addr, int64_t deadline, int* err) {
     int fd = socket(addr->ai_family, addr->ai_socktype | SOCK_NONBLOCK, addr->ai_protocol);
     if (fd < 0) {
         *err = errno;
@@ -263,8 +297,9 @@ static inline int pg_connect_(const struct addrinfo* addr, int64_t deadline, int
     if (errno == EINPROGRESS) {
         struct pollfd pfd = {fd, POLLOUT, 0};
         for (;;) {
-            int wait_ms = (int)((deadline - pg_now_ns_()) / 1000000), ready = wait_ms > 0 ? poll(&pfd, 1, wait_ms) : 0;
-            if (ready < 0 && errno == EINTR) continue;
+            int wait_ms = pg_poll_ms_(deadline), ready = wait_ms > 0 ? poll(&pfd, 1, wait_ms) : 0;
+            pg_stop_if_signalled_(pg, "the tcp rendezvous");
+            if ((ready == 0 && wait_ms > 0) || (ready < 0 && errno == EINTR)) continue;
             int so_error = ETIMEDOUT;
             socklen_t len = sizeof(so_error);
             if (ready > 0) getsockopt(fd, SOL_SOCKET, SO_ERROR, &so_error, &len);
@@ -318,8 +353,9 @@ static inline void pg_share_tcp_(const ProcessGroup* pg, unsigned char* id) {
         unsigned char* seen = (unsigned char*)calloc_check((size_t)pg->world, 1);
         for (int joined = 1; joined < pg->world;) {
             struct pollfd pfd = {fd, POLLIN, 0};
-            int wait_ms = (int)((deadline - pg_now_ns_()) / 1000000), ready = wait_ms > 0 ? poll(&pfd, 1, wait_ms) : 0;
-            if (ready < 0 && errno == EINTR) continue;
+            int wait_ms = pg_poll_ms_(deadline), ready = wait_ms > 0 ? poll(&pfd, 1, wait_ms) : 0;
+            pg_stop_if_signalled_(pg, "the tcp rendezvous");
+            if ((ready == 0 && wait_ms > 0) || (ready < 0 && errno == EINTR)) continue;
             if (ready <= 0)
                 fatalf("tcp rendezvous: rank 0 saw %d of %d ranks on port %s within %.0f s (--dist-timeout)", joined, pg->world, port,
                        pg->timeout_s);
@@ -327,12 +363,12 @@ static inline void pg_share_tcp_(const ProcessGroup* pg, unsigned char* id) {
             if (peer < 0) continue;
             int64_t hello_deadline = pg_now_ns_() + 5000000000LL; /* a silent connection cannot hold the others up */
             int32_t hello[3];
-            if (pg_io_(peer, hello, sizeof(hello), 0, hello_deadline < deadline ? hello_deadline : deadline) == 0 &&
+            if (pg_io_(pg, peer, hello, sizeof(hello), 0, hello_deadline < deadline ? hello_deadline : deadline) == 0 &&
                 hello[0] == PG_TCP_TAG) {
                 if (hello[2] != pg->world || hello[1] <= 0 || hello[1] >= pg->world || seen[hello[1]])
                     fatalf("tcp rendezvous: a peer says rank %d of %d; this job is %d ranks (each rank once)", hello[1], hello[2],
                            pg->world);
-                if (pg_io_(peer, id, PG_ID_BYTES, 1, deadline) == 0) {
+                if (pg_io_(pg, peer, id, PG_ID_BYTES, 1, deadline) == 0) {
                     seen[hello[1]] = 1;
                     joined++;
                 }
@@ -349,14 +385,14 @@ static inline void pg_share_tcp_(const ProcessGroup* pg, unsigned char* id) {
         if (rc != 0) snprintf(last_error, sizeof(last_error), "resolving %s: %s", host, gai_strerror(rc));
         for (const struct addrinfo* a = rc == 0 ? res : NULL; a; a = a->ai_next) {
             int64_t attempt = pg_now_ns_() + 5000000000LL; /* a filtered address must leave time for the next */
-            int err = 0, fd = pg_connect_(a, attempt < deadline ? attempt : deadline, &err);
+            int err = 0, fd = pg_connect_(pg, a, attempt < deadline ? attempt : deadline, &err);
             if (fd < 0) { /* a timeout at the deadline says less than the error before it */
                 if (err != ETIMEDOUT || strcmp(last_error, "no attempt") == 0)
                     snprintf(last_error, sizeof(last_error), "connect: %s", strerror(err));
                 continue;
             }
             int32_t hello[3] = {PG_TCP_TAG, pg->rank, pg->world};
-            int ok = pg_io_(fd, hello, sizeof(hello), 1, deadline) == 0 && pg_io_(fd, id, PG_ID_BYTES, 0, deadline) == 0;
+            int ok = pg_io_(pg, fd, hello, sizeof(hello), 1, deadline) == 0 && pg_io_(pg, fd, id, PG_ID_BYTES, 0, deadline) == 0;
             close(fd);
             if (ok) {
                 freeaddrinfo(res);
@@ -368,6 +404,7 @@ static inline void pg_share_tcp_(const ProcessGroup* pg, unsigned char* id) {
         if (pg_now_ns_() > deadline)
             fatalf("rank %d: no NCCL id from tcp://%s:%s within %.0f s (--dist-timeout; last: %s): is rank 0 running and reachable?",
                    pg->rank, host, port, pg->timeout_s, last_error);
+        pg_stop_if_signalled_(pg, "the tcp rendezvous");
         usleep(100000);
     }
 }
@@ -396,6 +433,7 @@ static inline void* pg_watchdog_main_(void* arg) {
     for (;;) {
         usleep(200000);
         if (__atomic_load_n(&pg->watchdog_stop, __ATOMIC_ACQUIRE)) return NULL;
+        if (pg->stoppable) pg_stop_if_signalled_(pg, pg->watched);
         int held = __atomic_load_n(&pg->held, __ATOMIC_SEQ_CST);
         int64_t idle = pg_now_ns_() - __atomic_load_n(&pg->heartbeat_ns, __ATOMIC_SEQ_CST);
         if (idle > (held ? PG_HOLD_FACTOR : 1) * limit) {
@@ -404,6 +442,7 @@ static inline void* pg_watchdog_main_(void* arg) {
             fprintf(stderr, "error: rank %d of %d: no progress for %.0f s (--dist-timeout%s) in %s: a peer rank died or hangs; exiting\n",
                     pg->rank, pg->world, (double)idle * 1e-9, factor, pg->watched);
             fflush(stderr);
+            if (strcmp(pg->method, "file") == 0 && pg->rank == 0) unlink(pg->file_path);
             _exit(PG_WATCHDOG_EXIT);
         }
     }
@@ -414,8 +453,9 @@ static inline void* pg_watchdog_main_(void* arg) {
 static inline void process_group_watchdog_hold(ProcessGroup* pg) { process_group_beat_(pg, 1); }
 
 /* Starts the watchdog (top comment) over `what` (a string that outlives it); the heartbeat starts now. */
-static inline void process_group_watchdog_start(ProcessGroup* pg, const char* what) {
+static inline void process_group_watchdog_start(ProcessGroup* pg, const char* what, int stoppable) {
     pg->watched = what;
+    pg->stoppable = stoppable;
     process_group_heartbeat(pg);
     __atomic_store_n(&pg->watchdog_stop, 0, __ATOMIC_RELAXED);
     if (pthread_create(&pg->watchdog, NULL, pg_watchdog_main_, pg) != 0) fatalf("cannot start the watchdog thread");

@@ -107,6 +107,9 @@ static inline int train_micro_steps(int total_batch_flag, int B, int T, int worl
     if (world > 1) snprintf(product, sizeof(product), "micro-batch x sequence length x ranks = %d x %d x %d", B, T, world);
     else snprintf(product, sizeof(product), "micro-batch x sequence length = %d x %d", B, T);
     if (below > 0) snprintf(lower, sizeof(lower), "%lld (%lld micro-step%s) or ", below * per_micro, below, below > 1 ? "s" : "");
+    if ((below + 1) * per_micro > INT_MAX) /* above the flag's range: only the total below is one */
+        fatalf("--total-batch %lld is not a multiple of %s = %lld tokens: %lld (%lld micro-steps) would be", total, product, per_micro,
+               below * per_micro, below);
     fatalf("--total-batch %lld is not a multiple of %s = %lld tokens: %s%lld (%lld micro-step%s) would be", total, product, per_micro,
            lower, (below + 1) * per_micro, below + 1, below > 0 ? "s" : "");
 }
