@@ -50,6 +50,13 @@ B=4
 T=32
 base=("$trainer" --n-layer 2 --n-head 4 --n-embd 64 --vocab-size 256 -b "$B" -t "$T" -i "$tmp/train_*.bin" -s 0 -v 0 -l 1e-3 -u 2 --seed 3)
 
+# "${default_signals[@]}" CMD...: CMD (the same process: $! is its pid) with SIGHUP and SIGPIPE at their default
+# disposition (a shell cannot reset a signal ignored when it started, as under nohup or a CI runner that ignores
+# them, and the trainer leaves an ignored one so)
+default_signals=("$PYTHON" -c 'import os, signal, sys
+for s in (signal.SIGHUP, signal.SIGPIPE): signal.signal(s, signal.SIG_DFL)
+os.execvp(sys.argv[1], sys.argv[1:])')
+
 # ---------------------------------------------------------------- stop signals
 # MICRO_STEPS micro-steps per step (at least 2), so a signal can land inside a step. The run's output
 # reaches this script through a FIFO, read line by line: the signal goes out the moment the line of
@@ -62,7 +69,7 @@ mkfifo "$tmp/sig.fifo" || bad "mkfifo $tmp/sig.fifo failed"
 for sig in TERM USR1 INT HUP; do
     dir="$tmp/sig_$sig"
     log="$tmp/sig_$sig.log"
-    "${long[@]}" -o "$dir" >"$tmp/sig.fifo" 2>&1 &
+    "${default_signals[@]}" "${long[@]}" -o "$dir" >"$tmp/sig.fifo" 2>&1 &
     pid=$!
     exec 3<"$tmp/sig.fifo"
     while IFS= read -r line <&3 && printf '%s\n' "$line" >>"$log" && ! [[ $line =~ ^step\ +3/8\ \|\ loss ]]; do :; done
@@ -135,7 +142,7 @@ else
 fi
 
 # stdout a pipe whose reader exits after the first line: the next write raises SIGPIPE, a stop signal
-"${long[@]}" -o "$tmp/sig_PIPE" 2>"$tmp/sig_PIPE.err" | head -n 1 >/dev/null
+"${default_signals[@]}" "${long[@]}" -o "$tmp/sig_PIPE" 2>"$tmp/sig_PIPE.err" | head -n 1 >/dev/null
 rc=${PIPESTATUS[0]}
 saved=$(checkpoint_steps "$tmp/sig_PIPE" | tail -n 1)
 if [ "$rc" -eq 75 ] && [ -n "$saved" ]; then
@@ -272,7 +279,7 @@ model_kib=$(($(stat -c %s "$tmp/ref/model_00000004.bin") / 1024 + 8))
 (ulimit -f $model_kib && exec "${short[@]}" -o "$tmp/full" -n 2 -y 1 --on-save-error continue) >"$tmp/full.log" 2>"$tmp/full.err"
 rc=$?
 fails=$(grep -c 'not written.*state_.*File too large' "$tmp/full.err")
-left=$(cd "$tmp/full" && ls | grep -v '_00000004' | grep -v '^metrics.jsonl$' | tr '\n' ' ')
+left=$(cd "$tmp/full" && for f in *; do [[ $f == *_00000004* || $f == metrics.jsonl ]] || printf '%s ' "$f"; done)
 if [ $rc -eq 74 ] && [ "$fails" -eq 3 ] && [ "$left" = "model_00000010.bin " ] && cmp -s "$tmp/ref/model_00000010.bin" "$tmp/full/model_00000010.bin" &&
     grep -q '^note: .*model_00000010.bin is kept: the final weights' "$tmp/full.err"; then
     ok "file-size limit of ${model_kib} KiB (model file fits, state file not): 3 failed saves leave no file but the final weights, said"
@@ -288,7 +295,7 @@ cp "$tmp/ref/state_00000008_00000.bin" "$tmp/debris/state_00000008_00000.bin.tmp
 cp "$tmp/ref/model_00000006.bin" "$tmp/debris/model_00000006.bin.bak"             # the user's: not a checkpoint's name
 "${base[@]}" -x 4 -o "$tmp/debris" -y 1 >"$tmp/debris.log" 2>&1
 rc=$?
-left=$(cd "$tmp/debris" && ls | grep -v '^metrics.jsonl$' | tr '\n' ' ')
+left=$(cd "$tmp/debris" && for f in *; do [ "$f" = metrics.jsonl ] || printf '%s ' "$f"; done)
 if [ $rc -eq 0 ] && grep -q '^resume: deleted 2 file(s) of unfinished checkpoint writes' "$tmp/debris.log" &&
     [ "$left" = "done_00000004.txt model_00000004.bin model_00000006.bin.bak state_00000004_00000.bin " ]; then
     ok "-y 1 (nothing left to train) deletes an unmarked model file and a .tmp, keeps checkpoint 4 and a .bak: $(grep -m1 'deleted' "$tmp/debris.log")"
