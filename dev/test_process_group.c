@@ -28,6 +28,17 @@
 
 static double now_s(void) { return (double)pg_now_ns_() * 1e-9; }
 
+/* the first line of the file at path (a child's stderr), without its newline; "" if none */
+static void first_line(const char* path, char* msg, size_t cap) {
+    msg[0] = '\0';
+    FILE* f = fopen(path, "r");
+    if (f) {
+        if (!fgets(msg, (int)cap, f)) msg[0] = '\0';
+        fclose(f);
+    }
+    msg[strcspn(msg, "\n")] = '\0';
+}
+
 static void clear_launcher_env(void) {
     static const char* names[] = {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_RANK", "PMI_SIZE",
                                   "MPI_LOCALRANKID", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "RANK", "WORLD_SIZE",
@@ -199,13 +210,8 @@ static void test_resharding(const char* tmp) {
     }
     int status;
     waitpid(pid, &status, 0);
-    char msg[512] = "";
-    FILE* f = fopen(err_path, "r");
-    if (f) {
-        if (!fgets(msg, sizeof(msg), f)) msg[0] = '\0';
-        fclose(f);
-    }
-    msg[strcspn(msg, "\n")] = '\0';
+    char msg[512];
+    first_line(err_path, msg, sizeof(msg));
     check(WIFEXITED(status) && WEXITSTATUS(status) != 0 && strstr(msg, "starts at parameter 450") != NULL,
           "saved shards with a gap: exit %d, \"%s\"", WIFEXITED(status) ? WEXITSTATUS(status) : -1, msg);
 }
@@ -272,13 +278,8 @@ static void test_rendezvous_timeout(const char* tmp, const char* method, const c
     int status;
     waitpid(pid, &status, 0);
     double secs = now_s() - t0;
-    char msg[512] = "";
-    FILE* f = fopen(err_path, "r");
-    if (f) {
-        if (!fgets(msg, sizeof(msg), f)) msg[0] = '\0';
-        fclose(f);
-    }
-    msg[strcspn(msg, "\n")] = '\0';
+    char msg[512];
+    first_line(err_path, msg, sizeof(msg));
     check(WIFEXITED(status) && WEXITSTATUS(status) == 1 && secs >= 1.0 && secs < 4.0 && strstr(msg, expect) != NULL,
           "%s rendezvous without rank 0, --dist-timeout 1: exit %d after %.1f s (bound [1, 4) s): \"%s\"", method,
           WIFEXITED(status) ? WEXITSTATUS(status) : -1, secs, msg);
@@ -300,13 +301,8 @@ static void test_rendezvous_stop(const char* tmp) {
         kill(pid, SIGTERM);
         waitpid(pid, &status, 0);
         double secs = now_s() - t0;
-        char msg[512] = "";
-        FILE* f = fopen(err_path, "r");
-        if (f) {
-            if (!fgets(msg, sizeof(msg), f)) msg[0] = '\0';
-            fclose(f);
-        }
-        msg[strcspn(msg, "\n")] = '\0';
+        char msg[512];
+        first_line(err_path, msg, sizeof(msg));
         check(alive && WIFEXITED(status) && WEXITSTATUS(status) == 75 && secs < 1.0 && strstr(msg, "SIGTERM during the") != NULL,
               "rank %d waiting in the %s rendezvous (--dist-timeout %g): still waiting after 0.8 s, then SIGTERM: exit %d after %.2f s: "
               "\"%s\"", cases[c].rank, cases[c].method, cases[c].timeout, WIFEXITED(status) ? WEXITSTATUS(status) : -1, secs, msg);
@@ -363,13 +359,8 @@ static void test_discovery(const char* tmp) {
     }
     int status;
     waitpid(pid, &status, 0);
-    char msg[512] = "";
-    FILE* f = fopen(err_path, "r");
-    if (f) {
-        if (!fgets(msg, sizeof(msg), f)) msg[0] = '\0';
-        fclose(f);
-    }
-    msg[strcspn(msg, "\n")] = '\0';
+    char msg[512];
+    first_line(err_path, msg, sizeof(msg));
     check(WIFEXITED(status) && WEXITSTATUS(status) == 1 && strstr(msg, "RANK=4") != NULL, "RANK=4 of WORLD_SIZE=4: exit %d, \"%s\"",
           WIFEXITED(status) ? WEXITSTATUS(status) : -1, msg);
 }

@@ -223,10 +223,14 @@ static inline int pg_poll_ms_(int64_t deadline) {
     return left <= 0 ? 0 : left > 100 ? 100 : (int)left;
 }
 
+/* Whether this process wrote the --dist-file (rank 0 of the file method): it deletes it when the id is used
+ * or the run ends, however it ends. */
+static inline int pg_owns_id_file_(const ProcessGroup* pg) { return strcmp(pg->method, "file") == 0 && pg->rank == 0; }
+
 /* Ends the process after a stop signal in a wait before training (top comment): async-signal-safe
  * enough for the watchdog thread (a write and _exit; rank 0's unlink of the id file). */
 static inline void pg_stop_now_(const ProcessGroup* pg, const char* during) {
-    if (strcmp(pg->method, "file") == 0 && pg->rank == 0) unlink(pg->file_path);
+    if (pg_owns_id_file_(pg)) unlink(pg->file_path);
     char line[512];
     int n = snprintf(line, sizeof(line), "error: rank %d: %s during %s: stopping (nothing trained yet, nothing to save)\n", pg->rank,
                      preempt_signal_name(preempt_requested()), during);
@@ -442,7 +446,7 @@ static inline void* pg_watchdog_main_(void* arg) {
             fprintf(stderr, "error: rank %d of %d: no progress for %.0f s (--dist-timeout%s) in %s: a peer rank died or hangs; exiting\n",
                     pg->rank, pg->world, (double)idle * 1e-9, factor, pg->watched);
             fflush(stderr);
-            if (strcmp(pg->method, "file") == 0 && pg->rank == 0) unlink(pg->file_path);
+            if (pg_owns_id_file_(pg)) unlink(pg->file_path);
             _exit(PG_WATCHDOG_EXIT);
         }
     }
@@ -473,7 +477,7 @@ static inline void process_group_watchdog_stop(ProcessGroup* pg) {
 /* Every rank has used the id (the NCCL communicator exists: its creation needs them all): rank 0 removes
  * the id file, so that a later job on the same path cannot read this one's id. */
 static inline void process_group_id_used(const ProcessGroup* pg) {
-    if (strcmp(pg->method, "file") == 0 && pg->rank == 0 && unlink(pg->file_path) != 0 && errno != ENOENT)
+    if (pg_owns_id_file_(pg) && unlink(pg->file_path) != 0 && errno != ENOENT)
         printf("warning: %s: cannot delete the NCCL id file (%s): delete it before a later job uses this path\n", pg->file_path,
                strerror(errno));
 }
