@@ -43,9 +43,7 @@ static void decoder_create(Decoder* d, const char* path) {
     size_t n;
     float* host = model_file_read(path, &d->config, &n);
     const GPTConfig* c = &d->config;
-    if (!flash_attention_supported(c->channels, c->num_heads))
-        fatalf("%s: head size %d (channels %d / heads %d) is not supported: it needs a multiple of 8, at most 256", path,
-               c->channels / c->num_heads, c->channels, c->num_heads);
+    gpu_config_check(c, path);
     gpt_param_sizes(c, d->param_sizes);
     cudaCheck(cudaStreamCreate(&d->stream));
     blas_create(&d->blas, d->stream);

@@ -300,16 +300,23 @@ static void gpt_check_memory(const GPTConfig* c, int B, int T, int recompute, in
            mem_text(t[7], free_bytes), mem_text(t[9], total_bytes), advice);
 }
 
+/* exits with a one-line error (`what`: the model's name) unless the GPU kernels take config c: the channels a
+ * multiple of 8 (the 16-byte packs of the layernorm, column-sum, AdamW and encoder kernels, cuBLASLt's alignment)
+ * and a head size of at most 256 (flash attention; any size below, not only multiples of 8) */
+static void gpu_config_check(const GPTConfig* c, const char* what) {
+    if (c->channels % 8 != 0)
+        fatalf("%s: channels %d is not a multiple of 8, which the GPU kernels need (16-byte loads; the CPU build takes any)", what, c->channels);
+    if (!flash_attention_supported(c->channels, c->num_heads))
+        fatalf("%s: head size %d (channels %d / heads %d) is above flash attention's 256", what, c->channels / c->num_heads, c->channels, c->num_heads);
+}
+
 /* Allocates the model for batches of up to B x T tokens, after checking that it fits in the device's
  * free memory (the error names how much it needs). The optimizer state covers the parameters of
  * `opt` (NULL: all of them). Weights are set by gpt_set_weights. */
 static void gpt_create(GPT* m, const GPTConfig* c, int B, int T, int recompute, int master_weights, uint64_t seed, const Shard* opt,
                        size_t comm_bytes) {
     gpt_config_check(c, "model config");
-    if (!flash_attention_supported(c->channels, c->num_heads))
-        fatalf("model config: head size %d (channels %d / heads %d) is not supported by flash attention: it needs a multiple of 8, at most 256",
-               c->channels / c->num_heads, c->channels, c->num_heads);
-    if (c->channels % 8 != 0) fatalf("model config: channels %d is not a multiple of 8, which cuBLASLt's alignment needs", c->channels);
+    gpu_config_check(c, "model config");
     int device, smem_optin;
     cudaCheck(cudaGetDevice(&device));
     cudaCheck(cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));

@@ -19,8 +19,10 @@
  *       deterministic = 0: dq accumulated with fp32 atomics (one pass over the K/V tiles, fastest; the order of the
  *       atomic adds varies run to run); 1: dq computed by a separate pass in a fixed order, bit-identical run to
  *       run. The fp32 path is always deterministic (no atomics) and ignores the flag.
- *   Requirements (checked, one-line error and exit 1 otherwise): NH > 0, C % NH == 0, hs = C/NH a multiple of 8
- *   and at most 256, B, T >= 0; bf16 pointers 16-byte aligned (cp.async). Any T (tiles are masked and zero-filled).
+ *   Requirements (checked, one-line error and exit 1 otherwise): NH > 0, C % NH == 0, hs = C/NH at most 256, B, T >= 0;
+ *   bf16 pointers 16-byte aligned (cp.async). Any T (tiles are masked and zero-filled). Any hs: a multiple of 8 at full
+ *   speed (16-byte cp.async copies); others (e.g. 12, or odd) staged and stored element by element (the kernels'
+ *   ALIGNED = false instances), as a head's columns then do not start on 16 bytes.
  *
  * bf16 path, decomposition (FA_BLOCK = 64, 4 warps per block, each warp owns 16 rows of the block's 64; at HD <= 64
  * every kernel gives each warp 32 rows of 128, and the forward at HD = 128 too: FA_FWD_MT, FA_KV_MT, FA_DQ_MT):
@@ -80,8 +82,11 @@
 /* Stages rows row0..row0+ROWS-1 (64 by default, 64·MT for a kernel's MT row blocks) of one head's slice into `tile`
  * by cp.async: row r from src + (row0 + r)·row_stride, columns [0, hs); columns hs..HD-1 and rows >= T are
  * zero-filled. All threads of the block call it; thread i copies the 16-byte chunk i % (HD/8) of rows i / (HD/8),
- * + 128/(HD/8), ... (a fixed column: no per-chunk division) */
-template <int HD, int ROWS = FA_BLOCK>
+ * + 128/(HD/8), ... (a fixed column: no per-chunk division). ALIGNED false (hs not a multiple of 8: a head's
+ * columns do not start on 16 bytes): each chunk is copied element by element with plain loads and stores. The
+ * kernels take ALIGNED as a template parameter, so that the fast path's code is as without it (a run-time test here
+ * made ptxas spill in the K/V backward). */
+template <int HD, bool ALIGNED, int ROWS = FA_BLOCK>
 __device__ inline void fa_load_tile(__nv_bfloat16* tile, const __nv_bfloat16* src, long row_stride, int row0, int T, int hs) {
     constexpr int chunks = HD / 8, rows_per_pass = FA_THREADS / chunks;
     static_assert(FA_THREADS % chunks == 0 && ROWS % rows_per_pass == 0, "fa_load_tile: whole rows per pass");
@@ -89,8 +94,11 @@ __device__ inline void fa_load_tile(__nv_bfloat16* tile, const __nv_bfloat16* sr
 FA_UNROLL
     for (int r = r0; r < ROWS; r += rows_per_pass) {
         __nv_bfloat16* dst = tile + r * (HD + 8) + c;
-        if (row0 + r < T && c < hs) cp_async_16(dst, src + (long)(row0 + r) * row_stride + c);
-        else *(uint4*)dst = make_uint4(0, 0, 0, 0);
+        const __nv_bfloat16* from = src + (long)(row0 + r) * row_stride + c;
+        if (row0 + r >= T || c >= hs) *(uint4*)dst = make_uint4(0, 0, 0, 0);
+        else if (ALIGNED) cp_async_16(dst, from);
+        else
+            for (int i = 0; i < 8; i++) dst[i] = c + i < hs ? from[i] : __float2bfloat16(0.0f);
     }
 }
 
@@ -192,7 +200,8 @@ FA_UNROLL
 }
 
 /* calls f(row, col, x0, x1) for each pair of elements a lane holds in a warp's 16 x HD C fragments acc (acc[n] =
- * columns 8n..8n+7): x0, x1 at rows row0 + g + 8r (those < T), columns col = 8n + 2t and col + 1 (those with col < hs) */
+ * columns 8n..8n+7): x0, x1 at rows row0 + g + 8r (those < T), columns col = 8n + 2t and col + 1 (those with col < hs;
+ * when hs is odd, col + 1 = hs is past the head for col = hs - 1: f must not write it) */
 template <int HD, typename F>
 __device__ __forceinline__ void fa_for_each_pair(const float acc[HD / 8][4], int row0, int T, int hs, F f) {
     int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
@@ -220,11 +229,17 @@ FA_UNROLL
 }
 
 /* writes a warp's 16 x HD C fragments, times `scale`, to rows row0 + 0..15 (those < T), columns [0, hs) of
- * dst + row·row_stride, as bf16 pairs */
-template <int HD>
+ * dst + row·row_stride, as bf16 pairs (ALIGNED false: one element at a time, as an odd hs puts odd heads' columns
+ * at odd addresses) */
+template <int HD, bool ALIGNED>
 __device__ inline void fa_store_rows(__nv_bfloat16* dst, long row_stride, const float acc[HD / 8][4], float scale, int row0, int T, int hs) {
     fa_for_each_pair<HD>(acc, row0, T, hs, [&](int row, int col, float x0, float x1) {
-        *(__nv_bfloat162*)(dst + row * row_stride + col) = __floats2bfloat162_rn(x0 * scale, x1 * scale);
+        __nv_bfloat16* to = dst + row * row_stride + col;
+        if (ALIGNED) *(__nv_bfloat162*)to = __floats2bfloat162_rn(x0 * scale, x1 * scale);
+        else {
+            to[0] = __float2bfloat16(x0 * scale);
+            if (col + 1 < hs) to[1] = __float2bfloat16(x1 * scale);
+        }
     });
 }
 
@@ -274,10 +289,10 @@ __device__ __forceinline__ void fa_tiles_ready() {
 }
 
 /* stages the K and V tiles of keys row0..row0+63 of the head slice at `base` (k at base + C, v at base + 2C) */
-template <int HD>
+template <int HD, bool ALIGNED>
 __device__ inline void fa_load_kv(__nv_bfloat16* k_tile, __nv_bfloat16* v_tile, const __nv_bfloat16* base, int C, int row0, int T, int hs) {
-    fa_load_tile<HD>(k_tile, base + C, 3L * C, row0, T, hs);
-    fa_load_tile<HD>(v_tile, base + 2 * C, 3L * C, row0, T, hs);
+    fa_load_tile<HD, ALIGNED>(k_tile, base + C, 3L * C, row0, T, hs);
+    fa_load_tile<HD, ALIGNED>(v_tile, base + 2 * C, 3L * C, row0, T, hs);
 }
 
 /* The key loop of the forward and dQ kernels (a block of queries, warp rows warp_row0..warp_row0 + rows - 1):
@@ -285,17 +300,17 @@ __device__ inline void fa_load_kv(__nv_bfloat16* k_tile, __nv_bfloat16* v_tile, 
  * is staged by cp.async while tile it is used. The caller's loads still uncommitted (its Q tiles) join tile 0's
  * group. body(k0, k_tile, v_tile) runs on the warps with rows < T and a row >= k0 (one that sees a key of the
  * tile; fa_key_subtiles splits it); barriers between tiles (the buffer just read is the next prefetch target). */
-template <int HD, typename Body>
+template <int HD, bool ALIGNED, typename Body>
 __device__ __forceinline__ void fa_key_loop(__nv_bfloat16* kv_smem, const __nv_bfloat16* base, int C, int n_kv, int warp_row0, int rows, int T, int hs,
                                             Body body) {
     constexpr int tile_elems = FA_BLOCK * (HD + 8);
     __nv_bfloat16* k_tiles = kv_smem;
     __nv_bfloat16* v_tiles = kv_smem + 2 * tile_elems;
-    fa_load_kv<HD>(k_tiles, v_tiles, base, C, 0, T, hs);
+    fa_load_kv<HD, ALIGNED>(k_tiles, v_tiles, base, C, 0, T, hs);
     cp_async_commit();
     for (int it = 0; it < n_kv; it++) {
         int buf = it & 1, k0 = it * FA_BLOCK;
-        if (it + 1 < n_kv) fa_load_kv<HD>(k_tiles + (buf ^ 1) * tile_elems, v_tiles + (buf ^ 1) * tile_elems, base, C, k0 + FA_BLOCK, T, hs);
+        if (it + 1 < n_kv) fa_load_kv<HD, ALIGNED>(k_tiles + (buf ^ 1) * tile_elems, v_tiles + (buf ^ 1) * tile_elems, base, C, k0 + FA_BLOCK, T, hs);
         fa_tiles_ready<1>();
         if (warp_row0 < T && k0 < warp_row0 + rows) body(k0, k_tiles + buf * tile_elems, v_tiles + buf * tile_elems);
         __syncthreads();
@@ -310,7 +325,7 @@ __device__ __forceinline__ void fa_key_loop(__nv_bfloat16* kv_smem, const __nv_b
  * MT + 4 tiles (MT Q tiles, K[2], V[2]). */
 #define FA_FWD_MT(HD) ((HD) <= 128 ? 2 : 1) /* the forward's row blocks per warp: 2 where the registers allow */
 #define FA_KS(HD, MT) ((MT) == 1 || (HD) <= 64 ? FA_BLOCK : 32) /* forward and dQ kernels: keys per sub-tile */
-template <int HD, int MT>
+template <int HD, int MT, bool ALIGNED>
 __global__ void __launch_bounds__(FA_THREADS, FA_MIN_BLOCKS(HD)) flash_attention_forward_kernel(__nv_bfloat16* out, float* lse, const __nv_bfloat16* qkv, int T, int C, int NH) {
     constexpr int KS = FA_KS(HD, MT), NJ = KS / 8;
     constexpr bool a_in_smem = FA_A_IN_SMEM(HD) || MT * HD > 128; /* Q fragments: registers up to MT·HD = 128 */
@@ -324,7 +339,7 @@ __global__ void __launch_bounds__(FA_THREADS, FA_MIN_BLOCKS(HD)) flash_attention
     const __nv_bfloat16* base = qkv + (long)b * T * row_stride + h * hs;
     float scale_log2 = FA_LOG2E / sqrtf((float)hs);
 
-    fa_load_tile<HD, FA_BLOCK * MT>(q_tile, base, row_stride, q0, T, hs);
+    fa_load_tile<HD, ALIGNED, FA_BLOCK * MT>(q_tile, base, row_stride, q0, T, hs);
     uint32_t q_frag[MT][HD / 16][4]; /* used when !a_in_smem */
     float o[MT][HD / 8][4];
 FA_UNROLL
@@ -332,7 +347,7 @@ FA_UNROLL
     float row_max[MT][2], row_sum[MT][2]; /* rows 16m + g, 16m + g + 8 of the warp; max in log2 units */
 FA_UNROLL
     for (int m = 0; m < MT; m++) row_max[m][0] = row_max[m][1] = -INFINITY, row_sum[m][0] = row_sum[m][1] = 0.0f;
-    fa_key_loop<HD>(smem + MT * FA_BLOCK * (HD + 8), base, C, n_kv, warp_row0, 16 * MT, T, hs,
+    fa_key_loop<HD, ALIGNED>(smem + MT * FA_BLOCK * (HD + 8), base, C, n_kv, warp_row0, 16 * MT, T, hs,
                     [&](int k0, const __nv_bfloat16* k_tile, const __nv_bfloat16* v_tile) {
         if (k0 == 0 && !a_in_smem)
 FA_UNROLL
@@ -403,7 +418,7 @@ FA_UNROLL
             o[m][n][2] *= inv[1];
             o[m][n][3] *= inv[1];
         }
-        fa_store_rows<HD>(out + (long)b * T * C + h * hs, C, o[m], 1.0f, warp_row0 + 16 * m, T, hs);
+        fa_store_rows<HD, ALIGNED>(out + (long)b * T * C + h * hs, C, o[m], 1.0f, warp_row0 + 16 * m, T, hs);
     }
 }
 
@@ -453,7 +468,7 @@ struct FaBackwardSmem {
     static constexpr bool lean = HD < 128;
 };
 
-template <int HD, int MT>
+template <int HD, int MT, bool ALIGNED>
 __global__ void __launch_bounds__(FA_THREADS, FA_MIN_BLOCKS(HD)) flash_attention_backward_kv_kernel(__nv_bfloat16* dqkv, float* dq_accum, const __nv_bfloat16* dout, const __nv_bfloat16* qkv,
                                                                            const float* lse, const float* delta, int T, int C, int NH) {
     typedef FaBackwardSmem<HD, MT> L;
@@ -479,8 +494,8 @@ __global__ void __launch_bounds__(FA_THREADS, FA_MIN_BLOCKS(HD)) flash_attention
     /* stages query tile `it` (rows k0 + 64·it ..) into buffer `stage` */
     auto load_query_tile = [&](int it, int stage) {
         int m0 = k0 + it * FA_BLOCK;
-        fa_load_tile<HD>(q_tiles + stage * L::tile_elems, base, row_stride, m0, T, hs);
-        fa_load_tile<HD>(do_tiles + stage * L::tile_elems, dout_base, C, m0, T, hs);
+        fa_load_tile<HD, ALIGNED>(q_tiles + stage * L::tile_elems, base, row_stride, m0, T, hs);
+        fa_load_tile<HD, ALIGNED>(do_tiles + stage * L::tile_elems, dout_base, C, m0, T, hs);
         int i = threadIdx.x % FA_BLOCK;
         bool in = m0 + i < T;
         if (threadIdx.x < FA_BLOCK) lse_s[stage * FA_BLOCK + i] = in ? lse_row[m0 + i] * FA_LOG2E : 0.0f;
@@ -488,7 +503,7 @@ __global__ void __launch_bounds__(FA_THREADS, FA_MIN_BLOCKS(HD)) flash_attention
     };
     /* one 64-row tile at a time: K and V as single 64·MT-row loads made ptxas spill more at HD = 64 on sm_80 */
 FA_UNROLL
-    for (int m = 0; m < MT; m++) fa_load_kv<HD>(k_tile + m * L::tile_elems, v_tile + m * L::tile_elems, base, C, k0 + m * FA_BLOCK, T, hs);
+    for (int m = 0; m < MT; m++) fa_load_kv<HD, ALIGNED>(k_tile + m * L::tile_elems, v_tile + m * L::tile_elems, base, C, k0 + m * FA_BLOCK, T, hs);
     load_query_tile(0, 0);
     cp_async_commit();
 
@@ -563,7 +578,7 @@ FA_UNROLL
                 float* dq_base = dq_accum + (long)b * T * C + h * hs;
                 fa_for_each_pair<HD>(dq, warp_q0, T, hs, [&](int row, int col, float x0, float x1) {
                     atomicAdd(dq_base + (long)row * C + col, x0);
-                    atomicAdd(dq_base + (long)row * C + col + 1, x1);
+                    if (ALIGNED || col + 1 < hs) atomicAdd(dq_base + (long)row * C + col + 1, x1);
                 });
             }
         }
@@ -573,8 +588,8 @@ FA_UNROLL
     __nv_bfloat16* dbase = dqkv + (long)b * T * row_stride + h * hs;
 FA_UNROLL
     for (int m = 0; m < MT; m++) {
-        fa_store_rows<HD>(dbase + C, row_stride, dk[m], scale, warp_key0 + 16 * m, T, hs);
-        fa_store_rows<HD>(dbase + 2 * C, row_stride, dv[m], 1.0f, warp_key0 + 16 * m, T, hs);
+        fa_store_rows<HD, ALIGNED>(dbase + C, row_stride, dk[m], scale, warp_key0 + 16 * m, T, hs);
+        fa_store_rows<HD, ALIGNED>(dbase + 2 * C, row_stride, dv[m], 1.0f, warp_key0 + 16 * m, T, hs);
     }
 }
 
@@ -586,7 +601,7 @@ FA_UNROLL
 /* the dQ kernel's row blocks per warp: 2 up to HD = 64 (at HD = 128 its MT x (Q, dO) tiles would take 139 KiB of
  * shared memory, one block an SM, and ptxas spills) */
 #define FA_DQ_MT(HD) ((HD) <= 64 ? 2 : 1)
-template <int HD, int MT>
+template <int HD, int MT, bool ALIGNED>
 __global__ void __launch_bounds__(FA_THREADS) flash_attention_backward_q_kernel(__nv_bfloat16* dqkv, const __nv_bfloat16* dout, const __nv_bfloat16* qkv, const float* lse,
                                                                           const float* delta, int T, int C, int NH) {
     constexpr int KS = FA_KS(HD, MT), NJ = KS / 8;
@@ -602,8 +617,8 @@ __global__ void __launch_bounds__(FA_THREADS) flash_attention_backward_q_kernel(
     const __nv_bfloat16* base = qkv + (long)b * T * row_stride + h * hs;
     float scale = 1.0f / sqrtf((float)hs), scale_log2 = scale * FA_LOG2E;
 
-    fa_load_tile<HD, FA_BLOCK * MT>(q_tile, base, row_stride, q0, T, hs);
-    fa_load_tile<HD, FA_BLOCK * MT>(do_tile, dout + (long)b * T * C + h * hs, C, q0, T, hs);
+    fa_load_tile<HD, ALIGNED, FA_BLOCK * MT>(q_tile, base, row_stride, q0, T, hs);
+    fa_load_tile<HD, ALIGNED, FA_BLOCK * MT>(do_tile, dout + (long)b * T * C + h * hs, C, q0, T, hs);
     float row_lse[MT][2], row_delta[MT][2]; /* rows 16m + g, 16m + g + 8 of the warp */
 FA_UNROLL
     for (int m = 0; m < MT; m++)
@@ -617,7 +632,7 @@ FA_UNROLL
     float dq[MT][HD / 8][4];
 FA_UNROLL
     for (int m = 0; m < MT; m++) fa_zero<HD / 8>(dq[m]);
-    fa_key_loop<HD>(smem + 2 * MT * FA_BLOCK * (HD + 8), base, C, n_kv, warp_row0, 16 * MT, T, hs,
+    fa_key_loop<HD, ALIGNED>(smem + 2 * MT * FA_BLOCK * (HD + 8), base, C, n_kv, warp_row0, 16 * MT, T, hs,
                     [&](int k0, const __nv_bfloat16* k_tile, const __nv_bfloat16* v_tile) {
         if (k0 == 0 && !a_in_smem)
 FA_UNROLL
@@ -650,7 +665,7 @@ FA_UNROLL
     });
     if (warp_row0 >= T) return;
 FA_UNROLL
-    for (int m = 0; m < MT; m++) fa_store_rows<HD>(dqkv + (long)b * T * row_stride + h * hs, row_stride, dq[m], scale, warp_row0 + 16 * m, T, hs);
+    for (int m = 0; m < MT; m++) fa_store_rows<HD, ALIGNED>(dqkv + (long)b * T * row_stride + h * hs, row_stride, dq[m], scale, warp_row0 + 16 * m, T, hs);
 }
 
 /* atomic mode: dqkv[b,t,c] = scale·dq_accum[b,t,c] for c < C (the q part); one thread per element */
@@ -822,15 +837,15 @@ __global__ void flash_attention_backward_kv_fp32_kernel(float* dqkv, const float
 /* ---------------------------------------------------------------------------------------------------------------
  * host side */
 
-/* whether the kernels take C channels in NH heads: C a positive multiple of NH, the head dim C/NH a multiple of 8
- * and at most 256 (what a trainer checks when it builds a model) */
-static inline int flash_attention_supported(int C, int NH) { return NH > 0 && C > 0 && C % NH == 0 && (C / NH) % 8 == 0 && C / NH <= 256; }
+/* whether the kernels take C channels in NH heads: C a positive multiple of NH, the head dim C/NH at most 256 (what
+ * a trainer checks when it builds a model) */
+static inline int flash_attention_supported(int C, int NH) { return NH > 0 && C > 0 && C % NH == 0 && C / NH <= 256; }
 
 /* checks the shape (and the alignment cp.async needs); one line naming the problem and exit 1 otherwise */
 static inline void flash_attention_check(const char* op, int B, int T, int C, int NH, const void* p0, const void* p1, const void* p2, size_t align) {
     const char* problem = NULL;
     if (B < 0 || T < 0 || NH <= 0 || C <= 0 || C % NH != 0) problem = "needs B, T >= 0 and C a positive multiple of NH > 0";
-    else if (!flash_attention_supported(C, NH)) problem = "needs the head dim C/NH to be a multiple of 8 and at most 256";
+    else if (!flash_attention_supported(C, NH)) problem = "needs the head dim C/NH to be at most 256";
     else if (B > 65535 || NH > 65535) problem = "needs B and NH at most 65535 (the grid's z and y dimensions)";
     else if ((uintptr_t)p0 % align || (uintptr_t)p1 % align || (uintptr_t)p2 % align) problem = "needs 16-byte aligned bf16 buffers";
     if (!problem) return;
@@ -880,18 +895,19 @@ static inline size_t flash_attention_smem_bytes(int C, int NH, int fp32) {
     }
 }
 
-/* the forward at padded head dim HD with MT row blocks per warp (the benchmark also times MT = 1 against the default) */
-template <int HD, int MT = FA_FWD_MT(HD)>
+/* the forward at padded head dim HD with MT row blocks per warp (the benchmark also times MT = 1 against the default);
+ * ALIGNED: the head dim C/NH is a multiple of 8 */
+template <int HD, int MT = FA_FWD_MT(HD), bool ALIGNED = true>
 static inline void fa_forward_bf16(__nv_bfloat16* out, float* lse, const __nv_bfloat16* qkv, int B, int T, int C, int NH, cudaStream_t stream) {
     size_t smem = fa_forward_smem<HD, MT>();
-    fa_launch(flash_attention_forward_kernel<HD, MT>, dim3((T + MT * FA_BLOCK - 1) / (MT * FA_BLOCK), NH, B), smem, stream, out, lse, qkv, T, C, NH);
+    fa_launch(flash_attention_forward_kernel<HD, MT, ALIGNED>, dim3((T + MT * FA_BLOCK - 1) / (MT * FA_BLOCK), NH, B), smem, stream, out, lse, qkv, T, C, NH);
 }
 
 /* the whole bf16 backward (flash_attention_backward after its checks) at padded head dim HD: delta (and the dq
  * accumulator's zeroing), the K/V kernel with KV_MT row blocks of keys per warp, then the dQ kernel with MT row
  * blocks of queries per warp (deterministic) or the accumulator's conversion (atomic mode). The benchmark also times
  * KV_MT = MT = 1 against the defaults. */
-template <int HD, int KV_MT = FA_KV_MT(HD), int MT = FA_DQ_MT(HD)>
+template <int HD, int KV_MT = FA_KV_MT(HD), int MT = FA_DQ_MT(HD), bool ALIGNED = true>
 static inline void fa_backward_bf16(__nv_bfloat16* dqkv, float* scratch, const __nv_bfloat16* dout, const __nv_bfloat16* out, const __nv_bfloat16* qkv,
                                     const float* lse, int B, int T, int C, int NH, int deterministic, cudaStream_t stream) {
     float* delta = scratch;
@@ -899,10 +915,10 @@ static inline void fa_backward_bf16(__nv_bfloat16* dqkv, float* scratch, const _
     long rows = (long)B * T * NH;
     launch_kernel(flash_attention_delta_kernel<__nv_bfloat16>, dim3(ceil_div(rows, 4)), dim3(128), 0, stream, delta, dq_accum, dout, out, B, T, C, NH);
     typedef FaBackwardSmem<HD, KV_MT> L;
-    fa_launch(flash_attention_backward_kv_kernel<HD, KV_MT>, dim3((T + L::keys - 1) / L::keys, NH, B), L::bytes + (dq_accum ? L::ds_bytes : 0), stream, dqkv, dq_accum, dout, qkv, lse, (const float*)delta, T, C, NH);
+    fa_launch(flash_attention_backward_kv_kernel<HD, KV_MT, ALIGNED>, dim3((T + L::keys - 1) / L::keys, NH, B), L::bytes + (dq_accum ? L::ds_bytes : 0), stream, dqkv, dq_accum, dout, qkv, lse, (const float*)delta, T, C, NH);
     if (!dq_accum) {
         size_t smem = fa_dq_smem<HD, MT>();
-        fa_launch(flash_attention_backward_q_kernel<HD, MT>, dim3((T + MT * FA_BLOCK - 1) / (MT * FA_BLOCK), NH, B), smem, stream, dqkv, dout, qkv, lse,
+        fa_launch(flash_attention_backward_q_kernel<HD, MT, ALIGNED>, dim3((T + MT * FA_BLOCK - 1) / (MT * FA_BLOCK), NH, B), smem, stream, dqkv, dout, qkv, lse,
                   (const float*)delta, T, C, NH);
     } else {
         launch_kernel(flash_attention_dq_convert_kernel, dim3(ceil_div((long)B * T * C, 256)), dim3(256), 0, stream, dqkv, (const float*)dq_accum, (long)B * T, C,
@@ -910,27 +926,42 @@ static inline void fa_backward_bf16(__nv_bfloat16* dqkv, float* scratch, const _
     }
 }
 
+/* the bf16 forward at the padded head dim of C/NH, ALIGNED as fa_forward_bf16 */
+template <bool ALIGNED>
+static inline void fa_forward_dispatch(__nv_bfloat16* out, float* lse, const __nv_bfloat16* qkv, int B, int T, int C, int NH, cudaStream_t stream) {
+    switch (fa_padded_dim(C / NH)) {
+    case 32: fa_forward_bf16<32, FA_FWD_MT(32), ALIGNED>(out, lse, qkv, B, T, C, NH, stream); break;
+    case 64: fa_forward_bf16<64, FA_FWD_MT(64), ALIGNED>(out, lse, qkv, B, T, C, NH, stream); break;
+    case 128: fa_forward_bf16<128, FA_FWD_MT(128), ALIGNED>(out, lse, qkv, B, T, C, NH, stream); break;
+    default: fa_forward_bf16<256, FA_FWD_MT(256), ALIGNED>(out, lse, qkv, B, T, C, NH, stream); break;
+    }
+}
+
+/* the bf16 backward at the padded head dim of C/NH, ALIGNED as fa_forward_bf16 */
+template <bool ALIGNED>
+static inline void fa_backward_dispatch(__nv_bfloat16* dqkv, float* scratch, const __nv_bfloat16* dout, const __nv_bfloat16* out, const __nv_bfloat16* qkv,
+                                        const float* lse, int B, int T, int C, int NH, int deterministic, cudaStream_t stream) {
+    switch (fa_padded_dim(C / NH)) {
+    case 32: fa_backward_bf16<32, FA_KV_MT(32), FA_DQ_MT(32), ALIGNED>(dqkv, scratch, dout, out, qkv, lse, B, T, C, NH, deterministic, stream); break;
+    case 64: fa_backward_bf16<64, FA_KV_MT(64), FA_DQ_MT(64), ALIGNED>(dqkv, scratch, dout, out, qkv, lse, B, T, C, NH, deterministic, stream); break;
+    case 128: fa_backward_bf16<128, FA_KV_MT(128), FA_DQ_MT(128), ALIGNED>(dqkv, scratch, dout, out, qkv, lse, B, T, C, NH, deterministic, stream); break;
+    default: fa_backward_bf16<256, FA_KV_MT(256), FA_DQ_MT(256), ALIGNED>(dqkv, scratch, dout, out, qkv, lse, B, T, C, NH, deterministic, stream); break;
+    }
+}
+
 static inline void flash_attention_forward(__nv_bfloat16* out, float* lse, const __nv_bfloat16* qkv, int B, int T, int C, int NH, cudaStream_t stream) {
     flash_attention_check("flash_attention_forward", B, T, C, NH, out, qkv, qkv, 16);
     if ((long)B * T == 0) return;
-    switch (fa_padded_dim(C / NH)) {
-    case 32: fa_forward_bf16<32>(out, lse, qkv, B, T, C, NH, stream); break;
-    case 64: fa_forward_bf16<64>(out, lse, qkv, B, T, C, NH, stream); break;
-    case 128: fa_forward_bf16<128>(out, lse, qkv, B, T, C, NH, stream); break;
-    default: fa_forward_bf16<256>(out, lse, qkv, B, T, C, NH, stream); break;
-    }
+    if ((C / NH) % 8 == 0) fa_forward_dispatch<true>(out, lse, qkv, B, T, C, NH, stream);
+    else fa_forward_dispatch<false>(out, lse, qkv, B, T, C, NH, stream);
 }
 
 static inline void flash_attention_backward(__nv_bfloat16* dqkv, float* scratch, const __nv_bfloat16* dout, const __nv_bfloat16* out, const __nv_bfloat16* qkv,
                                             const float* lse, int B, int T, int C, int NH, int deterministic, cudaStream_t stream) {
     flash_attention_check("flash_attention_backward", B, T, C, NH, dqkv, dout, qkv, 16);
     if ((long)B * T == 0) return;
-    switch (fa_padded_dim(C / NH)) {
-    case 32: fa_backward_bf16<32>(dqkv, scratch, dout, out, qkv, lse, B, T, C, NH, deterministic, stream); break;
-    case 64: fa_backward_bf16<64>(dqkv, scratch, dout, out, qkv, lse, B, T, C, NH, deterministic, stream); break;
-    case 128: fa_backward_bf16<128>(dqkv, scratch, dout, out, qkv, lse, B, T, C, NH, deterministic, stream); break;
-    default: fa_backward_bf16<256>(dqkv, scratch, dout, out, qkv, lse, B, T, C, NH, deterministic, stream); break;
-    }
+    if ((C / NH) % 8 == 0) fa_backward_dispatch<true>(dqkv, scratch, dout, out, qkv, lse, B, T, C, NH, deterministic, stream);
+    else fa_backward_dispatch<false>(dqkv, scratch, dout, out, qkv, lse, B, T, C, NH, deterministic, stream);
 }
 
 static inline void flash_attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int NH, cudaStream_t stream) {

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Tests of the GPU sampling tool sample_gpt.cu in the CUDA simulator:
 #   - sample_gpt_sim_fp32 generates exactly sample_gpt_cpu's token ids for the same model, seed, temperature and
-#     top-k (3 settings, 120 tokens from a model with max_seq_len 48, so the cache refill is taken twice), and the
-#     same text after a --prompt with a GPT-2-vocabulary model and data/gpt2_tokenizer.bin;
+#     top-k (3 settings, 120 tokens from a model with max_seq_len 48, so the cache refill is taken twice; and a model
+#     of head size 7), and the same text after a --prompt with a GPT-2-vocabulary model and data/gpt2_tokenizer.bin;
 #   - the bf16 build (sample_gpt_sim): greedy (temperature 0) ids equal sample_gpt_cpu's for the first 10 tokens
 #     (bf16 logits differ from fp32 by ~1e-2 relative; these random models' top-2 gaps are far larger), 120
 #     sampled ids all inside the vocabulary, and text after a prompt that starts with the prompt;
@@ -27,6 +27,16 @@ for setting in "0.9 40 7" "1.0 0 1337" "0 0 3"; do
         bad "fp32 ids, temperature $temp, top-k $topk, seed $seed: exit $rc, cpu '$want' vs gpu '$got' $(cat "$tmp/err.txt")"
     fi
 done
+
+make_model "$tmp/hs7.bin" 2 8 56 300 48 # head size 7: not a multiple of 8
+flags="--ids -g 60 --seed 9 --temperature 1.0 --top-k 0"
+./sample_gpt_cpu -e "$tmp/hs7.bin" $flags >"$tmp/cpu.txt" 2>"$tmp/err.txt"
+./sample_gpt_sim_fp32 -e "$tmp/hs7.bin" $flags >"$tmp/gpu.txt" 2>>"$tmp/err.txt"
+rc=$?
+want=$(xargs <"$tmp/cpu.txt")
+got=$(xargs <"$tmp/gpu.txt")
+if [ $rc -eq 0 ] && [ "$(wc -w <<<"$got")" -eq 60 ] && [ "$want" = "$got" ]; then ok "fp32 ids = sample_gpt_cpu's with head size 7 (8 heads, C=56), 60 tokens"
+else bad "fp32 ids with head size 7: exit $rc, cpu '$want' vs gpu '$got' $(cat "$tmp/err.txt")"; fi
 
 make_model "$tmp/gpt2vocab.bin" 1 2 32 50257 64
 prompt="The quick brown fox"
@@ -65,7 +75,7 @@ make_model "$tmp/hs12.bin" 1 3 36 100 16
 expect_error --alone "no model" "give -e MODEL" ./sample_gpt_sim --ids
 expect_error --alone "missing model file" "nowhere.bin: cannot open" ./sample_gpt_sim -e "$tmp/nowhere.bin" --ids
 expect_error --alone "truncated model file" "trunc.bin.*(truncated|shorter)" ./sample_gpt_sim -e "$tmp/trunc.bin" --ids
-expect_error --alone "head size 12 (not a multiple of 8)" "hs12.bin: head size 12" ./sample_gpt_sim -e "$tmp/hs12.bin" --ids
+expect_error --alone "channels 36 (not a multiple of 8)" "hs12.bin: channels 36 is not a multiple of 8" ./sample_gpt_sim -e "$tmp/hs12.bin" --ids
 expect_error --alone "negative temperature" "--temperature: bad value '-1'" ./sample_gpt_sim -e "$tmp/small.bin" --temperature -1
 expect_error --alone "unknown flag" "unknown flag '--topk'" ./sample_gpt_sim -e "$tmp/small.bin" --topk 5
 expect_error --alone "missing value" "--seed: missing value" ./sample_gpt_sim -e "$tmp/small.bin" --seed
