@@ -4,12 +4,13 @@
  *
  *   plain:      out0[c] += Σ_r dout[r,c]
  *   layernorm:  out0[c] += Σ_r dout[r,c]·(x[r,c] - mean[r])·rstd[r],  out1[c] += Σ_r dout[r,c]
- * Two stages. Stage 1: the rows are cut into chunks of COLSUM_CHUNK; block (i, j) has one thread per
+ * Two stages. Stage 1: the rows are cut into chunks of COLSUM_CHUNK; block (j, i) has one thread per
  * 16-byte pack of PACKX columns of columns [128·PACKX·i, 128·PACKX·(i+1)) and sums chunk j's rows in order
  * (a warp reads 32 consecutive packs of a row: 512 contiguous bytes) into scratch[j, c] (and
  * scratch[j, C + c]). Stage 2: one block of COLSUM_FINISH threads per pack of columns adds the chunks'
  * partial sums (each thread a strided share of the chunks, then a fixed tree), so that a large batch's
- * thousand chunks are summed by many threads, not one per pack. Every order is fixed.
+ * thousand chunks are summed by many threads, not one per pack. Every order is fixed. The chunks are the grid's
+ * x dimension (up to 2^31 - 1 blocks; y stops at 65535, which 4.2M rows would pass).
  * Needs C % PACKX == 0 and 16-byte aligned arrays (checked by column_sums).
  * scratch needs colsum_scratch_floats(rows, C) floats.
  */
@@ -27,9 +28,9 @@ static inline size_t colsum_scratch_floats(long rows, long C) { return (size_t)c
 /* x, mean, rstd are NULL for the plain sum */
 __global__ void column_sums_partial_kernel(float* scratch, const floatX* dout, const floatX* x, const float* mean,
                                            const float* rstd, int rows, int C) {
-    int c = (blockIdx.x * blockDim.x + threadIdx.x) * PACKX;
+    int c = (blockIdx.y * blockDim.x + threadIdx.x) * PACKX;
     if (c >= C) return;
-    int r0 = blockIdx.y * COLSUM_CHUNK, r1 = min(r0 + COLSUM_CHUNK, rows);
+    int r0 = blockIdx.x * COLSUM_CHUNK, r1 = min(r0 + COLSUM_CHUNK, rows);
     float s0[PACKX] = {}, s1[PACKX] = {}, d[PACKX], xr[PACKX];
     for (int r = r0; r < r1; r++) {
         load_floats(PACKX, d, dout + (size_t)r * C + c);
@@ -44,8 +45,8 @@ __global__ void column_sums_partial_kernel(float* scratch, const floatX* dout, c
             for (int k = 0; k < PACKX; k++) s0[k] += d[k];
         }
     }
-    store_floats(PACKX, scratch + (size_t)blockIdx.y * 2 * C + c, s0);
-    store_floats(PACKX, scratch + (size_t)blockIdx.y * 2 * C + C + c, s1);
+    store_floats(PACKX, scratch + (size_t)blockIdx.x * 2 * C + c, s0);
+    store_floats(PACKX, scratch + (size_t)blockIdx.x * 2 * C + C + c, s1);
 }
 
 /* Stage 2: block b adds up pack b (PACKX columns) over the chunks: thread t takes chunks t, t + COLSUM_FINISH,
@@ -96,7 +97,7 @@ static inline void column_sums(floatX* out0, floatX* out1, float* scratch, const
     require_pack_aligned(dout);
     require_pack_aligned(x);
     int chunks = ceil_div(rows, COLSUM_CHUNK), blocks = ceil_div(C / PACKX, COLSUM_BLOCK);
-    launch_kernel(column_sums_partial_kernel, dim3(blocks, chunks), dim3(COLSUM_BLOCK), 0, stream, scratch,
+    launch_kernel(column_sums_partial_kernel, dim3(chunks, blocks), dim3(COLSUM_BLOCK), 0, stream, scratch,
                   dout, x, mean, rstd, rows, C);
     launch_kernel(column_sums_finish_kernel, dim3(C / PACKX), dim3(COLSUM_FINISH), 0, stream, out0,
                   x ? out1 : (floatX*)NULL, (const float*)scratch, chunks, C);

@@ -4,6 +4,8 @@
 #     make test-gpt-sim-fp32 / test-gpt-sim   test_gpt on every reference state (+ recompute 1, 2 runs)
 #     make test-trainer-gpu-sim               20 steps vs train_gpt_cpu, exact resume, determinism, bad input
 #     make sim-test-kernels                   every kernel vs llmc/cpu_ops.h (ASan + UBSan build)
+#     make sim-test-benchmarks                the GPU benchmarks (kernels, flash attention) at a small shape, ASan build:
+#                                             every call inside its buffers before a GPU session runs them
 #     make test-nvcc-gpu                      nvcc builds train_gpt and test_gpt for sm_80 and sm_90, no warnings
 #     make sass-stats [SASS_PATTERN=flash]    static SASS per kernel (sm_90): instructions, HMMA, MUFU, spills, loop
 #     make test-nvcc-cuda12                   every GPU program compiles and links against CUDA 12.1's headers and
@@ -77,10 +79,21 @@ sass-stats:
 
 bench-kernels: build/gpu/bench_kernels
 	./build/gpu/bench_kernels
+
+# the GPU benchmarks' smoke run in the simulator (ASan; a small shape, one repeat): every call inside its buffers
+build/cudasim/bench_kernels: dev/cuda/bench_kernels.cu dev/cuda/lab.cuh $(GPU_HEADERS)
+	@mkdir -p build/cudasim
+	$(CXX) $(SIM_CXXFLAGS) -x c++ $< -x none $(SIM_LDLIBS) -o $@
+build/cudasim/bench_flash_attention: dev/cuda/bench_flash_attention.cu dev/cuda/lab.cuh $(GPU_HEADERS)
+	@mkdir -p build/cudasim
+	$(CXX) $(SIM_CXXFLAGS) -x c++ $< -x none $(SIM_LDLIBS) -o $@
+sim-test-benchmarks: build/cudasim/bench_kernels build/cudasim/bench_flash_attention
+	@bash dev/cuda/sim_benchmarks.sh ./build/cudasim/bench_kernels ./build/cudasim/bench_flash_attention
 gpucheck:
 	@NVCC="$(NVCC)" PYTHON="$(PYTHON)" MPICXX="$(MPICXX)" bash scripts/gpucheck.sh
 
-SIM_TEST_TARGETS += test-gpt-sim-fp32 test-gpt-sim test-trainer-gpu-sim sim-test-kernels
-TEST_TARGETS += test-gpt-sim-fp32 test-gpt-sim test-trainer-gpu-sim sim-test-kernels test-nvcc-gpu test-nvcc-cuda12
+ALL_TARGETS += build/cudasim/bench_kernels build/cudasim/bench_flash_attention
+SIM_TEST_TARGETS += test-gpt-sim-fp32 test-gpt-sim test-trainer-gpu-sim sim-test-kernels sim-test-benchmarks
+TEST_TARGETS += test-gpt-sim-fp32 test-gpt-sim test-trainer-gpu-sim sim-test-kernels sim-test-benchmarks test-nvcc-gpu test-nvcc-cuda12
 
-.PHONY: test-gpt-sim-fp32 test-gpt-sim test-trainer-gpu-sim sim-test-kernels test-nvcc-gpu cuda12-wheels test-nvcc-cuda12 sass-stats bench-kernels gpucheck
+.PHONY: test-gpt-sim-fp32 test-gpt-sim test-trainer-gpu-sim sim-test-kernels sim-test-benchmarks test-nvcc-gpu cuda12-wheels test-nvcc-cuda12 sass-stats bench-kernels gpucheck

@@ -9,6 +9,8 @@
  * TFLOP/s use the causal count for every method: forward 4·T²·d·NH·B/2, backward 2.5x that.
  * The flash output is also compared with the materialised one (max |difference|) as a sanity check.
  * GPU only: make bench-flash-attention (builds for the present GPU and runs).
+ * Usage: bench_flash_attention [B T REPEATS]   (default: B = 8 at T = 1024, 2048, 4096, 20 repeats at T <= 1024 and 5
+ *                                              above; the simulator's smoke run, make sim-test-benchmarks, takes 1 70 1)
  */
 #include "llmc/cuda_utils.cuh"
 #include "llmc/cublas_common.cuh"
@@ -54,7 +56,7 @@ static void materialised_forward(cublasHandle_t handle, __nv_bfloat16* out, floa
     }
 }
 
-static void bench_shape(cublasHandle_t handle, int B, int NH, int hs, int T) {
+static void bench_shape(cublasHandle_t handle, int B, int NH, int hs, int T, int reps) {
     int C = NH * hs;
     long nqkv = (long)B * T * 3 * C, nout = (long)B * T * C;
     __nv_bfloat16* qkv = device_uniform<__nv_bfloat16>(nqkv, 1u, 2.0f);
@@ -65,7 +67,6 @@ static void bench_shape(cublasHandle_t handle, int B, int NH, int hs, int T) {
     float* scratch = device_alloc<float>(flash_attention_scratch_bytes(B, T, C, NH) / sizeof(float));
 
     double fwd_flops = 4.0 * T * T * hs * NH * B / 2, bwd_flops = 2.5 * fwd_flops;
-    int reps = T <= 1024 ? 20 : 5;
     float fwd = time_ms(reps, [&] { flash_attention_forward(out, lse, qkv, B, T, C, NH, 0); });
     float bwd_atomic = time_ms(reps, [&] { flash_attention_backward(dqkv, scratch, dout, out, qkv, lse, B, T, C, NH, 0, 0); });
     float bwd_det = time_ms(reps, [&] { flash_attention_backward(dqkv, scratch, dout, out, qkv, lse, B, T, C, NH, 1, 0); });
@@ -102,14 +103,26 @@ static void bench_shape(cublasHandle_t handle, int B, int NH, int hs, int T) {
     device_free(qkv, dqkv, dout, out, out_ref, lse, scratch, S, P);
 }
 
-int main(void) {
+int main(int argc, char** argv) {
+    if (argc != 1 && argc != 4) {
+        fprintf(stderr, "usage: %s [B T REPEATS]\n", argv[0]);
+        return 2;
+    }
+    int B = argc == 4 ? atoi(argv[1]) : 8, T = argc == 4 ? atoi(argv[2]) : 0, reps = argc == 4 ? atoi(argv[3]) : 0;
+    if (argc == 4 && (B <= 0 || T <= 0 || reps <= 0)) {
+        fprintf(stderr, "error: B, T and REPEATS must be positive\n");
+        return 2;
+    }
     cudaDeviceProp prop;
     cudaCheck(cudaGetDeviceProperties(&prop, 0));
     printf("device: %s\n", prop.name);
     cublasHandle_t handle;
     cublasCheck(cublasCreate(&handle));
-    for (int hs : {64, 128})
-        for (int T : {1024, 2048, 4096}) bench_shape(handle, 8, 12, hs, T);
+    for (int hs : {64, 128}) {
+        if (argc == 4) bench_shape(handle, B, 12, hs, T, reps);
+        else
+            for (int t : {1024, 2048, 4096}) bench_shape(handle, B, 12, hs, t, t <= 1024 ? 20 : 5);
+    }
     cublasCheck(cublasDestroy(handle));
     return 0;
 }

@@ -7,7 +7,8 @@
  * backward functions accumulate, so they start from the same nonzero gradients as the GPU ones.
  * The vectorised kernels (16-byte packs, llmc/cuda_utils.cuh) are also run on a layernorm row wider than
  * the lanes' register cache, and AdamW, the global norm and GELU on arrays that start at unaligned offsets
- * (a scalar head) or at offsets that disagree (all scalar). Child processes check that a misaligned pack
+ * (a scalar head) or at offsets that disagree (all scalar), and the column sums over more row chunks than a
+ * grid's y dimension takes. Child processes check that a misaligned pack
  * access stops the simulator the way a GPU faults, and that the host wrappers reject a bad layout.
  * Ends with "N passed, M failed".
  */
@@ -213,6 +214,28 @@ int main(void) {
         float* big;
         cudaCheck(cudaMalloc(&big, colsum_scratch_floats(rows, 3 * PACKX) * sizeof(float)));
         check_layernorm(rows, 3 * PACKX, ": 2 x 128 + 1 column-sum chunks", big, s);
+        cudaCheck(cudaFree(big));
+    }
+    { /* more row chunks than a grid's y dimension takes (65535; B·T above 4.2M tokens): ones, so the sums are exact */
+        int rows = 65535 * COLSUM_CHUNK + 1;
+        size_t n = (size_t)rows * PACKX;
+        float *ones = (float*)malloc_check(n * sizeof(float)), sums[PACKX], *ones_d, *sums_d, *big;
+        for (size_t i = 0; i < n; i++) ones[i] = 1.0f;
+        cudaCheck(cudaMalloc(&ones_d, n * sizeof(float)));
+        cudaCheck(cudaMalloc(&sums_d, PACKX * sizeof(float)));
+        cudaCheck(cudaMalloc(&big, colsum_scratch_floats(rows, PACKX) * sizeof(float)));
+        cudaCheck(cudaMemcpy(ones_d, ones, n * sizeof(float), cudaMemcpyHostToDevice));
+        cudaCheck(cudaMemset(sums_d, 0, PACKX * sizeof(float)));
+        column_sums(sums_d, NULL, big, ones_d, NULL, NULL, NULL, rows, PACKX, s);
+        cudaCheck(cudaMemcpy(sums, sums_d, PACKX * sizeof(float), cudaMemcpyDeviceToHost));
+        int ok = 1;
+        for (int c = 0; c < PACKX; c++) ok &= sums[c] == (float)rows;
+        printf("%s  column_sums over %d rows (%d chunks, past gridDim.y's 65535): %.0f, expected %d\n", ok ? "ok  " : "FAIL", rows,
+               (int)ceil_div(rows, COLSUM_CHUNK), sums[0], rows);
+        count(ok);
+        free(ones);
+        cudaCheck(cudaFree(ones_d));
+        cudaCheck(cudaFree(sums_d));
         cudaCheck(cudaFree(big));
     }
 
