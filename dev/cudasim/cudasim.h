@@ -50,7 +50,8 @@
  *   - Launch checks (returned through cudaGetLastError, as on a GPU): block dims > (1024,1024,64) or
  *     more than 1024 threads, grid dims > (2^31-1,65535,65535), zero dims, dynamic shared memory above
  *     48 KiB, or above the cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize) value
- *     (at most 227 KiB, or CUDASIM_SMEM_OPTIN bytes); a cudaMalloc beyond 80 GiB in all (or CUDASIM_MEM_BYTES)
+ *     (at most 227 KiB, or CUDASIM_SMEM_OPTIN bytes); a cudaMalloc beyond 80 GiB in all (or the host's
+ *     physical memory where less, or CUDASIM_MEM_BYTES)
  *     fails with cudaErrorMemoryAllocation.
  *   - Out-of-bounds global accesses are caught by AddressSanitizer (the sim tests build with
  *     -fsanitize=address,undefined; fiber switches are annotated for ASan).

@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <deque>
 #include <functional>
 #include <map>
@@ -140,9 +141,11 @@ namespace cudasim {
 
 constexpr size_t kSmemDefaultMax = 48 * 1024;   /* dynamic smem without cudaFuncSetAttribute */
 
-/* The simulated device's memory (default 80 GiB) and per-block shared-memory opt-in maximum (default the
- * H100's 227 KiB), or a smaller GPU's: CUDASIM_MEM_BYTES, CUDASIM_SMEM_OPTIN (bytes; an A100 has 166912,
- * sm_86/89 parts 101376), so tests can check how a program meets these limits. */
+/* The simulated device's memory (default 80 GiB, or the host's physical memory where that is less: device memory
+ * is host memory here, so a program then fails its memory check instead of being killed by the host's) and per-block
+ * shared-memory opt-in maximum (default the H100's 227 KiB), or a smaller GPU's: CUDASIM_MEM_BYTES,
+ * CUDASIM_SMEM_OPTIN (bytes; an A100 has 166912, sm_86/89 parts 101376), so tests can check how a program meets
+ * these limits. */
 inline size_t env_bytes(const char* name, size_t fallback) {
     const char* s = getenv(name);
     if (!s || !*s) return fallback;
@@ -154,7 +157,12 @@ inline size_t env_bytes(const char* name, size_t fallback) {
     }
     return (size_t)v;
 }
-inline size_t global_mem_bytes() { return env_bytes("CUDASIM_MEM_BYTES", 80ull << 30); }
+inline size_t default_mem_bytes() {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    size_t device = 80ull << 30, host = pages > 0 && page > 0 ? (size_t)pages * (size_t)page : device;
+    return host < device ? host : device;
+}
+inline size_t global_mem_bytes() { return env_bytes("CUDASIM_MEM_BYTES", default_mem_bytes()); }
 inline size_t smem_optin_max() { return env_bytes("CUDASIM_SMEM_OPTIN", 227 * 1024); }
 constexpr unsigned kMaxThreadsPerBlock = 1024;
 
