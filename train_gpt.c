@@ -354,13 +354,14 @@ static inline float gpt_update(GPT* m, const OptimizerConfig* oc, float lr, int 
 #include "llmc/train_loop.h"
 
 /* The mean loss over the first `batches` batches of the validation loader, into *loss; returns 0. With
- * `stoppable`, a stop signal before a batch leaves it unfinished: returns 1 (a resumed run computes it). */
+ * `stoppable`, a stop signal before a batch leaves it unfinished: returns 1 (a resumed run computes it).
+ * A validation shard that cannot be read leaves it unfinished too: returns 2 (why: val->error). */
 static int evaluate(GPT* m, DataLoader* val, int batches, int stoppable, float* loss) {
     dataloader_reset(val);
     double sum = 0.0;
     for (int i = 0; i < batches; i++) {
         if (stoppable && preempt_requested()) return 1;
-        dataloader_next(val);
+        if (dataloader_try_next_slot(val, val->rank, 1) != 0) return 2;
         sum += gpt_forward(m, val->inputs, val->targets, val->B, val->T);
     }
     *loss = (float)(sum / batches);
@@ -506,10 +507,13 @@ int main(int argc, char** argv) {
 
     /* Reliability (doc/reliability.md). A stop signal (llmc/signals.h) is honoured before each step and
      * between micro-steps: an unfinished step is dropped (loader and Rng back to its start) and the
-     * state after `completed` steps is checkpointed, then exit 75. Every update first passes the
+     * state after `completed` steps is checkpointed, then exit 75. A shard that cannot be read (changed,
+     * truncated, a bad token) drops the step (or leaves the validation unfinished) the same way:
+     * checkpoint, then exit 66. Every update first passes the
      * health guard (llmc/health.h): a non-finite or spiking loss or norm skips it. The bookkeeping
      * around each step (checkpoints, messages, exit statuses) is llmc/train_loop.h's. */
     int completed = start_step, saved_step = start_step > 0 ? start_step : -1, exit_status = 0;
+    const char* data_error = NULL; /* a shard could not be read: train.error or val.error */
     Profiler profiler;
     profile_reset(&profiler);
     TrainProfile profiling;
@@ -522,10 +526,10 @@ int main(int argc, char** argv) {
         int evaluated = train_eval_due(&args, have_val, step, max_steps);
         float val_loss = 0.0f;
         if (evaluated) {
-            if (evaluate(&model, &val, val_batches, step < max_steps, &val_loss) != 0) {
-                train_eval_stopped(step);
-                break;
-            }
+            int unfinished = evaluate(&model, &val, val_batches, step < max_steps, &val_loss);
+            if (unfinished == 1) train_eval_stopped(step);
+            if (unfinished == 2) data_error = val.error;
+            if (unfinished) break;
             EarlyStopVerdict verdict = train_record_val(&args, &logger, &early, step, max_steps, val_loss);
             if (verdict == EARLY_STOP_IMPROVED && best_dir[0]) {
                 TrainState st = train_state_at(&run, step, &rng, &health, &train, &start.loader);
@@ -547,12 +551,14 @@ int main(int argc, char** argv) {
         double loss_sum = 0.0;
         int dropped = 0;
         for (int micro = 0; micro < accum; micro++) {
-            if (preempt_requested()) {
+            int failed = 0;
+            if (!preempt_requested()) PROFILE(model.prof, PROF_DATA, failed = dataloader_try_next_slot(&train, micro, micro == accum - 1));
+            if (failed) data_error = train.error;
+            if (preempt_requested() || failed) { /* dropped: a stop signal, or its data could not be read */
                 train_step_rewind(&start, &rng, &train);
                 dropped = 1;
                 break;
             }
-            PROFILE(model.prof, PROF_DATA, dataloader_next_slot(&train, micro, micro == accum - 1));
             loss_sum += gpt_forward(&model, train.inputs, train.targets, B, T);
             gpt_backward(&model, train.inputs, train.targets, B, T, 1.0f / accum);
         }
@@ -606,9 +612,10 @@ int main(int argc, char** argv) {
     train_profile_finish(&profiling, &profiler);
     if (exit_status == 0) exit_status = train_log_failed(&logger, save_error_continue, saved_step); /* a val record's, before an early stop */
     int sig = preempt_requested();
-    if (exit_status == 0 && sig && completed < max_steps) {
-        exit_status = PREEMPT_EXIT_STATUS;
-        if (train_preempted(&args, sig, completed, saved_step)) {
+    if (exit_status == 0 && (data_error || (sig && completed < max_steps))) { /* checkpoint the completed steps */
+        exit_status = data_error ? DATA_ERROR_EXIT_STATUS : PREEMPT_EXIT_STATUS;
+        if (data_error ? train_data_failed(&args, data_error, 0, 1, completed, max_steps, saved_step)
+                       : train_preempted(&args, sig, completed, saved_step)) {
             TrainState st = train_state_at(&run, completed, &rng, &health, &train, NULL);
             if (save_checkpoint(&model, args.output_dir, &st, args.keep_last, args.keep_every) != 0) exit_status = SAVE_FAILED_EXIT_STATUS;
         }

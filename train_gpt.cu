@@ -790,22 +790,29 @@ static int dist_any(GPT* m, int flag) { return dist_mean(m->dist, flag ? 1.0f : 
 /* The mean loss over the first `batches` batches of the validation loader (every rank its slice of each;
  * the mean over ranks), into *loss; returns 0; a heartbeat of pg's watchdog after each batch and check. With
  * `stoppable`, a stop signal on any rank before a batch (the ranks agree after each) leaves it
- * unfinished: returns 1 (a resumed run computes it). */
-static int evaluate(GPT* m, DataLoader* val, int batches, ProcessGroup* pg, int stoppable, float* loss) {
+ * unfinished: returns 1 (a resumed run computes it). A rank whose validation shard cannot be read
+ * (*data_error = val->error) goes on with batches of token 0 and flags it, in the next batch's check
+ * or the loss's all-reduce: it is left unfinished on every rank too, returns 1. */
+static int evaluate(GPT* m, DataLoader* val, int batches, ProcessGroup* pg, int stoppable, float* loss, const char** data_error) {
     dataloader_reset(val);
     double sum = 0.0;
+    int failed = 0;
     for (int i = 0; i < batches; i++) {
         if (stoppable && i > 0) {
-            int stop = dist_any(m, preempt_requested());
+            int stop = dist_any(m, preempt_requested() || failed);
             process_group_heartbeat(pg); /* the peers got here too */
             if (stop) return 1;
         }
-        dataloader_next(val);
+        if (!failed && dataloader_try_next_slot(val, val->rank, 1) != 0) {
+            failed = 1;
+            *data_error = val->error;
+        }
         sum += gpt_forward(m, val->inputs, val->targets, val->B, val->T, 0.0f);
         process_group_heartbeat(pg);
     }
-    *loss = dist_mean(m->dist, (float)(sum / batches), m->stream);
-    return 0;
+    int any_failed;
+    *loss = dist_mean_any(m->dist, (float)(sum / batches), failed, &any_failed, m->stream);
+    return any_failed;
 }
 
 /* Every rank's check at once: a rank whose `problem` is non-empty exits with it; the others, if any rank
@@ -1120,10 +1127,16 @@ int main(int argc, char** argv) {
      * ZeRO-1 gather is queued after it: a flag all-reduce queued after the gather would wait for it, and
      * the gather would not overlap the next step) and each later micro-step they all-reduce the flag
      * (dist_any) and act on it together: an unfinished step is
-     * dropped (loader and Rng back to its start), the completed steps are checkpointed, exit 75. The
+     * dropped (loader and Rng back to its start), the completed steps are checkpointed, exit 75. A rank
+     * whose training shard cannot be read (changed, truncated, a bad token) computes the step's remaining
+     * micro-steps on a batch of token 0 (its collectives stay in step with the others') and flags it: the
+     * flag joins the stop flag before each later micro-step and the loss's all-reduce after the last, so
+     * no rank applies the update; the step is dropped as for a stop signal, checkpoint, exit 66 (a
+     * validation shard likewise: evaluate). The
      * health guard (llmc/health.h) sees the loss and norm every rank shares, so all skip alike. The
      * bookkeeping around each step (checkpoints, messages, exit statuses) is llmc/train_loop.h's. */
     int completed = start_step, saved_step = start_step > 0 ? start_step : -1, exit_status = 0, stop = 0, log_stop = 0;
+    const char* data_error = NULL; /* this rank's shard could not be read: train.error or val.error; the run stops */
     Progress progress;
     progress_init(&progress);
     /* --profile N: the first timed step is the run's second (the first one warms up cuBLASLt and caches) */
@@ -1143,8 +1156,8 @@ int main(int argc, char** argv) {
         int evaluated = train_eval_due(&args, have_val, step, max_steps);
         float val_loss = 0.0f;
         if (evaluated) {
-            if ((stop = evaluate(&model, &val, val_batches, &pg, step < max_steps, &val_loss)) != 0) {
-                train_eval_stopped(step);
+            if ((stop = evaluate(&model, &val, val_batches, &pg, step < max_steps, &val_loss, &data_error)) != 0) {
+                if (!dist_any(&model, data_error != NULL)) train_eval_stopped(step); /* else a rank's data: said below */
                 break;
             }
             EarlyStopVerdict verdict = train_record_val(&args, &logger, &early, step, max_steps, val_loss);
@@ -1175,18 +1188,26 @@ int main(int argc, char** argv) {
         GPU_PROFILE(&model, PROF_ZERO_GRAD, gpt_zero_grad(&model));
         double loss_sum = 0.0;
         for (int micro = 0; micro < accum && !stop; micro++) { /* gradients cross ranks only on the last micro-step */
-            if (micro > 0 && (stop = dist_any(&model, preempt_requested()))) break;
-            PROFILE(model.prof ? &profiler.table : NULL, PROF_DATA, dataloader_next_slot(&train, micro * world + rank, micro == accum - 1));
+            if (micro > 0 && (stop = dist_any(&model, preempt_requested() || data_error))) break;
+            int failed = 0;
+            if (!data_error) /* else the batch stays all token 0 */
+                PROFILE(model.prof ? &profiler.table : NULL, PROF_DATA,
+                        failed = dataloader_try_next_slot(&train, micro * world + rank, micro == accum - 1));
+            if (failed) data_error = train.error;
             loss_sum += gpt_forward(&model, train.inputs, train.targets, B, T, 1.0f / (float)(accum * world));
             gpt_backward(&model, train.inputs, B, T, micro == accum - 1);
             process_group_heartbeat(&pg);
         }
-        if (stop) { /* the unfinished step is dropped */
+        int data_stop = 0; /* a rank's data failed in this step (its flag rides on the loss's all-reduce) */
+        float loss = 0.0f;
+        if (!stop) /* after the gradients' reduction */
+            loss = dist_mean_any(&dist, (float)(loss_sum / accum), data_error != NULL, &data_stop, model.stream);
+        if (stop || data_stop) { /* the unfinished step is dropped */
+            stop = 1;
             model.prof = NULL;
             train_step_rewind(&start, &rng, &train);
             break;
         }
-        float loss = dist_mean(&dist, (float)(loss_sum / accum), model.stream); /* after the gradients' reduction */
         float lr = schedule_lr(&sched, step);
         float norm = gpt_grad_norm(&model);
         HealthResult verdict = health_check(&health, &health_config, loss, norm);
@@ -1237,9 +1258,13 @@ int main(int argc, char** argv) {
      * (exit statuses agree across ranks, so all of them take part in this all-reduce) */
     log_stop = log_stop || train_log_failed(&logger, save_error_continue, saved_step) != 0;
     if (exit_status == 0 && dist_any(&model, log_stop)) exit_status = SAVE_FAILED_EXIT_STATUS;
-    if (exit_status == 0 && stop && completed < max_steps) {
-        exit_status = PREEMPT_EXIT_STATUS;
-        if (train_preempted(&args, preempt_requested(), completed, saved_step)) {
+    /* why the ranks stopped: a stop signal, or a rank's data (a stop signal may have ended the step in which it failed) */
+    int data_stop = 0;
+    if (exit_status == 0 && stop) data_stop = dist_any(&model, data_error != NULL);
+    if (exit_status == 0 && stop && (completed < max_steps || data_stop)) { /* checkpoint the completed steps */
+        exit_status = data_stop ? DATA_ERROR_EXIT_STATUS : PREEMPT_EXIT_STATUS;
+        if (data_stop ? train_data_failed(&args, data_error, rank, world, completed, max_steps, saved_step)
+                      : train_preempted(&args, preempt_requested(), completed, saved_step)) {
             TrainState st = train_state_at(&run, completed, &rng, &health, &train, NULL);
             process_group_watchdog_hold(&pg);
             if (save_checkpoint(&model, args.output_dir, &st, args.keep_last, args.keep_every) != 0) exit_status = SAVE_FAILED_EXIT_STATUS;

@@ -599,6 +599,52 @@ static void test_dataloader_errors(void) {
                    "swap_1.bin: token shard changed since it was opened");
 }
 
+/* A shard that breaks during the run (rewritten, truncated, deleted) is reported by dataloader_try_next_slot
+ * instead of exiting: −1, the line in dl->error, the position unchanged, the batch all token 0; it fails
+ * again while the shard is broken, and once the shard is restored the same call reads the batch an
+ * undisturbed loader reads (a trainer that checkpointed the position resumes exactly). */
+static void test_dataloader_try(void) {
+    char path[512], pattern[512];
+    tmp_path(path, sizeof(path), "try_0.bin");
+    write_shard(path, 0, 161, 30000, 0, 0); /* 10 batches of 16 tokens */
+    tmp_path(path, sizeof(path), "try_1.bin");
+    write_shard(path, 1, 161, 30000, 0, 0);
+    tmp_path(pattern, sizeof(pattern), "try_*.bin");
+    struct { const char* what; int how; const char* needle; } cases[] = {
+        {"rewritten (the same length and vocab)", 0, "try_1.bin: token shard changed since it was opened"},
+        {"truncated", 1, "try_1.bin: token shard is truncated: header says 322 payload bytes, file has 320"},
+        {"deleted", 2, "try_1.bin: cannot open for reading: No such file or directory"},
+    };
+    for (int c = 0; c < 3; c++) {
+        DataLoader dl, ref;
+        dataloader_init(&dl, pattern, 2, 8, 0, 1, 0, 1);
+        dataloader_init(&ref, pattern, 2, 8, 0, 1, 0, 1);
+        int ok = 1;
+        for (int i = 0; i < 10; i++) ok = ok && dataloader_try_next_slot(&dl, 0, 1) == 0 && dataloader_try_next_slot(&ref, 0, 1) == 0;
+        DataLoaderState before, after;
+        dataloader_get_state(&dl, &before);
+        if (cases[c].how == 0) write_shard(path, 2, 161, 30000, 0, 0); /* the same length and vocab, other tokens */
+        if (cases[c].how == 1) write_shard(path, 1, 161, 30000, 0, 2);
+        if (cases[c].how == 2) remove(path);
+        int first = dataloader_try_next_slot(&dl, 0, 1), again = dataloader_try_next_slot(&dl, 0, 1);
+        dataloader_get_state(&dl, &after);
+        int zeros = 1;
+        for (int i = 0; i < 16; i++) zeros = zeros && dl.inputs[i] == 0 && dl.targets[i] == 0;
+        char error[4600];
+        snprintf(error, sizeof(error), "%s", dl.error);
+        write_shard(path, 1, 161, 30000, 0, 0); /* restored */
+        int restored = dataloader_try_next_slot(&dl, 0, 1) == 0 && dataloader_try_next_slot(&ref, 0, 1) == 0;
+        check(ok && first == -1 && again == -1 && strstr(error, cases[c].needle) != NULL && memcmp(&before, &after, sizeof(before)) == 0 &&
+                  zeros && restored && dl.inputs[0] == 10000 && memcmp(dl.inputs, ref.inputs, 16 * sizeof(int)) == 0 &&
+                  memcmp(dl.targets, ref.targets, 16 * sizeof(int)) == 0,
+              "dataloader_try_next_slot, shard 1 %s when reached: -1 twice (\"%s\"), position unchanged, batch all 0 (%d); restored: "
+              "its first batch (token %d), as an undisturbed loader's",
+              cases[c].what, error, zeros, dl.inputs[0]);
+        dataloader_free(&dl);
+        dataloader_free(&ref);
+    }
+}
+
 /* a position saved with windows of 48 tokens, restored on a loader of 64-token windows (shards of
  * make_shards: token j of shard k is k·10000 + j, so a token names its place) */
 static void test_dataloader_rewindow(void) {
@@ -1390,6 +1436,7 @@ int main(void) {
     test_dataloader_resume();
     test_dataloader_mock();
     test_dataloader_errors();
+    test_dataloader_try();
     test_dataloader_llmc();
     test_dataloader_rewindow();
     test_dataloader_llmc_errors();

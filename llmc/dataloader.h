@@ -37,6 +37,10 @@
  * Errors (no match, bad shard, too few tokens, bad state) are one line naming the file or the
  * pattern, exit status 1. Tokens ≥ the shard's own vocab size field are an error at load; the
  * trainer checks dl->vocab_size (the largest field over shards) against its model.
+ * A shard loaded during the run (dataloader_try_next_slot) that is unreadable, changed or holds a bad
+ * token is reported instead: −1, the line in dl->error, the position unchanged and the batch all
+ * token 0, so that a trainer can checkpoint the steps it completed before it exits (doc/reliability.md);
+ * dataloader_next_slot and dataloader_next exit with that line.
  */
 #ifndef LLMC_DATALOADER_H
 #define LLMC_DATALOADER_H
@@ -88,6 +92,7 @@ typedef struct {
     int64_t order_shard_pos;   /* -1: batch_order not built for this epoch's current position */
     int loaded_shard;          /* file index held in tokens, -1 none */
     uint16_t* tokens;          /* the loaded shard's tokens (capacity: largest shard) */
+    char error[4600];          /* why the last dataloader_try_next_slot failed */
 } DataLoader;
 
 static inline size_t dataloader_window_(const DataLoader* dl) { return (size_t)dl->B * dl->T * dl->world; }
@@ -100,8 +105,8 @@ static inline void dataloader_alloc_(DataLoader* dl, int B, int T, int rank, int
     dl->rank = rank;
     dl->world = world;
     dl->num_shards = num_shards;
-    dl->inputs = (int*)malloc_check((size_t)B * T * sizeof(int));
-    dl->targets = (int*)malloc_check((size_t)B * T * sizeof(int));
+    dl->inputs = (int*)calloc_check((size_t)B * T, sizeof(int));
+    dl->targets = (int*)calloc_check((size_t)B * T, sizeof(int));
     dl->shard_tokens = (uint64_t*)calloc_check((size_t)num_shards, sizeof(uint64_t));
     dl->shard_vocab = (int*)calloc_check((size_t)num_shards, sizeof(int));
     dl->shard_crc = (uint32_t*)calloc_check((size_t)num_shards, sizeof(uint32_t));
@@ -125,58 +130,68 @@ static inline void dataloader_too_short_(const DataLoader* dl, int k, char* out,
              dataloader_window_(dl) + 1);
 }
 
-/* An llm.c shard after its header h: checks version and length; returns N, its sample CRC to *crc
- * (the CRC-32 of N as 8 bytes and of its first and last DL_LLMC_SAMPLE tokens, all of them if fewer
- * than twice that); leaves f at the payload. */
-static inline uint64_t dataloader_llmc_header_(FILE* f, const char* path, const int32_t* h, long long size, uint32_t* crc) {
+/* An llm.c shard after its header h: checks version and length; its token count to *n and its sample CRC
+ * to *crc (the CRC-32 of N as 8 bytes and of its first and last DL_LLMC_SAMPLE tokens, all of them if
+ * fewer than twice that); leaves f at the payload. 0, or −1 with the reason in err. */
+static inline int dataloader_llmc_header_(FILE* f, const char* path, const int32_t* h, long long size, uint64_t* n_out, uint32_t* crc,
+                                          char* err, size_t cap) {
     if (h[1] != LLMC_SHARD_VERSION)
-        fatalf("%s: llm.c token shard version %d is not supported (this build reads version %d: GPT-2, uint16 tokens)", path, h[1],
-               LLMC_SHARD_VERSION);
-    if (h[2] < 0) fatalf("%s: llm.c token shard header says %d tokens", path, h[2]);
+        return file_error_(err, cap,
+                           "%s: llm.c token shard version %d is not supported (this build reads version %d: GPT-2, uint16 tokens)", path,
+                           h[1], LLMC_SHARD_VERSION);
+    if (h[2] < 0) return file_error_(err, cap, "%s: llm.c token shard header says %d tokens", path, h[2]);
     uint64_t n = (uint64_t)h[2];
     if ((unsigned long long)(size - HEADER_BYTES) != 2 * n)
-        fatalf("%s: llm.c token shard is %s: header says %llu tokens (%llu bytes), file has %lld bytes after the header", path,
-               (unsigned long long)(size - HEADER_BYTES) < 2 * n ? "truncated" : "too long", (unsigned long long)n,
-               (unsigned long long)(2 * n), size - HEADER_BYTES);
+        return file_error_(err, cap,
+                           "%s: llm.c token shard is %s: header says %llu tokens (%llu bytes), file has %lld bytes after the header", path,
+                           (unsigned long long)(size - HEADER_BYTES) < 2 * n ? "truncated" : "too long", (unsigned long long)n,
+                           (unsigned long long)(2 * n), size - HEADER_BYTES);
     uint64_t head = n < 2 * DL_LLMC_SAMPLE ? n : DL_LLMC_SAMPLE, tail = n - head < DL_LLMC_SAMPLE ? n - head : DL_LLMC_SAMPLE;
     uint16_t* sample = (uint16_t*)malloc_check(2 * DL_LLMC_SAMPLE * sizeof(uint16_t));
-    fread_check(sample, sizeof(uint16_t), (size_t)head, f, path);
-    fseek_check(f, HEADER_BYTES + (long long)(2 * (n - tail)), SEEK_SET, path);
-    fread_check(sample + head, sizeof(uint16_t), (size_t)tail, f, path);
-    *crc = crc32_update(crc32_update(0, &n, sizeof(n)), sample, (size_t)(head + tail) * sizeof(uint16_t));
+    int rc = -1;
+    if (fread_try(sample, sizeof(uint16_t), (size_t)head, f, path, err, cap) == 0 &&
+        fseek_try(f, HEADER_BYTES + (long long)(2 * (n - tail)), SEEK_SET, path, err, cap) == 0 &&
+        fread_try(sample + head, sizeof(uint16_t), (size_t)tail, f, path, err, cap) == 0 &&
+        fseek_try(f, HEADER_BYTES, SEEK_SET, path, err, cap) == 0) {
+        *crc = crc32_update(crc32_update(0, &n, sizeof(n)), sample, (size_t)(head + tail) * sizeof(uint16_t));
+        rc = 0;
+    }
     free(sample);
-    fseek_check(f, HEADER_BYTES, SEEK_SET, path);
-    return n;
+    *n_out = n;
+    return rc;
 }
 
 /* Reads and checks a shard's header: GTOK (common fields, bytes per token 2, vocab in [1, 65536],
- * payload = 2·N bytes; its payload CRC to *crc) or llm.c's (vocab 0, the sample CRC to *crc). Returns
- * N and leaves f at the payload; the vocab field goes to *vocab. */
-static inline uint64_t dataloader_shard_header_(FILE* f, const char* path, int* vocab, int32_t* h, uint32_t* crc) {
-    long long size = file_size_check(f, path);
+ * payload = 2·N bytes; its payload CRC to *crc) or llm.c's (vocab 0, the sample CRC to *crc). N to *n,
+ * and leaves f at the payload; the vocab field goes to *vocab. 0, or −1 with the reason in err. */
+static inline int dataloader_shard_header_(FILE* f, const char* path, int* vocab, int32_t* h, uint64_t* n, uint32_t* crc, char* err,
+                                           size_t cap) {
+    long long size = 0;
+    if (file_size_try(f, path, &size, err, cap) != 0) return -1;
     if (size >= HEADER_BYTES) {
-        fread_check(h, 4, HEADER_WORDS, f, path);
+        if (fread_try(h, 4, HEADER_WORDS, f, path, err, cap) != 0) return -1;
         if (h[0] == LLMC_LLAMA_SHARD_MAGIC)
-            fatalf("%s: an llm.c LLaMA-3 token shard (uint32 tokens): this build reads GPT-2 shards (uint16 tokens)", path);
+            return file_error_(err, cap, "%s: an llm.c LLaMA-3 token shard (uint32 tokens): this build reads GPT-2 shards (uint16 tokens)",
+                               path);
         if (h[0] == LLMC_SHARD_MAGIC) {
             *vocab = 0;
-            return dataloader_llmc_header_(f, path, h, size, crc);
+            return dataloader_llmc_header_(f, path, h, size, n, crc, err, cap);
         }
         if ((uint32_t)h[0] != GTOK_MAGIC)
-            fatalf("%s: not a token shard: magic 0x%08x, expected 0x%08x (GTOK) or %d (llm.c's)%s", path, (uint32_t)h[0], GTOK_MAGIC,
-                   LLMC_SHARD_MAGIC, file_magic_hint((uint32_t)h[0]));
-        fseek_check(f, 0, SEEK_SET, path);
+            return file_error_(err, cap, "%s: not a token shard: magic 0x%08x, expected 0x%08x (GTOK) or %d (llm.c's)%s", path,
+                               (uint32_t)h[0], GTOK_MAGIC, LLMC_SHARD_MAGIC, file_magic_hint((uint32_t)h[0]));
+        if (fseek_try(f, 0, SEEK_SET, path, err, cap) != 0) return -1;
     }
-    header_read_check(f, path, "token shard", GTOK_MAGIC, GTOK_VERSION, h);
-    uint64_t n = header_get_u64(h, 5);
-    if (h[8] != 2) fatalf("%s: token shard has %d bytes per token, this build reads 2 (uint16)", path, h[8]);
-    if (h[7] <= 0 || h[7] > 65536) fatalf("%s: token shard vocab size %d is not in [1, 65536]", path, h[7]);
-    if (n > header_payload_bytes(h) / 2 || header_payload_bytes(h) != 2 * n) /* the first test: 2n must not wrap */
-        fatalf("%s: token shard header says %llu tokens but %llu payload bytes (expected %llu)", path,
-               (unsigned long long)n, (unsigned long long)header_payload_bytes(h), (unsigned long long)(2 * n));
+    if (header_read_try(f, path, "token shard", GTOK_MAGIC, GTOK_VERSION, h, err, cap) != 0) return -1;
+    *n = header_get_u64(h, 5);
+    if (h[8] != 2) return file_error_(err, cap, "%s: token shard has %d bytes per token, this build reads 2 (uint16)", path, h[8]);
+    if (h[7] <= 0 || h[7] > 65536) return file_error_(err, cap, "%s: token shard vocab size %d is not in [1, 65536]", path, h[7]);
+    if (*n > header_payload_bytes(h) / 2 || header_payload_bytes(h) != 2 * *n) /* the first test: 2n must not wrap */
+        return file_error_(err, cap, "%s: token shard header says %llu tokens but %llu payload bytes (expected %llu)", path,
+                           (unsigned long long)*n, (unsigned long long)header_payload_bytes(h), (unsigned long long)(2 * *n));
     *vocab = h[7];
     *crc = (uint32_t)h[2];
-    return n;
+    return 0;
 }
 
 /* Computes this epoch's shard order and per-shard seeds from pos.rng (see the top comment). */
@@ -225,7 +240,9 @@ static inline void dataloader_init(DataLoader* dl, const char* glob_pattern, int
         dl->shard_paths[k] = (char*)malloc_check(strlen(path) + 1);
         strcpy(dl->shard_paths[k], path);
         FILE* f = fopen_check(path, "rb");
-        dl->shard_tokens[k] = dataloader_shard_header_(f, path, &dl->shard_vocab[k], h, &dl->shard_crc[k]);
+        if (dataloader_shard_header_(f, path, &dl->shard_vocab[k], h, &dl->shard_tokens[k], &dl->shard_crc[k], dl->error,
+                                     sizeof(dl->error)) != 0)
+            fatalf("%s", dl->error);
         fclose_check(f, path);
         uint32_t record[4] = {(uint32_t)dl->shard_tokens[k], (uint32_t)(dl->shard_tokens[k] >> 32), (uint32_t)dl->shard_vocab[k],
                               dl->shard_crc[k]};
@@ -258,30 +275,46 @@ static inline void dataloader_init_mock(DataLoader* dl, int B, int T, int vocab_
     dataloader_setup_(dl, seed);
 }
 
-/* Reads shard file k into dl->tokens, checking header (again: the file may have changed since
- * init), CRC and every token against the shard's vocab size field (llm.c's: against token_limit). */
-static inline void dataloader_load_shard_(DataLoader* dl, int k) {
+/* Shard file k, opened as f: its header checked again (the file may have changed since init), its
+ * tokens into dl->tokens and (GTOK) their CRC checked; N to *n, the vocab field to *vocab. 0, or −1
+ * (dl->error). */
+static inline int dataloader_read_shard_(DataLoader* dl, int k, FILE* f, int32_t* h, uint64_t* n, int* vocab) {
     const char* path = dl->shard_paths[k];
+    char* err = dl->error;
+    size_t cap = sizeof(dl->error);
+    uint32_t stated, crc = 0;
+    if (dataloader_shard_header_(f, path, vocab, h, n, &stated, err, cap) != 0) return -1;
+    if (*n != dl->shard_tokens[k] || *vocab != dl->shard_vocab[k] || stated != dl->shard_crc[k])
+        return file_error_(err, cap,
+                           "%s: token shard changed since it was opened (%llu tokens, vocab %d, CRC 0x%08x; was %llu, %d, 0x%08x)", path,
+                           (unsigned long long)*n, *vocab, stated, (unsigned long long)dl->shard_tokens[k], dl->shard_vocab[k],
+                           dl->shard_crc[k]);
+    if (payload_read_try(f, path, dl->tokens, (size_t)*n * sizeof(uint16_t), *vocab ? &crc : NULL, err, cap) != 0) return -1;
+    return *vocab ? payload_crc_try(h, crc, path, "token shard", err, cap) : 0;
+}
+
+/* Reads shard file k into dl->tokens (dataloader_read_shard_), checking every token against the shard's
+ * vocab size field (llm.c's: against token_limit). 0, or −1 with the reason in dl->error (no shard is
+ * loaded then). */
+static inline int dataloader_load_shard_(DataLoader* dl, int k) {
+    const char* path = dl->shard_paths[k];
+    dl->loaded_shard = -1; /* dl->tokens is overwritten */
+    FILE* f;
+    if (fopen_try(&f, path, "rb", dl->error, sizeof(dl->error)) != 0) return -1;
     int32_t* h = (int32_t*)malloc_check(HEADER_BYTES);
-    FILE* f = fopen_check(path, "rb");
-    int vocab;
-    uint32_t stated;
-    uint64_t n = dataloader_shard_header_(f, path, &vocab, h, &stated);
-    if (n != dl->shard_tokens[k] || vocab != dl->shard_vocab[k] || stated != dl->shard_crc[k])
-        fatalf("%s: token shard changed since it was opened (%llu tokens, vocab %d, CRC 0x%08x; was %llu, %d, 0x%08x)", path,
-               (unsigned long long)n, vocab, stated, (unsigned long long)dl->shard_tokens[k], dl->shard_vocab[k],
-               dl->shard_crc[k]);
-    uint32_t crc = 0;
-    payload_read(f, path, dl->tokens, (size_t)n * sizeof(uint16_t), vocab ? &crc : NULL);
-    fclose_check(f, path);
-    if (vocab) payload_crc_check(h, crc, path, "token shard");
+    uint64_t n = 0;
+    int vocab = 0, rc = dataloader_read_shard_(dl, k, f, h, &n, &vocab);
+    fclose(f); /* read only: nothing to lose */
     free(h);
+    if (rc != 0) return -1;
     int limit = vocab ? vocab : dl->token_limit;
     for (uint64_t i = 0; i < n; i++)
         if (dl->tokens[i] >= limit)
-            fatalf("%s: token %u at position %llu is not below %s %d", path, dl->tokens[i], (unsigned long long)i,
-                   vocab ? "the shard's vocab size" : "the model's vocabulary (an llm.c shard states none) of", limit);
+            return file_error_(dl->error, sizeof(dl->error), "%s: token %u at position %llu is not below %s %d", path, dl->tokens[i],
+                               (unsigned long long)i,
+                               vocab ? "the shard's vocab size" : "the model's vocabulary (an llm.c shard states none) of", limit);
     dl->loaded_shard = k;
+    return 0;
 }
 
 /* Tokens must fit a model of vocab_size: a shard whose vocab field is above it is an error now
@@ -294,10 +327,10 @@ static inline void dataloader_limit_tokens(DataLoader* dl, int vocab_size) {
     dl->token_limit = vocab_size;
 }
 
-/* Makes sure the shard at pos.shard is loaded and its batch order built. */
-static inline void dataloader_prepare_shard_(DataLoader* dl) {
+/* Makes sure the shard at pos.shard is loaded and its batch order built: 0, or −1 (dl->error). */
+static inline int dataloader_prepare_shard_(DataLoader* dl) {
     int k = (int)dl->shard_order[dl->pos.shard];
-    if (!dl->mock && dl->loaded_shard != k) dataloader_load_shard_(dl, k);
+    if (!dl->mock && dl->loaded_shard != k && dataloader_load_shard_(dl, k) != 0) return -1;
     if (dl->order_shard_pos != (int64_t)dl->pos.shard) {
         size_t n = dl->shard_batches[k];
         for (size_t i = 0; i < n; i++) dl->batch_order[i] = (uint32_t)i;
@@ -308,6 +341,7 @@ static inline void dataloader_prepare_shard_(DataLoader* dl) {
         }
         dl->order_shard_pos = (int64_t)dl->pos.shard;
     }
+    return 0;
 }
 
 /* token j of the mock virtual shard: a hash of (seed, j), reduced mod V */
@@ -320,9 +354,12 @@ static inline int dataloader_mock_token_(const DataLoader* dl, uint64_t j) {
  * the next global batch if `advance`. dataloader_next is slot = rank, advance = 1. A trainer with
  * gradient accumulation makes the loader with world = ranks × micro-steps and reads slot
  * micro·ranks + rank, advancing on the last micro-step: a global batch is then one optimizer step,
- * so the position (and the shuffled order) does not depend on how the step is split. */
-static inline void dataloader_next_slot(DataLoader* dl, int slot, int advance) {
+ * so the position (and the shuffled order) does not depend on how the step is split.
+ * Returns 0, or −1 when the shard to read could not be loaded (unreadable, changed since init, a bad
+ * token): the reason in dl->error, the position as before the call, inputs and targets all token 0. */
+static inline int dataloader_try_next_slot(DataLoader* dl, int slot, int advance) {
     if (slot < 0 || slot >= dl->world) fatalf("dataloader: slot %d is not in [0, world=%d)", slot, dl->world);
+    DataLoaderState before = dl->pos;
     while (dl->pos.batch >= dl->shard_batches[dl->shard_order[dl->pos.shard]]) {
         dl->pos.batch = 0;
         if (++dl->pos.shard == (uint64_t)dl->num_shards) {
@@ -332,8 +369,14 @@ static inline void dataloader_next_slot(DataLoader* dl, int slot, int advance) {
             dataloader_begin_epoch_(dl);
         }
     }
-    dataloader_prepare_shard_(dl);
     size_t bt = (size_t)dl->B * dl->T;
+    if (dataloader_prepare_shard_(dl) != 0) {
+        dl->pos = before;
+        dataloader_begin_epoch_(dl);
+        memset(dl->inputs, 0, bt * sizeof(int));
+        memset(dl->targets, 0, bt * sizeof(int));
+        return -1;
+    }
     size_t start = (size_t)dl->batch_order[dl->pos.batch] * dataloader_window_(dl) + (size_t)slot * bt;
     for (size_t i = 0; i < bt; i++) {
         if (dl->mock) {
@@ -345,6 +388,12 @@ static inline void dataloader_next_slot(DataLoader* dl, int slot, int advance) {
         }
     }
     if (advance) dl->pos.batch++;
+    return 0;
+}
+
+/* dataloader_try_next_slot, exiting with dl->error when it fails */
+static inline void dataloader_next_slot(DataLoader* dl, int slot, int advance) {
+    if (dataloader_try_next_slot(dl, slot, advance) != 0) fatalf("%s", dl->error);
 }
 
 static inline void dataloader_next(DataLoader* dl) { dataloader_next_slot(dl, dl->rank, 1); }

@@ -88,7 +88,7 @@ typedef struct {
     int* params_pending;       /* host: bucket b's gather has not been waited for yet */
     cudaEvent_t comm_done, update_done, compute_done;
     float* grads32;            /* num_params fp32 when staged, else NULL */
-    float* scalar;             /* device: one float for the scalar reductions */
+    float* scalar;             /* device: two floats for the scalar reductions (dist_mean, dist_mean_any) */
     void* bounce;              /* device: DIST_BOUNCE_BYTES for dist_broadcast_bytes (communicating ranks only) */
     float* gather;             /* device: shard.size floats for dist_gather_shards, allocated on first use */
     ProcessGroup* pg;          /* its watchdog hears of every collective the host waits for (process_group_progress) */
@@ -115,7 +115,7 @@ static inline int dist_staged(int world, int comm_fp32, int force) { return dist
  * (gather_masters: ZeRO-1 with master weights) over several ranks, the checkpoint's gather buffer (one
  * shard). */
 static inline size_t dist_memory_bytes(int world, int comm_fp32, int force, int gather_masters, size_t num_params) {
-    size_t bytes = sizeof(float) + (dist_communicates(world, force) ? DIST_BOUNCE_BYTES : 0) +
+    size_t bytes = 2 * sizeof(float) + (dist_communicates(world, force) ? DIST_BOUNCE_BYTES : 0) +
                    (dist_staged(world, comm_fp32, force) ? num_params * sizeof(float) : 0);
     if (world > 1 && gather_masters) bytes += zero_shard(num_params, world, 0).size * sizeof(float);
     return bytes;
@@ -151,7 +151,7 @@ static inline void dist_create(Distributed* d, ProcessGroup* pg, int zero, int c
     cudaCheck(cudaEventCreateWithFlags(&d->update_done, cudaEventDisableTiming));
     cudaCheck(cudaEventCreateWithFlags(&d->compute_done, cudaEventDisableTiming));
     cudaCheck(cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking));
-    cudaCheck(cudaMalloc(&d->scalar, sizeof(float)));
+    cudaCheck(cudaMalloc(&d->scalar, 2 * sizeof(float)));
     if (d->staged) cudaCheck(cudaMalloc(&d->grads32, num_params * sizeof(float)));
     if (!d->communicate) return;
     cudaCheck(cudaMalloc(&d->bounce, DIST_BOUNCE_BYTES));
@@ -253,23 +253,26 @@ static inline void dist_wait_grads(Distributed* d, cudaStream_t compute) {
     cudaCheck(cudaStreamWaitEvent(compute, d->comm_done, 0));
 }
 
-/* Σ over ranks of the float at dev (device memory, written on `compute`), returned to the host
+/* Σ over ranks of the n floats at dev (device memory, written on `compute`), to the host's out
  * (synchronises). Like every collective here it runs on the communication stream, after what is
  * already queued there: NCCL kernels of one communicator on two streams could interleave differently
  * on different ranks and deadlock. */
-static inline float dist_sum_device_float(Distributed* d, float* dev, cudaStream_t compute) {
-    float result;
+static inline void dist_sum_device_floats(Distributed* d, float* dev, int n, float* out, cudaStream_t compute) {
     cudaStream_t s = d->communicate ? d->stream : compute;
     if (d->communicate) {
         cudaCheck(cudaEventRecord(d->compute_done, compute));
         cudaCheck(cudaStreamWaitEvent(d->stream, d->compute_done, 0));
 #if defined(USE_NCCL)
-        ncclCheck(ncclAllReduce(dev, dev, 1, ncclFloat32, ncclSum, d->comm, d->stream));
+        ncclCheck(ncclAllReduce(dev, dev, (size_t)n, ncclFloat32, ncclSum, d->comm, d->stream));
 #endif
     }
-    cudaCheck(cudaMemcpyAsync(&result, dev, sizeof(float), cudaMemcpyDeviceToHost, s));
+    cudaCheck(cudaMemcpyAsync(out, dev, (size_t)n * sizeof(float), cudaMemcpyDeviceToHost, s));
     cudaCheck(cudaStreamSynchronize(s));
     if (d->communicate) process_group_progress(d->pg);
+}
+static inline float dist_sum_device_float(Distributed* d, float* dev, cudaStream_t compute) {
+    float result;
+    dist_sum_device_floats(d, dev, 1, &result, compute);
     return result;
 }
 
@@ -297,6 +300,20 @@ static inline float dist_mean(Distributed* d, float value, cudaStream_t compute)
     if (!d->communicate) return value;
     cudaCheck(cudaMemcpyAsync(d->scalar, &value, sizeof(float), cudaMemcpyHostToDevice, d->stream));
     return dist_sum_device_float(d, d->scalar, compute) / (float)d->world;
+}
+
+/* dist_mean of value, and to *any whether `flag` is set on any rank, in one all-reduce (a step's loss
+ * carries whether a rank's data failed: no collective more per step); also a barrier */
+static inline float dist_mean_any(Distributed* d, float value, int flag, int* any, cudaStream_t compute) {
+    if (!d->communicate) {
+        *any = flag != 0;
+        return value;
+    }
+    float v[2] = {value, flag ? 1.0f : 0.0f};
+    cudaCheck(cudaMemcpyAsync(d->scalar, v, sizeof(v), cudaMemcpyHostToDevice, d->stream));
+    dist_sum_device_floats(d, d->scalar, 2, v, compute);
+    *any = v[1] > 0.0f;
+    return v[0] / (float)d->world;
 }
 
 /* ZeRO 1, after the optimizer updated this rank's shard of params on `compute`: broadcast every

@@ -76,6 +76,14 @@ static inline void fatalf(const char* fmt, ...) {
     va_end(ap);
     fatal_exit(1);
 }
+/* fatalf's line without the exit: for an error the caller handles (a run that checkpoints before it exits) */
+static inline void error_print(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline void error_print(const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fatal_print_("", fmt, ap);
+    va_end(ap);
+}
 /* a bad command line: "error: ... (see --help)" and exit status 2 (the tools' flag parsers) */
 static inline void usagef(const char* fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 static inline void usagef(const char* fmt, ...) {
@@ -86,24 +94,48 @@ static inline void usagef(const char* fmt, ...) {
     fatal_exit(2);
 }
 
+/* The reading checks below come in two forms: X_try reports a failure (0, or −1 with the one-line
+ * message in err: a loader that must not exit mid-run, llmc/dataloader.h) and X_check exits with that
+ * message through fatalf. */
+static inline int file_error_(char* err, size_t cap, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+static inline int file_error_(char* err, size_t cap, const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, cap, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+static inline int fopen_try(FILE** f, const char* path, const char* mode, char* err, size_t cap) {
+    *f = fopen(path, mode);
+    if (!*f) return file_error_(err, cap, "%s: cannot open for %s: %s", path, mode[0] == 'r' ? "reading" : "writing", strerror(errno));
+    return 0;
+}
+static inline int fread_try(void* buf, size_t size, size_t n, FILE* f, const char* path, char* err, size_t cap) {
+    size_t got = fread(buf, size, n, f);
+    if (got == n) return 0;
+    if (feof(f)) return file_error_(err, cap, "%s: file is truncated (wanted %zu items of %zu bytes, got %zu)", path, n, size, got);
+    return file_error_(err, cap, "%s: read failed: %s", path, strerror(errno));
+}
+static inline int fseek_try(FILE* f, long long off, int whence, const char* path, char* err, size_t cap) {
+    if (fseeko(f, (off_t)off, whence) != 0) return file_error_(err, cap, "%s: seek failed: %s", path, strerror(errno));
+    return 0;
+}
 static inline FILE* fopen_check_(const char* path, const char* mode, const char* file, int line) {
-    FILE* f = fopen(path, mode);
-    if (!f) fatalf("%s: cannot open for %s: %s (%s:%d)", path, mode[0] == 'r' ? "reading" : "writing",
-                   strerror(errno), file, line);
+    FILE* f;
+    char err[4600];
+    if (fopen_try(&f, path, mode, err, sizeof(err)) != 0) fatalf("%s (%s:%d)", err, file, line);
     return f;
 }
 static inline void fread_check_(void* buf, size_t size, size_t n, FILE* f, const char* path, const char* file, int line) {
-    size_t got = fread(buf, size, n, f);
-    if (got != n) {
-        if (feof(f)) fatalf("%s: file is truncated (wanted %zu items of %zu bytes, got %zu) (%s:%d)", path, n, size, got, file, line);
-        fatalf("%s: read failed: %s (%s:%d)", path, strerror(errno), file, line);
-    }
+    char err[4600];
+    if (fread_try(buf, size, n, f, path, err, sizeof(err)) != 0) fatalf("%s (%s:%d)", err, file, line);
 }
 static inline void fwrite_check_(const void* buf, size_t size, size_t n, FILE* f, const char* path, const char* file, int line) {
     if (fwrite(buf, size, n, f) != n) fatalf("%s: write failed: %s (%s:%d)", path, strerror(errno), file, line);
 }
 static inline void fseek_check_(FILE* f, long long off, int whence, const char* path, const char* file, int line) {
-    if (fseeko(f, (off_t)off, whence) != 0) fatalf("%s: seek failed: %s (%s:%d)", path, strerror(errno), file, line);
+    char err[4600];
+    if (fseek_try(f, off, whence, path, err, sizeof(err)) != 0) fatalf("%s (%s:%d)", err, file, line);
 }
 /* fclose after flushing; for files being written also fsync, so a rename that follows is durable */
 static inline void fclose_check_(FILE* f, int sync, const char* path, const char* file, int line) {
@@ -152,13 +184,20 @@ static inline int edit_distance(const char* a, const char* b) {
 }
 
 /* size of an open file in bytes; a directory is an error (fopen opens one, and its reads fail) */
-static inline long long file_size_check(FILE* f, const char* path) {
+static inline int file_size_try(FILE* f, const char* path, long long* size, char* err, size_t cap) {
     struct stat st;
-    if (fstat(fileno(f), &st) != 0) fatalf("%s: stat failed: %s", path, strerror(errno));
+    if (fstat(fileno(f), &st) != 0) return file_error_(err, cap, "%s: stat failed: %s", path, strerror(errno));
     if (S_ISDIR(st.st_mode))
-        fatalf("%s: a directory, where a file is expected (a model: DIR/model_NNNNNNNN.bin, or -o DIR -y 1 to resume; token "
-               "shards: a glob such as -i 'DIR/train_*.bin')", path);
-    return (long long)st.st_size;
+        return file_error_(err, cap, "%s: a directory, where a file is expected (a model: DIR/model_NNNNNNNN.bin, or -o DIR -y 1 to "
+                           "resume; token shards: a glob such as -i 'DIR/train_*.bin')", path);
+    *size = (long long)st.st_size;
+    return 0;
+}
+static inline long long file_size_check(FILE* f, const char* path) {
+    long long size = 0;
+    char err[4600];
+    if (file_size_try(f, path, &size, err, sizeof(err)) != 0) fatalf("%s", err);
+    return size;
 }
 
 /* What a file whose first header word is `magic` is, for the message when another kind was expected ("" if
@@ -243,39 +282,57 @@ static inline void header_set_f32(int32_t* h, int i, float x) { memcpy(&h[i], &x
 
 /* Reads the header of `path` (opened as f) and checks magic, version and that the
  * file length equals 1024 + payload bytes. `kind` names the file kind in messages
- * ("model file", "token shard", ...). Exits with a one-line error on mismatch. */
-static inline void header_read_check(FILE* f, const char* path, const char* kind, uint32_t magic,
-                                     int32_t version, int32_t* h) {
-    long long size = file_size_check(f, path);
+ * ("model file", "token shard", ...). header_read_check exits with a one-line error on mismatch. */
+static inline int header_read_try(FILE* f, const char* path, const char* kind, uint32_t magic, int32_t version, int32_t* h, char* err,
+                                  size_t cap) {
+    long long size = 0;
+    if (file_size_try(f, path, &size, err, cap) != 0) return -1;
     if (size < HEADER_BYTES)
-        fatalf("%s: not a %s: %lld bytes, shorter than the %d-byte header", path, kind, size, HEADER_BYTES);
-    fread_check(h, 4, HEADER_WORDS, f, path);
+        return file_error_(err, cap, "%s: not a %s: %lld bytes, shorter than the %d-byte header", path, kind, size, HEADER_BYTES);
+    if (fread_try(h, 4, HEADER_WORDS, f, path, err, cap) != 0) return -1;
     if ((uint32_t)h[0] != magic)
-        fatalf("%s: not a %s: magic 0x%08x, expected 0x%08x%s", path, kind, (uint32_t)h[0], magic, file_magic_hint((uint32_t)h[0]));
+        return file_error_(err, cap, "%s: not a %s: magic 0x%08x, expected 0x%08x%s", path, kind, (uint32_t)h[0], magic,
+                           file_magic_hint((uint32_t)h[0]));
     if (h[1] != version)
-        fatalf("%s: %s version %d is not supported (this build reads version %d)", path, kind, h[1], version);
+        return file_error_(err, cap, "%s: %s version %d is not supported (this build reads version %d)", path, kind, h[1], version);
     uint64_t payload = header_payload_bytes(h);
     if ((uint64_t)(size - HEADER_BYTES) != payload)
-        fatalf("%s: %s is %s: header says %llu payload bytes, file has %lld", path, kind,
-               (uint64_t)(size - HEADER_BYTES) < payload ? "truncated" : "too long",
-               (unsigned long long)payload, size - HEADER_BYTES);
+        return file_error_(err, cap, "%s: %s is %s: header says %llu payload bytes, file has %lld", path, kind,
+                           (uint64_t)(size - HEADER_BYTES) < payload ? "truncated" : "too long", (unsigned long long)payload,
+                           size - HEADER_BYTES);
+    return 0;
+}
+static inline void header_read_check(FILE* f, const char* path, const char* kind, uint32_t magic,
+                                     int32_t version, int32_t* h) {
+    char err[4600];
+    if (header_read_try(f, path, kind, magic, version, h, err, sizeof(err)) != 0) fatalf("%s", err);
 }
 
 /* Reads n bytes of payload into buf and folds them into *crc. Large reads go in
  * 64 MiB pieces so that progress is bounded. */
-static inline void payload_read(FILE* f, const char* path, void* buf, size_t n, uint32_t* crc) {
+static inline int payload_read_try(FILE* f, const char* path, void* buf, size_t n, uint32_t* crc, char* err, size_t cap) {
     uint8_t* p = (uint8_t*)buf;
     while (n) {
         size_t piece = n < (64u << 20) ? n : (64u << 20);
-        fread_check(p, 1, piece, f, path);
+        if (fread_try(p, 1, piece, f, path, err, cap) != 0) return -1;
         if (crc) *crc = crc32_update(*crc, p, piece);
         p += piece;
         n -= piece;
     }
+    return 0;
+}
+static inline void payload_read(FILE* f, const char* path, void* buf, size_t n, uint32_t* crc) {
+    char err[4600];
+    if (payload_read_try(f, path, buf, n, crc, err, sizeof(err)) != 0) fatalf("%s", err);
+}
+static inline int payload_crc_try(const int32_t* h, uint32_t crc, const char* path, const char* kind, char* err, size_t cap) {
+    if ((uint32_t)h[2] != crc)
+        return file_error_(err, cap, "%s: %s is corrupt: payload CRC-32 0x%08x, header says 0x%08x", path, kind, crc, (uint32_t)h[2]);
+    return 0;
 }
 static inline void payload_crc_check(const int32_t* h, uint32_t crc, const char* path, const char* kind) {
-    if ((uint32_t)h[2] != crc)
-        fatalf("%s: %s is corrupt: payload CRC-32 0x%08x, header says 0x%08x", path, kind, crc, (uint32_t)h[2]);
+    char err[4600];
+    if (payload_crc_try(h, crc, path, kind, err, sizeof(err)) != 0) fatalf("%s", err);
 }
 
 /* Atomic write: data goes to "<path>.tmp", is fsynced, then renamed over path.

@@ -19,10 +19,12 @@
  *   train_nonfinite_param   the error when an update made a parameter non-finite
  *   train_health_stop       the error when too many updates in a row were skipped
  *   train_preempted         the lines of a stop signal, and whether the last steps still need saving
+ *   train_data_failed       the lines of a data error during the run (the same stop, another cause and status)
  *   train_eval_stopped      the line of a validation left unfinished by a stop signal
  *   TrainProfile            --profile N: which steps are timed, and when the table is printed
  * Exit statuses: 0, SAVE_FAILED_EXIT_STATUS (74), HEALTH_EXIT_STATUS (65, llmc/health.h),
- * PREEMPT_EXIT_STATUS (75, llmc/signals.h). No global state; static inline, valid C11 and C++.
+ * PREEMPT_EXIT_STATUS (75, llmc/signals.h), DATA_ERROR_EXIT_STATUS (66). No global state; static inline,
+ * valid C11 and C++.
  */
 #ifndef LLMC_TRAIN_LOOP_H
 #define LLMC_TRAIN_LOOP_H
@@ -40,6 +42,9 @@
 #include "llmc/signals.h"
 
 #define SAVE_FAILED_EXIT_STATUS 74 /* EX_IOERR: a checkpoint could not be written (--on-save-error stop) */
+/* EX_NOINPUT: a training or validation shard became unreadable during the run (rewritten, truncated, a
+ * bad token: dataloader_try_next_slot); the completed steps are checkpointed first, as for a stop signal */
+#define DATA_ERROR_EXIT_STATUS 66
 
 /* Where a step starts: the Rng and the training loader's position before it. A stop signal in the
  * middle of the step drops it (train_step_rewind), so a resumed run repeats it exactly; a checkpoint
@@ -206,17 +211,39 @@ static inline int train_health_stop(const HealthState* health, const HealthConfi
     return HEALTH_EXIT_STATUS;
 }
 
-/* A stop signal ended the run after `completed` steps: says so (sig: the signal this process received,
- * 0 when another rank received it), and that nothing is saved without --output-dir. Returns whether
- * the completed steps still need a checkpoint (the newest one, saved_step, is older). */
-static inline int train_preempted(const TrainArgs* args, int sig, int completed, int saved_step) {
-    printf("%s received: stopping after %d completed steps\n", sig ? preempt_signal_name(sig) : "a stop signal (on another rank)",
-           completed);
+/* The run stops after `completed` steps (a stop signal, a data error): says why, and that nothing is saved
+ * without --output-dir. Returns whether the completed steps still need a checkpoint (the newest one,
+ * saved_step, is older). */
+static inline int train_stopping_(const TrainArgs* args, const char* why, int completed, int saved_step) {
+    printf("%s: stopping after %d completed steps\n", why, completed);
     if (!args->output_dir[0]) {
         printf("no --output-dir: nothing saved\n");
         return 0;
     }
     return saved_step != completed;
+}
+
+/* A stop signal ended the run after `completed` steps: says so (sig: the signal this process received,
+ * 0 when another rank received it), and that nothing is saved without --output-dir. Returns whether
+ * the completed steps still need a checkpoint (the newest one, saved_step, is older). */
+static inline int train_preempted(const TrainArgs* args, int sig, int completed, int saved_step) {
+    char why[128];
+    snprintf(why, sizeof(why), "%s received", sig ? preempt_signal_name(sig) : "a stop signal (on another rank)");
+    return train_stopping_(args, why, completed, saved_step);
+}
+
+/* A shard could not be read after `completed` steps (the training data's, in the step then dropped; or the
+ * validation data's, whose loss is then left unfinished): the loader's error on stderr (error: dl->error
+ * of this rank, prefixed with the rank when world > 1; NULL when only another rank's failed, which prints
+ * it), then the stop line, as for a stop signal. Returns whether the completed steps still need a
+ * checkpoint; the trainer then exits DATA_ERROR_EXIT_STATUS. */
+static inline int train_data_failed(const TrainArgs* args, const char* error, int rank, int world, int completed, int max_steps,
+                                    int saved_step) {
+    if (error && world > 1) error_print("rank %d: %s", rank, error);
+    else if (error) error_print("%s", error);
+    int save = train_stopping_(args, error ? "data error" : "data error on another rank", completed, saved_step);
+    if (args->output_dir[0] && completed < max_steps) printf("once the data is restored, resume with -y 1\n");
+    return save;
 }
 
 /* A stop signal came during the validation of the weights after `step` completed steps: it is left

@@ -6,7 +6,10 @@
 # the done marker "world 2", and both exit 75. Resuming with -y 1 must end bit-identical (model file and
 # both shards) to an uninterrupted 2-rank run. A resume over a corrupt shard stops both ranks together;
 # one over a shard of another run skips that checkpoint; long evaluations and steps are progress for the
-# watchdog. Ends with "N passed, M failed".
+# watchdog. A training shard rewritten on rank 1's copy only during the run (4 micro-steps per step, and 1):
+# both ranks drop the step (no update anywhere, no rank waiting in a collective), checkpoint the completed
+# steps and exit 66; with the shard restored, -y 1 ends bit-identical; a validation shard likewise.
+# Ends with "N passed, M failed".
 set -u
 trainer=${1:-./train_gpt_sim_dist}
 . "$(dirname "$0")/../testlib.sh"
@@ -86,4 +89,92 @@ if [ $rc -eq 0 ] && [ "$(grep -c 'val loss' "$tmp/slow.log")" -ge 3 ]; then
 else
     bad "--dist-timeout 1 with long evaluations and steps: exit $rc: $(grep -E 'error' "$tmp/slow.log" | head -2)"
 fi
+# Rank 1 reads its own copy of the shards (the same relative glob from another directory, as a node-local
+# copy), whose second shard, first read in step 13, is rewritten (the same length, other tokens) once step 1
+# is out, the ranks paused meanwhile (SIGSTOP; steps 2-12 are the margin). Rank 1's loader fails alone: with 4 micro-steps it computes
+# the step's other micro-steps on a batch of token 0 and the flag joins the stop flag of the next micro-step;
+# with 1, the step's loss all-reduce. Either way no rank updates: both drop step 13, write the checkpoint of
+# the 12 completed steps ("world 2") and exit 66, rank 1 naming the shard.
+printf '#!/bin/bash\nif [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then cd "%s/rank1"; fi\nexec "%s" "$@"\n' "$tmp" "$(cd "$(dirname "$trainer")" && pwd)/$(basename "$trainer")" \
+    >"$tmp/rank1.sh"
+chmod +x "$tmp/rank1.sh"
+for accum in 4 1; do
+    window=$((accum * 2 * 32 * 2))
+    rm -rf "$tmp/rank0" "$tmp/rank1"
+    mkdir -p "$tmp/rank0/d" "$tmp/rank1/d"
+    write_shard "$tmp/rank0/d/train_000.bin" 256 $((12 * window + 1)) && write_shard "$tmp/rank0/d/train_001.bin" 256 $((2 * window + 1)) &&
+        write_shard "$tmp/other_001.bin" 256 $((2 * window + 1)) random || bad "writing shards"
+    cp "$tmp/rank0/d/"* "$tmp/rank1/d/"
+    data_run=("$tmp/rank1.sh" --n-layer 2 --n-head 2 --n-embd 64 --vocab-size 256 -b 2 -t 32 -d "$window" -i 'd/train_*.bin' --shuffle 0 -s 0
+        -v 0 -l 3e-3 -u 2 -z 1 -x 14 -n 14)
+    (cd "$tmp/rank0" && mpi 2 "$tmp/data_ref.log" "${data_run[@]}" -o "$tmp/data_ref$accum") || bad "uninterrupted 2-rank run failed: $(tail -2 "$tmp/data_ref.log")"
+    log="$tmp/data$accum.log"
+    (cd "$tmp/rank0" && exec $MPIRUN $MPIRUN_FLAGS -np 2 "${data_run[@]}" -o "$tmp/data$accum" >"$log" 2>&1) &
+    mpirun_pid=$!
+    for _ in $(seq 1 6000); do grep -qE '^step +1/14 ' "$log" && break; sleep 0.01; done
+    ranks=$(pgrep -f "$(basename "$trainer") .*-o $tmp/data$accum\$")
+    # shellcheck disable=SC2086
+    kill -STOP $ranks
+    cp "$tmp/other_001.bin" "$tmp/rank1/d/train_001.bin"
+    # shellcheck disable=SC2086
+    kill -CONT $ranks
+    wait $mpirun_pid
+    rc=$?
+    saved=$(checkpoint_steps "$tmp/data$accum")
+    if [ $rc -eq 66 ] && [ "$saved" = 00000012 ] && [ "$(cat "$tmp/data$accum/done_$saved.txt")" = "$(printf 'step 12\nworld 2')" ] &&
+        [ -s "$tmp/data$accum/state_${saved}_00001.bin" ] && [ "$(last_step "$log")" = 12 ] &&
+        grep -q '^error: rank 1: d/train_001.bin: token shard changed since it was opened' "$log" &&
+        grep -q '^data error on another rank: stopping after 12 completed steps$' "$log"; then
+        ok "$accum micro-step(s): rank 1's shard rewritten during the run: mpirun exit 66, both ranks' shards of step 12, \"$(grep -m1 '^error: rank 1' "$log" | cut -c1-80)\""
+    else
+        bad "$accum micro-step(s), rank 1's shard rewritten: exit $rc, checkpoints $(tr '\n' ' ' <<<"$saved"), ranks $(tr '\n' ' ' <<<"${ranks:-none}"): $(grep -E '^error|stopping' "$log" | head -3)"
+    fi
+    cp "$tmp/rank0/d/train_001.bin" "$tmp/rank1/d/train_001.bin"
+    (cd "$tmp/rank0" && mpi 2 "$tmp/data_resume.log" "${data_run[@]}" -o "$tmp/data$accum" -y 1)
+    # shellcheck disable=SC2046
+    if same_files "$tmp/data_ref$accum" "$tmp/data$accum" $(checkpoint_files 14 2) && grep -q '^resume: step 12 from' "$tmp/data_resume.log"; then
+        ok "$accum micro-step(s): restored, -y 1 resumes from step 12 and ends bit-identical (model and both shards of step 14)"
+    else
+        bad "$accum micro-step(s): resumed run differs: $(grep -E '^resume|^error' "$tmp/data_resume.log" | head -3)"
+    fi
+done
+# a validation shard of rank 1's copy (two of one batch each, -m 2: read after steps 0, 10 and 14) rewritten after
+# step 1: rank 1 fails on the validation's last batch, the flag joins its loss's all-reduce, both leave it
+# unfinished, checkpoint step 10, exit 66; restored, -y 1 computes it (the uninterrupted run's loss)
+for r in 0 1; do
+    write_shard "$tmp/rank$r/d/val_000.bin" 256 $((2 * 32 * 2 + 1)) && write_shard "$tmp/rank$r/d/val_001.bin" 256 $((2 * 32 * 2 + 1))
+done || bad "writing validation shards"
+write_shard "$tmp/other_val.bin" 256 $((2 * 32 * 2 + 1)) random || bad "writing validation shards"
+val_run=("${data_run[@]}" -j 'd/val_*.bin' -v 10 -m 2)
+(cd "$tmp/rank0" && mpi 2 "$tmp/val_ref.log" "${val_run[@]}" -o "$tmp/val_ref") || bad "uninterrupted 2-rank run failed: $(tail -2 "$tmp/val_ref.log")"
+log="$tmp/val_err.log"
+(cd "$tmp/rank0" && exec $MPIRUN $MPIRUN_FLAGS -np 2 "${val_run[@]}" -o "$tmp/val_err" >"$log" 2>&1) &
+mpirun_pid=$!
+for _ in $(seq 1 6000); do grep -qE '^step +1/14 ' "$log" && break; sleep 0.01; done
+ranks=$(pgrep -f "$(basename "$trainer") .*-o $tmp/val_err\$")
+# shellcheck disable=SC2086
+kill -STOP $ranks
+cp "$tmp/other_val.bin" "$tmp/rank1/d/val_001.bin"
+# shellcheck disable=SC2086
+kill -CONT $ranks
+wait $mpirun_pid
+rc=$?
+if [ $rc -eq 66 ] && [ "$(checkpoint_steps "$tmp/val_err")" = 00000010 ] && [ -s "$tmp/val_err/state_00000010_00001.bin" ] &&
+    grep -q '^error: rank 1: d/val_001.bin: token shard changed since it was opened' "$log" && ! grep -qE '^step +10/14 \| val loss' "$log" &&
+    grep -q '^data error on another rank: stopping after 10 completed steps$' "$log"; then
+    ok "rank 1's validation shard rewritten during the run: the validation after step 10 unfinished, mpirun exit 66, both ranks' shards of step 10"
+else
+    bad "rank 1's validation shard rewritten: exit $rc, checkpoints $(checkpoint_steps "$tmp/val_err" | tr '\n' ' '): $(grep -E '^error|stopping|val loss' "$log" | head -3)"
+fi
+cp "$tmp/rank0/d/val_001.bin" "$tmp/rank1/d/val_001.bin"
+(cd "$tmp/rank0" && mpi 2 "$tmp/val_resume.log" "${val_run[@]}" -o "$tmp/val_err" -y 1)
+val_ref=$(grep -E '^step +10/14 \| val loss' "$tmp/val_ref.log")
+# shellcheck disable=SC2046
+if [ -n "$val_ref" ] && [ "$(grep -E '^step +10/14 \| val loss' "$tmp/val_resume.log")" = "$val_ref" ] &&
+    same_files "$tmp/val_ref" "$tmp/val_err" $(checkpoint_files 14 2); then
+    ok "rank 1's validation shard restored: -y 1 computes the validation after step 10 (as uninterrupted) and ends bit-identical"
+else
+    bad "rank 1's validation shard restored: resumed run differs: $(grep -E '^resume|^error|val loss' "$tmp/val_resume.log" | head -3)"
+fi
+
 test_end
