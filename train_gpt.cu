@@ -1128,11 +1128,11 @@ int main(int argc, char** argv) {
      * the gather would not overlap the next step) and each later micro-step they all-reduce the flag
      * (dist_any) and act on it together: an unfinished step is
      * dropped (loader and Rng back to its start), the completed steps are checkpointed, exit 75. A rank
-     * whose training shard cannot be read (changed, truncated, a bad token) computes the step's remaining
-     * micro-steps on a batch of token 0 (its collectives stay in step with the others') and flags it: the
-     * flag joins the stop flag before each later micro-step and the loss's all-reduce after the last, so
-     * no rank applies the update; the step is dropped as for a stop signal, checkpoint, exit 66 (a
-     * validation shard likewise: evaluate). The
+     * whose training shard cannot be read (changed, truncated, a bad token) computes that micro-step on a
+     * batch of token 0 (on the last one its backward's gradient reduction stays in step with the others')
+     * and flags it: the flag joins the stop flag of the next micro-step, or after the last the loss's
+     * all-reduce, so no rank applies the update; the step is dropped as for a stop signal, checkpoint,
+     * exit 66 (a validation shard likewise: evaluate). The
      * health guard (llmc/health.h) sees the loss and norm every rank shares, so all skip alike. The
      * bookkeeping around each step (checkpoints, messages, exit statuses) is llmc/train_loop.h's. */
     int completed = start_step, saved_step = start_step > 0 ? start_step : -1, exit_status = 0, stop = 0, log_stop = 0;
@@ -1189,10 +1189,8 @@ int main(int argc, char** argv) {
         double loss_sum = 0.0;
         for (int micro = 0; micro < accum && !stop; micro++) { /* gradients cross ranks only on the last micro-step */
             if (micro > 0 && (stop = dist_any(&model, preempt_requested() || data_error))) break;
-            int failed = 0;
-            if (!data_error) /* else the batch stays all token 0 */
-                PROFILE(model.prof ? &profiler.table : NULL, PROF_DATA,
-                        failed = dataloader_try_next_slot(&train, micro * world + rank, micro == accum - 1));
+            int failed = 0; /* then the batch is all token 0, and the step ends at the next micro-step's check */
+            PROFILE(model.prof ? &profiler.table : NULL, PROF_DATA, failed = dataloader_try_next_slot(&train, micro * world + rank, micro == accum - 1));
             if (failed) data_error = train.error;
             loss_sum += gpt_forward(&model, train.inputs, train.targets, B, T, 1.0f / (float)(accum * world));
             gpt_backward(&model, train.inputs, B, T, micro == accum - 1);

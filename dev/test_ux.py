@@ -30,6 +30,7 @@ dev/test_ux.py — tests of what a user sees after a run: metrics.jsonl, scripts
             flag the sweep sets itself (-l) is a one-line error
 Ends with "N passed, M failed" (non-zero exit on any failure).
 """
+import glob
 import json
 import math
 import os
@@ -294,6 +295,16 @@ def run_tests(tmp):
         # train_gpt_cpu reads it in its first step: a data error during the run, exit 66 (doc/reliability.md)
         check(r.returncode == (1 if cmd[0] == PY else 66) and want in r.stderr, f"{cmd[1] if cmd[0] == PY else cmd[0]}: an llm.c shard with token 256 and a 256-token model: exit "
               f"{r.returncode}, {r.stderr.strip()[-200:]!r}")
+    # the same with --output-dir, twice: no step trained, so nothing is saved (a checkpoint of the initial weights would
+    # make the same command, run again after fixing the data, refuse the directory as an earlier run's)
+    out_dir = os.path.join(tmp, "bad_data_run")
+    cmd = ["./train_gpt_cpu", "--n-layer", "1", "--n-head", "1", "--n-embd", "8", "--vocab-size", "256", "-x", "2", "-s", "0", "-v", "0",
+           "--train-data", bad, "-b", "1", "-t", "8", "-o", out_dir]
+    runs_bad = [run(cmd), run(cmd)]
+    check(all(r.returncode == 66 and "nothing trained, nothing saved; fix the data and run again" in r.stdout for r in runs_bad)
+          and not glob.glob(os.path.join(out_dir, "model_*")) and not glob.glob(os.path.join(out_dir, "done_*")),
+          f"a bad shard in a fresh run's first step with -o: exit 66 twice, no checkpoint ({[r.returncode for r in runs_bad]}, "
+          f"{sorted(os.listdir(out_dir)) if os.path.isdir(out_dir) else 'no directory'}, {runs_bad[1].stdout.strip()[-200:]!r})")
 
     # ------------------------------------------------------------ early stopping
     best_dir = os.path.join(runs["run_a"][0], "best")

@@ -235,14 +235,21 @@ static inline int train_preempted(const TrainArgs* args, int sig, int completed,
 /* A shard could not be read after `completed` steps (the training data's, in the step then dropped; or the
  * validation data's, whose loss is then left unfinished): the loader's error on stderr (error: dl->error
  * of this rank, prefixed with the rank when world > 1; NULL when only another rank's failed, which prints
- * it), then the stop line, as for a stop signal. Returns whether the completed steps still need a
- * checkpoint; the trainer then exits DATA_ERROR_EXIT_STATUS. */
+ * it), then the stop line, as for a stop signal, and what to do. Returns whether the completed steps still
+ * need a checkpoint (not when a fresh run trained none: its initial weights would only make the same
+ * command refuse the directory); the trainer then exits DATA_ERROR_EXIT_STATUS. */
 static inline int train_data_failed(const TrainArgs* args, const char* error, int rank, int world, int completed, int max_steps,
                                     int saved_step) {
     if (error && world > 1) error_print("rank %d: %s", rank, error);
     else if (error) error_print("%s", error);
-    int save = train_stopping_(args, error ? "data error" : "data error on another rank", completed, saved_step);
+    const char* why = error ? "data error" : "data error on another rank";
+    if (completed == 0 && saved_step < 0) {
+        printf("%s: stopping before the first step: nothing trained, nothing saved; fix the data and run again\n", why);
+        return 0;
+    }
+    int save = train_stopping_(args, why, completed, saved_step);
     if (args->output_dir[0] && completed < max_steps) printf("once the data is restored, resume with -y 1\n");
+    else if (args->output_dir[0]) printf("the final validation was left unfinished; the trained weights are saved\n");
     return save;
 }
 

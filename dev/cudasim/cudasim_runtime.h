@@ -142,7 +142,9 @@ namespace cudasim {
 constexpr size_t kSmemDefaultMax = 48 * 1024;   /* dynamic smem without cudaFuncSetAttribute */
 
 /* The simulated device's memory (default 80 GiB, or the host's physical memory where that is less: device memory
- * is host memory here, so a program then fails its memory check instead of being killed by the host's) and per-block
+ * is host memory here, so a program then fails its memory check instead of being killed by the host's; memory
+ * already in use, a container's limit and the other ranks of an mpirun are not counted, so a model between what
+ * is available and the total can still be killed: set CUDASIM_MEM_BYTES there) and per-block
  * shared-memory opt-in maximum (default the H100's 227 KiB), or a smaller GPU's: CUDASIM_MEM_BYTES,
  * CUDASIM_SMEM_OPTIN (bytes; an A100 has 166912, sm_86/89 parts 101376), so tests can check how a program meets
  * these limits. */
