@@ -150,7 +150,7 @@ int main(int argc, char** argv) {
     if (race) {
         /* the simulator's race check (make sim-test-races; ThreadSanitizer is slow): every kernel instance, over
          * more than one block of queries and keys with a partial last tile */
-        for (int hs : {32, 64, 128, 136, 12}) {
+        for (int hs : {32, 64, 128, 136, 12, 7}) {
             test_shape<__nv_bfloat16>(tc, B, hs > 128 ? 70 : 129, hs * NH, NH);
             test_shape<float>(tc, B, hs > 128 ? 70 : 129, hs * NH, NH);
         }
