@@ -180,15 +180,6 @@ static inline void gpt_config_check(const GPTConfig* c, const char* origin) {
 /* ----------------------------------------------------------------------------
  * non-fatal verification and atomic writes (for checkpoints, whose failure a run may survive) */
 
-static inline int ckpt_error_(char* err, size_t cap, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
-static inline int ckpt_error_(char* err, size_t cap, const char* fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, cap, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 /* Checks, without exiting, a file's common header (magic, version), its length against the
  * header's payload size and the payload's CRC-32, and that a payload of floats (a state file's, an
  * fp32 model file's) is finite: 0 if good, else −1 with the reason in err. The header's words go to
@@ -196,20 +187,20 @@ static inline int ckpt_error_(char* err, size_t cap, const char* fmt, ...) {
 static inline int file_verify(const char* path, const char* kind, uint32_t magic, int32_t version, int32_t* header, char* err,
                               size_t cap) {
     FILE* f = fopen(path, "rb");
-    if (!f) return ckpt_error_(err, cap, "%s: cannot open: %s", path, strerror(errno));
+    if (!f) return file_error_(err, cap, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
     int32_t h[HEADER_WORDS];
     int rc = -1;
-    if (fstat(fileno(f), &sb) != 0) ckpt_error_(err, cap, "%s: stat failed: %s", path, strerror(errno));
-    else if (sb.st_size < HEADER_BYTES) ckpt_error_(err, cap, "%s: %s is truncated: %lld bytes, shorter than the header", path, kind, (long long)sb.st_size);
-    else if (fread(h, 4, HEADER_WORDS, f) != HEADER_WORDS) ckpt_error_(err, cap, "%s: header read failed", path);
-    else if ((uint32_t)h[0] != magic) ckpt_error_(err, cap, "%s: not a %s: magic 0x%08x", path, kind, (uint32_t)h[0]);
-    else if (h[1] != version) ckpt_error_(err, cap, "%s: %s version %d, expected %d", path, kind, h[1], version);
+    if (fstat(fileno(f), &sb) != 0) file_error_(err, cap, "%s: stat failed: %s", path, strerror(errno));
+    else if (sb.st_size < HEADER_BYTES) file_error_(err, cap, "%s: %s is truncated: %lld bytes, shorter than the header", path, kind, (long long)sb.st_size);
+    else if (fread(h, 4, HEADER_WORDS, f) != HEADER_WORDS) file_error_(err, cap, "%s: header read failed", path);
+    else if ((uint32_t)h[0] != magic) file_error_(err, cap, "%s: not a %s: magic 0x%08x", path, kind, (uint32_t)h[0]);
+    else if (h[1] != version) file_error_(err, cap, "%s: %s version %d, expected %d", path, kind, h[1], version);
     else if (magic == GPTS_MAGIC && (uint32_t)h[HEADER_WORDS - 1] != header_crc(h))
-        ckpt_error_(err, cap, "%s: %s header is corrupt: header CRC-32 0x%08x, word 255 says 0x%08x", path, kind, header_crc(h),
+        file_error_(err, cap, "%s: %s header is corrupt: header CRC-32 0x%08x, word 255 says 0x%08x", path, kind, header_crc(h),
                     (uint32_t)h[HEADER_WORDS - 1]);
     else if ((uint64_t)(sb.st_size - HEADER_BYTES) != header_payload_bytes(h))
-        ckpt_error_(err, cap, "%s: %s is %s: header says %llu payload bytes, file has %lld", path, kind,
+        file_error_(err, cap, "%s: %s is %s: header says %llu payload bytes, file has %lld", path, kind,
                     (uint64_t)(sb.st_size - HEADER_BYTES) < header_payload_bytes(h) ? "truncated" : "too long",
                     (unsigned long long)header_payload_bytes(h), (long long)(sb.st_size - HEADER_BYTES));
     else {
@@ -224,14 +215,14 @@ static inline int file_verify(const char* path, const char* kind, uint32_t magic
             floats += got / 4;
         }
         free(buf);
-        if (ferror(f)) ckpt_error_(err, cap, "%s: read failed: %s", path, strerror(errno));
+        if (ferror(f)) file_error_(err, cap, "%s: read failed: %s", path, strerror(errno));
         else if (crc != (uint32_t)h[2])
-            ckpt_error_(err, cap, "%s: %s is corrupt: payload CRC-32 0x%08x, header says 0x%08x", path, kind, crc, (uint32_t)h[2]);
-        else if (bad != SIZE_MAX) ckpt_error_(err, cap, "%s: %s holds a non-finite value (payload float %zu)", path, kind, bad);
+            file_error_(err, cap, "%s: %s is corrupt: payload CRC-32 0x%08x, header says 0x%08x", path, kind, crc, (uint32_t)h[2]);
+        else if (bad != SIZE_MAX) file_error_(err, cap, "%s: %s holds a non-finite value (payload float %zu)", path, kind, bad);
         else rc = 0;
     }
     if (rc == 0 && header) memcpy(header, h, sizeof(h));
-    if (fclose(f) != 0 && rc == 0) rc = ckpt_error_(err, cap, "%s: close failed: %s", path, strerror(errno));
+    if (fclose(f) != 0 && rc == 0) rc = file_error_(err, cap, "%s: close failed: %s", path, strerror(errno));
     return rc;
 }
 
@@ -239,7 +230,7 @@ static inline int file_verify(const char* path, const char* kind, uint32_t magic
 static inline int dir_sync_(const char* path, char* err, size_t cap) {
     char dir[4096];
     int e = dir_sync(path, dir, sizeof(dir));
-    return e ? ckpt_error_(err, cap, "%s: cannot sync the directory: %s", dir, strerror(e)) : 0;
+    return e ? file_error_(err, cap, "%s: cannot sync the directory: %s", dir, strerror(e)) : 0;
 }
 
 /* Writes `pieces` buffers (data[i], bytes[i] bytes each) to path through "<path>.tmp": write, flush,
@@ -249,17 +240,17 @@ static inline int dir_sync_(const char* path, char* err, size_t cap) {
 static inline int atomic_try_write(const char* path, int pieces, const void* const* data, const size_t* bytes,
                                    const char* kind, uint32_t magic, int32_t version, char* err, size_t cap) {
     char tmp[4200];
-    if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp)) return ckpt_error_(err, cap, "%s: path too long", path);
+    if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp)) return file_error_(err, cap, "%s: path too long", path);
     FILE* f = fopen(tmp, "wb");
-    if (!f) return ckpt_error_(err, cap, "%s: cannot open for writing: %s", tmp, strerror(errno));
+    if (!f) return file_error_(err, cap, "%s: cannot open for writing: %s", tmp, strerror(errno));
     int rc = 0;
     for (int i = 0; i < pieces && rc == 0; i++)
-        if (fwrite(data[i], 1, bytes[i], f) != bytes[i]) rc = ckpt_error_(err, cap, "%s: write failed: %s", tmp, strerror(errno));
-    if (rc == 0 && fflush(f) != 0) rc = ckpt_error_(err, cap, "%s: write failed: %s", tmp, strerror(errno));
-    if (rc == 0 && fsync(fileno(f)) != 0) rc = ckpt_error_(err, cap, "%s: fsync failed: %s", tmp, strerror(errno));
-    if (fclose(f) != 0 && rc == 0) rc = ckpt_error_(err, cap, "%s: close failed: %s", tmp, strerror(errno));
+        if (fwrite(data[i], 1, bytes[i], f) != bytes[i]) rc = file_error_(err, cap, "%s: write failed: %s", tmp, strerror(errno));
+    if (rc == 0 && fflush(f) != 0) rc = file_error_(err, cap, "%s: write failed: %s", tmp, strerror(errno));
+    if (rc == 0 && fsync(fileno(f)) != 0) rc = file_error_(err, cap, "%s: fsync failed: %s", tmp, strerror(errno));
+    if (fclose(f) != 0 && rc == 0) rc = file_error_(err, cap, "%s: close failed: %s", tmp, strerror(errno));
     if (rc == 0 && kind) rc = file_verify(tmp, kind, magic, version, NULL, err, cap);
-    if (rc == 0 && rename(tmp, path) != 0) rc = ckpt_error_(err, cap, "%s: rename from %s failed: %s", path, tmp, strerror(errno));
+    if (rc == 0 && rename(tmp, path) != 0) rc = file_error_(err, cap, "%s: rename from %s failed: %s", path, tmp, strerror(errno));
     if (rc != 0) {
         unlink(tmp);
         return rc;
@@ -738,7 +729,7 @@ static inline void checkpoint_mark_done(const char* dir, int step, int world) {
 static inline int checkpoint_begin(const char* dir, int step, char* err, size_t cap) {
     char model[4200], state[4200], done[4200];
     checkpoint_paths(model, state, done, sizeof(model), dir, step, 0);
-    if (unlink(done) != 0 && errno != ENOENT) return ckpt_error_(err, cap, "%s: cannot delete: %s", done, strerror(errno));
+    if (unlink(done) != 0 && errno != ENOENT) return file_error_(err, cap, "%s: cannot delete: %s", done, strerror(errno));
     return 0;
 }
 
@@ -763,19 +754,19 @@ static inline void checkpoint_abandon(const char* dir, int step, int rank, int f
  * [1, 65536], else −1 with the reason in err. */
 static inline int checkpoint_read_marker(const char* path, int step, int* world, char* err, size_t cap) {
     FILE* f = fopen(path, "rb");
-    if (!f) return ckpt_error_(err, cap, "%s: cannot open: %s", path, strerror(errno));
+    if (!f) return file_error_(err, cap, "%s: cannot open: %s", path, strerror(errno));
     char text[65], expected[64];
     size_t n = fread(text, 1, 64, f);
     int failed = ferror(f);
     if (fclose(f) != 0) failed = 1;
-    if (failed) return ckpt_error_(err, cap, "%s: read failed: %s", path, strerror(errno));
+    if (failed) return file_error_(err, cap, "%s: read failed: %s", path, strerror(errno));
     text[n] = '\0';
     int s = -1, w = 0;
     if (sscanf(text, "step %d\nworld %d\n", &s, &w) != 2 || w < 1 || w > 65536)
-        return ckpt_error_(err, cap, "%s: done marker is malformed", path);
+        return file_error_(err, cap, "%s: done marker is malformed", path);
     snprintf(expected, sizeof(expected), "step %d\nworld %d\n", step, w);
     if (strlen(text) != n || strcmp(text, expected) != 0)
-        return ckpt_error_(err, cap, "%s: done marker is not \"step %d, world %d\"", path, step, w);
+        return file_error_(err, cap, "%s: done marker is not \"step %d, world %d\"", path, step, w);
     *world = w;
     return 0;
 }
@@ -834,10 +825,10 @@ static inline int checkpoint_verify(const char* dir, int step, char* err, size_t
         checkpoint_paths(model, state, done, sizeof(model), dir, step, r);
         if (file_verify(state, "training state file", GPTS_MAGIC, GPTS_VERSION, sh, err, cap) != 0) return -1;
         if (sh[5] != step || sh[6] != r || sh[7] != world)
-            return ckpt_error_(err, cap, "%s: training state file of step %d, rank %d of %d, expected step %d, rank %d of %d", state,
+            return file_error_(err, cap, "%s: training state file of step %d, rank %d of %d, expected step %d, rank %d of %d", state,
                                sh[5], sh[6], sh[7], step, r, world);
         if (sh[GPTS_DATA_WORD + 11] == 1 && (uint32_t)sh[GPTS_DATA_WORD + 12] != model_header_crc(mh))
-            return ckpt_error_(err, cap,
+            return file_error_(err, cap,
                                "%s and %s are not of one checkpoint (a file of another run or step): the model file's header CRC-32 is "
                                "0x%08x, the state file recorded 0x%08x",
                                model, state, model_header_crc(mh), (uint32_t)sh[GPTS_DATA_WORD + 12]);

@@ -363,14 +363,14 @@ static inline const char* train_check_shared_dir(const char* dir, const char* to
 static inline int train_resume_find(const TrainArgs* args, char* why, size_t cap) {
     if (!args->output_dir[0]) {
         if (!args->resume) return -1;
-        ckpt_error_(why, cap, "--resume 1 needs --output-dir, where the checkpoints are");
+        file_error_(why, cap, "--resume 1 needs --output-dir, where the checkpoints are");
         return -2;
     }
     int markers = 0, found = args->resume ? checkpoint_find_valid(args->output_dir, stdout, &markers) : -1;
     if (args->resume && access(args->output_dir, F_OK) == 0) checkpoint_sweep(args->output_dir, stdout);
     if (found >= 0) return found;
     if (markers > 0) {
-        ckpt_error_(why, cap,
+        file_error_(why, cap,
                     "%s: none of its %d checkpoints is valid (why: the 'resume: skipping' lines on stdout); not starting from "
                     "scratch over them: move them away to do that",
                     args->output_dir, markers);
@@ -382,7 +382,7 @@ static inline int train_resume_find(const TrainArgs* args, char* why, size_t cap
     snprintf(best_txt, sizeof(best_txt), "%s/best.txt", best);
     int newest = checkpoint_latest(args->output_dir), newest_best = checkpoint_latest(best);
     if (newest >= 0 || newest_best >= 0 || access(best_txt, F_OK) == 0) {
-        ckpt_error_(why, cap,
+        file_error_(why, cap,
                     "%s holds the checkpoints of an earlier run (%s %d): resume that run with -y 1, or move them away (or choose "
                     "another --output-dir) to start a new one",
                     newest >= 0 ? args->output_dir : best, newest >= 0 ? "newest: step" : "best model of step",
