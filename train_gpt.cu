@@ -300,12 +300,10 @@ static void gpt_check_memory(const GPTConfig* c, int B, int T, int recompute, in
            mem_text(t[7], free_bytes), mem_text(t[9], total_bytes), advice);
 }
 
-/* exits with a one-line error (`what`: the model's name) unless the GPU kernels take config c: the channels a
- * multiple of 8 (the 16-byte packs of the layernorm, column-sum, AdamW and encoder kernels, cuBLASLt's alignment)
- * and a head size of at most 256 (flash attention; any size below, not only multiples of 8) */
+/* exits with a one-line error (`what`: the model's name) unless the GPU kernels take config c: a head size of at
+ * most 256 (flash attention; any size below). Any channel count: the kernels use 16-byte packs where the channels
+ * are a multiple of 8 and single elements otherwise (pack_width in llmc/cuda_utils.cuh). */
 static void gpu_config_check(const GPTConfig* c, const char* what) {
-    if (c->channels % 8 != 0)
-        fatalf("%s: channels %d is not a multiple of 8, which the GPU kernels need (16-byte loads; the CPU build takes any)", what, c->channels);
     if (!flash_attention_supported(c->channels, c->num_heads))
         fatalf("%s: head size %d (channels %d / heads %d) is above flash attention's 256", what, c->channels / c->num_heads, c->channels, c->num_heads);
 }
@@ -1043,7 +1041,7 @@ int main(int argc, char** argv) {
     }
 
     SampleSetup samples;
-    sample_setup(&samples, args.sample_every > 0, args.tokenizer, args.prompt, c->vocab_size, T);
+    sample_setup(&samples, args.sample_every > 0, args.tokenizer, args.prompt, c->vocab_size);
 
     Rng rng;
     train_rng_init(&rng, &args);

@@ -424,7 +424,7 @@ def test_gen_references(ctx):
                        timeout=300, env={**os.environ, "PYTHON": sys.executable})
     check("gen_references.sh runs", p.returncode == 0, f"exit {p.returncode}; {p.stderr.strip()[-200:]}")
     sections = {s.split(":")[0]: s for s in p.stdout.split("== ")[1:]}
-    want = {"a": (1, 9), "b": (1, 9), "c": (0, 0), "d": (10, 10), "e": (1, 9)}  # (min, max) clipped steps of 10
+    want = {"a": (1, 9), "b": (1, 9), "c": (0, 0), "d": (10, 10), "e": (1, 9), "f": (1, 9)}  # (min, max) clipped steps of 10
     for name in sorted(os.listdir(out)) if p.returncode == 0 else []:
         cfg, _ = tg.load_model_file(os.path.join(out, name, "model.bin"))
         ref = tg.load_reference_file(os.path.join(out, name, "reference.bin"))

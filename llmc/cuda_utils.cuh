@@ -117,57 +117,65 @@ __device__ inline void store_stochastic(__nv_bfloat16* out, float x, uint32_t ra
 }
 #endif
 
-/* ---- 16-byte vector access ----
- * Pack16<T>: 16 bytes of T (8 bf16, or 4 fp32) that one thread loads or stores with one 128-bit
- * instruction; a warp's 32 consecutive packs are 512 contiguous bytes (coalesced). PackX = Pack16<floatX>,
- * PACKX its element count. load_pack(p) / store_pack(p, pack) need p 16-byte aligned: a real GPU faults
+/* ---- vector access ----
+ * Pack<T, N>: N consecutive T that one thread loads or stores with one instruction of N·sizeof(T) bytes,
+ * aligned to that. Pack16<T> is the 16-byte one (8 bf16, or 4 fp32: a 128-bit instruction; a warp's 32
+ * consecutive packs are 512 contiguous bytes, coalesced); Pack<T, 1> a single element, the width of the
+ * kernels' fallback for rows that are no multiple of a pack (pack_width). PackX = Pack16<floatX>, PACKX its
+ * element count. load_pack(N, p) / store_pack(p, pack) need p aligned to the pack's bytes: a real GPU faults
  * on a misaligned vector access, and in the simulator (-DCUDASIM, where the CPU would not) the helpers
  * stop with "error: cudasim: kernel K ...: misaligned 16-byte load of <pointer expression> ...". */
-template <typename T>
-struct alignas(16) Pack16 {
-    static constexpr int size = 16 / (int)sizeof(T);
-    T v[16 / sizeof(T)];
+template <typename T, int N>
+struct alignas(N * sizeof(T)) Pack {
+    static constexpr int size = N;
+    T v[N];
 };
+template <typename T>
+using Pack16 = Pack<T, 16 / (int)sizeof(T)>;
 typedef Pack16<floatX> PackX;
 #define PACKX (PackX::size)
 
-template <typename T>
+template <int BYTES, typename T>
 __device__ inline void check_pack_address_(const T* p, const char* op, const char* what, const char* file, int line) {
 #if defined(CUDASIM)
-    if ((uintptr_t)p % 16 != 0)
-        cudasim::fail("misaligned 16-byte %s of %s = %p (%s:%d): a GPU faults with a misaligned address", op, what, (const void*)p,
-                      file, line);
+    if ((uintptr_t)p % BYTES != 0)
+        cudasim::fail("misaligned %d-byte %s of %s = %p (%s:%d): a GPU faults with a misaligned address", BYTES, op, what,
+                      (const void*)p, file, line);
 #endif
 }
-template <typename T>
-__device__ inline Pack16<T> load_pack_(const T* p, const char* what, const char* file, int line) {
-    check_pack_address_(p, "load", what, file, line);
-    return *reinterpret_cast<const Pack16<T>*>(p);
+template <int N, typename T>
+__device__ inline Pack<T, N> load_pack_(const T* p, const char* what, const char* file, int line) {
+    check_pack_address_<(int)sizeof(Pack<T, N>)>(p, "load", what, file, line);
+    return *reinterpret_cast<const Pack<T, N>*>(p);
 }
-template <typename T>
-__device__ inline void store_pack_(T* p, const Pack16<T>& pack, const char* what, const char* file, int line) {
-    check_pack_address_(p, "store", what, file, line);
-    *reinterpret_cast<Pack16<T>*>(p) = pack;
+template <typename T, int N>
+__device__ inline void store_pack_(T* p, const Pack<T, N>& pack, const char* what, const char* file, int line) {
+    check_pack_address_<(int)sizeof(Pack<T, N>)>(p, "store", what, file, line);
+    *reinterpret_cast<Pack<T, N>*>(p) = pack;
 }
-#define load_pack(p) load_pack_((p), #p, __FILE__, __LINE__)
+#define load_pack(N, p) load_pack_<N>((p), #p, __FILE__, __LINE__)
 #define store_pack(p, pack) store_pack_((p), (pack), #p, __FILE__, __LINE__)
 
-/* N consecutive T (floatX or float) at p as fp32, and back (rounding to nearest): N / Pack16<T>::size
- * packs; N·sizeof(T) a multiple of 16 */
+/* N consecutive T (floatX or float) at p as fp32, and back (rounding to nearest): in 16-byte packs when
+ * N·sizeof(T) is a multiple of 16 (p then 16-byte aligned), else element by element */
+template <typename T, int N>
+struct FloatsPack {
+    static constexpr int size = N % Pack16<T>::size == 0 ? Pack16<T>::size : 1;
+};
 template <int N, typename T>
 __device__ inline void load_floats_(float* out, const T* p, const char* what, const char* file, int line) {
-    static_assert(N % Pack16<T>::size == 0, "load_floats: N must fill whole packs");
-    for (int k = 0; k < N; k += Pack16<T>::size) {
-        Pack16<T> q = load_pack_(p + k, what, file, line);
-        for (int j = 0; j < Pack16<T>::size; j++) out[k + j] = (float)q.v[j];
+    constexpr int P = FloatsPack<T, N>::size;
+    for (int k = 0; k < N; k += P) {
+        Pack<T, P> q = load_pack_<P>(p + k, what, file, line);
+        for (int j = 0; j < P; j++) out[k + j] = (float)q.v[j];
     }
 }
 template <int N, typename T>
 __device__ inline void store_floats_(T* p, const float* in, const char* what, const char* file, int line) {
-    static_assert(N % Pack16<T>::size == 0, "store_floats: N must fill whole packs");
-    for (int k = 0; k < N; k += Pack16<T>::size) {
-        Pack16<T> q;
-        for (int j = 0; j < Pack16<T>::size; j++) q.v[j] = (T)in[k + j];
+    constexpr int P = FloatsPack<T, N>::size;
+    for (int k = 0; k < N; k += P) {
+        Pack<T, P> q;
+        for (int j = 0; j < P; j++) q.v[j] = (T)in[k + j];
         store_pack_(p + k, q, what, file, line);
     }
 }
@@ -188,6 +196,14 @@ static inline void require_multiple_(long n, long multiple, const char* what, co
 }
 #define require_pack_aligned(p) require_pack_aligned_((const void*)(p), #p, __FILE__, __LINE__)
 #define require_multiple(n, multiple) require_multiple_((long)(n), (long)(multiple), #n, __FILE__, __LINE__)
+
+/* the elements per access of a kernel templated on it (llmc/layernorm.cuh, column_sums.cuh, encoder.cuh) over rows
+ * of n elements in the arrays ptrs (NULL ones count as aligned): PACKX when n is a multiple of it and every array is
+ * 16-byte aligned (the trainer's case for channels % 8 == 0), else 1 (any n, any alignment: slower, same sums) */
+template <typename... P>
+static inline int pack_width(long n, const P*... ptrs) {
+    return n % PACKX == 0 && (((uintptr_t)ptrs % 16 == 0) && ...) ? PACKX : 1;
+}
 
 /* An elementwise pass over n elements of several arrays (element sizes 2 or 4 bytes) cut into work
  * items: `packs` vector items of `unit` elements starting at element head, where every array is

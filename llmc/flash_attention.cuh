@@ -20,9 +20,10 @@
  *       atomic adds varies run to run); 1: dq computed by a separate pass in a fixed order, bit-identical run to
  *       run. The fp32 path is always deterministic (no atomics) and ignores the flag.
  *   Requirements (checked, one-line error and exit 1 otherwise): NH > 0, C % NH == 0, hs = C/NH at most 256, B, T >= 0;
- *   bf16 pointers 16-byte aligned (cp.async). Any T (tiles are masked and zero-filled). Any hs: a multiple of 8 at full
- *   speed (16-byte cp.async copies); others (e.g. 12, or odd) staged and stored element by element (the kernels'
- *   ALIGNED = false instances), as a head's columns then do not start on 16 bytes.
+ *   pointers aligned to their element. Any T (tiles are masked and zero-filled). Any hs: a multiple of 8 with 16-byte
+ *   aligned buffers at full speed (16-byte cp.async copies); others (e.g. 12, or odd; or buffers at any address, as a
+ *   layer's slice of a model whose channels are no multiple of 8) staged and stored element by element (the
+ *   kernels' ALIGNED = false instances), as a head's columns then do not start on 16 bytes.
  *
  * bf16 path, decomposition (FA_BLOCK = 64, 4 warps per block, each warp owns 16 rows of the block's 64; at HD <= 64
  * every kernel gives each warp 32 rows of 128, and the forward at HD = 128 too: FA_FWD_MT, FA_KV_MT, FA_DQ_MT):
@@ -847,10 +848,16 @@ static inline void flash_attention_check(const char* op, int B, int T, int C, in
     if (B < 0 || T < 0 || NH <= 0 || C <= 0 || C % NH != 0) problem = "needs B, T >= 0 and C a positive multiple of NH > 0";
     else if (!flash_attention_supported(C, NH)) problem = "needs the head dim C/NH to be at most 256";
     else if (B > 65535 || NH > 65535) problem = "needs B and NH at most 65535 (the grid's z and y dimensions)";
-    else if ((uintptr_t)p0 % align || (uintptr_t)p1 % align || (uintptr_t)p2 % align) problem = "needs 16-byte aligned bf16 buffers";
+    else if ((uintptr_t)p0 % align || (uintptr_t)p1 % align || (uintptr_t)p2 % align) problem = "needs buffers aligned to their element size";
     if (!problem) return;
     fprintf(stderr, "error: %s: B=%d T=%d C=%d NH=%d: %s\n", op, B, T, C, NH, problem);
     exit(1);
+}
+
+/* whether the bf16 kernels' ALIGNED instances (16-byte copies and pair stores) take head size hs and the buffers ptrs */
+template <typename... P>
+static inline bool fa_aligned(int hs, const P*... ptrs) {
+    return hs % 8 == 0 && (((uintptr_t)ptrs % 16 == 0) && ...);
 }
 
 /* the padded head dim HD of the bf16 kernels for hs */
@@ -896,7 +903,7 @@ static inline size_t flash_attention_smem_bytes(int C, int NH, int fp32) {
 }
 
 /* the forward at padded head dim HD with MT row blocks per warp (the benchmark also times MT = 1 against the default);
- * ALIGNED: the head dim C/NH is a multiple of 8 */
+ * ALIGNED: fa_aligned (a head dim C/NH that is a multiple of 8, 16-byte aligned buffers) */
 template <int HD, int MT = FA_FWD_MT(HD), bool ALIGNED = true>
 static inline void fa_forward_bf16(__nv_bfloat16* out, float* lse, const __nv_bfloat16* qkv, int B, int T, int C, int NH, cudaStream_t stream) {
     size_t smem = fa_forward_smem<HD, MT>();
@@ -950,17 +957,17 @@ static inline void fa_backward_dispatch(__nv_bfloat16* dqkv, float* scratch, con
 }
 
 static inline void flash_attention_forward(__nv_bfloat16* out, float* lse, const __nv_bfloat16* qkv, int B, int T, int C, int NH, cudaStream_t stream) {
-    flash_attention_check("flash_attention_forward", B, T, C, NH, out, qkv, qkv, 16);
+    flash_attention_check("flash_attention_forward", B, T, C, NH, out, qkv, qkv, sizeof(__nv_bfloat16));
     if ((long)B * T == 0) return;
-    if ((C / NH) % 8 == 0) fa_forward_dispatch<true>(out, lse, qkv, B, T, C, NH, stream);
+    if (fa_aligned(C / NH, out, qkv)) fa_forward_dispatch<true>(out, lse, qkv, B, T, C, NH, stream);
     else fa_forward_dispatch<false>(out, lse, qkv, B, T, C, NH, stream);
 }
 
 static inline void flash_attention_backward(__nv_bfloat16* dqkv, float* scratch, const __nv_bfloat16* dout, const __nv_bfloat16* out, const __nv_bfloat16* qkv,
                                             const float* lse, int B, int T, int C, int NH, int deterministic, cudaStream_t stream) {
-    flash_attention_check("flash_attention_backward", B, T, C, NH, dqkv, dout, qkv, 16);
+    flash_attention_check("flash_attention_backward", B, T, C, NH, dqkv, dout, qkv, sizeof(__nv_bfloat16));
     if ((long)B * T == 0) return;
-    if ((C / NH) % 8 == 0) fa_backward_dispatch<true>(dqkv, scratch, dout, out, qkv, lse, B, T, C, NH, deterministic, stream);
+    if (fa_aligned(C / NH, dqkv, dout, out, qkv)) fa_backward_dispatch<true>(dqkv, scratch, dout, out, qkv, lse, B, T, C, NH, deterministic, stream);
     else fa_backward_dispatch<false>(dqkv, scratch, dout, out, qkv, lse, B, T, C, NH, deterministic, stream);
 }
 

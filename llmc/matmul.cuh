@@ -17,6 +17,8 @@
  * fuses the GELU derivative (DGELU: dinp = (dout·weight)·gelu'(pre)). cuBLASLt needs the aux leading
  * dimension to be a multiple of 8; when it is not, or when its heuristic has no algorithm for the fused
  * epilogue (some type, shape or alignment), the separate kernels of llmc/gelu.cuh run instead.
+ * Bias: the epilogues need a 16-byte aligned bias; a layer's slice of a stacked bias at channels that are no
+ * multiple of 8 is not, and then the matmul runs without it and add_bias_kernel adds it (one thread per element).
  */
 #ifndef LLMC_MATMUL_CUH
 #define LLMC_MATMUL_CUH
@@ -109,17 +111,29 @@ static inline int matmul_cublaslt(BlasContext* ctx, floatX* d, const floatX* a, 
 /* the GELU epilogues need the aux leading dimension (the output width) to be a multiple of 8 */
 static inline int matmul_gelu_fusable(int width) { return width % 8 == 0; }
 
+#define ADD_BIAS_BLOCK 256
+/* out[r, c] += bias[c] over n = rows x OC elements, one thread per element */
+__global__ void add_bias_kernel(floatX* out, const floatX* bias, long n, int OC) {
+    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = (floatX)((float)out[i] + (float)bias[i % OC]);
+}
+
 /* out[BT,OC] = inp·weightᵀ + bias (bias may be NULL). With pre != NULL: pre = inp·weightᵀ + bias and
  * out = gelu(pre) (pre must not alias out). */
 static inline void matmul_forward(BlasContext* ctx, floatX* out, floatX* pre, const floatX* inp, const floatX* weight,
                                   const floatX* bias, int BT, int C, int OC) {
-    if (pre && matmul_gelu_fusable(OC) &&
+    int fused_bias = blas_alignment(bias) >= 16; /* NULL counts as aligned */
+    if (pre && fused_bias && matmul_gelu_fusable(OC) &&
         matmul_cublaslt(ctx, out, weight, inp, bias, pre, OC, BT, C, 1, 0, 0.0f,
                         bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX) == 0)
         return;
-    matmul_cublaslt(ctx, pre ? pre : out, weight, inp, bias, NULL, OC, BT, C, 1, 0, 0.0f,
-                    bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT);
-    if (pre) gelu_forward(out, pre, (size_t)BT * OC, ctx->stream);
+    floatX* d = pre ? pre : out;
+    matmul_cublaslt(ctx, d, weight, inp, fused_bias ? bias : NULL, NULL, OC, BT, C, 1, 0, 0.0f,
+                    bias && fused_bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT);
+    long n = (long)BT * OC;
+    if (!fused_bias)
+        launch_kernel(add_bias_kernel, dim3(ceil_div(n, ADD_BIAS_BLOCK)), dim3(ADD_BIAS_BLOCK), 0, ctx->stream, d, bias, n, OC);
+    if (pre) gelu_forward(out, pre, (size_t)n, ctx->stream);
 }
 
 /* dinp[BT,C] = dout·weight (OVERWRITTEN; skipped when NULL), times gelu'(pre) when pre != NULL (pre is the

@@ -172,7 +172,7 @@ gc_check_binaries() {
 gc_tests() {
     local d found=0 expected
     wait "$gc_ref_small_pid" 2>/dev/null
-    for expected in a_L2_H4_C64_T32_V512 b_L2_H3_C96_T37_V300 c_L1_H1_C32_T16_V129 d_L3_H2_C48_T64_V1000 e_L2_H8_C56_T29_V200; do
+    for expected in a_L2_H4_C64_T32_V512 b_L2_H3_C96_T37_V300 c_L1_H1_C32_T16_V129 d_L3_H2_C48_T64_V1000 e_L2_H8_C56_T29_V200 f_L2_H3_C45_T19_V97; do
         [ -f "build/references/$expected/reference.bin" ] || gc_record FAIL "reference state $expected" 0 "missing (see the reference step's log)"
     done
     for d in build/references/*/; do

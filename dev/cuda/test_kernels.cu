@@ -6,7 +6,7 @@
  * ||gpu - cpu|| / ||cpu||, bound 1e-5 (fp32 against fp32, different summation orders); the CPU ops'
  * backward functions accumulate, so they start from the same nonzero gradients as the GPU ones.
  * The vectorised kernels (16-byte packs, llmc/cuda_utils.cuh) are also run on a layernorm row wider than
- * the lanes' register cache, and AdamW, the global norm and GELU on arrays that start at unaligned offsets
+ * the lanes' register cache, the encoder and layernorm at C = 42 (no multiple of PACKX: packs of 1 element), and AdamW, the global norm and GELU on arrays that start at unaligned offsets
  * (a scalar head) or at offsets that disagree (all scalar), and the column sums over more row chunks than a
  * grid's y dimension takes. Child processes check that a misaligned pack
  * access stops the simulator the way a GPU faults, and that the host wrappers reject a bad layout.
@@ -55,13 +55,6 @@ static void launch_misaligned_gelu(void*) {
     VectorSplit split = {0, 8, PACKX, 8};
     launch_kernel(gelu_forward_kernel, dim3(1), dim3(32), 0, (cudaStream_t)0, x, x + 1, split);
     cudaCheck(cudaDeviceSynchronize());
-}
-
-/* a layernorm of C = 42 channels, which is no multiple of PACKX */
-static void layernorm_bad_width(void*) {
-    float* x;
-    cudaCheck(cudaMalloc(&x, 4 * 42 * sizeof(float)));
-    residual_layernorm_forward(NULL, x, x, x + 1, x, NULL, x, x, 1, 42, (cudaStream_t)0);
 }
 
 /* a classifier on logits that start 4 bytes past an aligned address */
@@ -189,7 +182,6 @@ int main(void) {
     const int B = 3, T = 13, C = 40, NH = 5, V = 77, Vp = 128, BT = B * T;
     cudaStream_t s = 0;
     check_fails("a misaligned 16-byte load faults (simulator check)", launch_misaligned_gelu, "misaligned 16-byte load of inp + i");
-    check_fails("layernorm rejects C = 42 (no multiple of PACKX)", layernorm_bad_width, "error: C = 42 is not a multiple of");
     check_fails("fused_classifier rejects unaligned logits", classifier_misaligned, "error: logits = ");
     BlasContext blas;
     blas_create(&blas, s);
@@ -202,6 +194,7 @@ int main(void) {
         frequent_tokens[(i * 37) % 305] = i < 153 ? 3 : i < 217 ? 5 : i < 282 ? 9 : 10 + i % 23;
     check_encoder(B, T, C, V, few_tokens, "11 distinct tokens, one run each", s);
     check_encoder(5, 61, C, V, frequent_tokens, "tokens of 153, 64 and 65 positions", s);
+    check_encoder(5, 61, 42, V, frequent_tokens, "C no multiple of PACKX: packs of 1", s);
 
     /* residual + layernorm forward, layernorm backward: the model's shape, rows of 3 to 4 packs per lane (a
      * cache of 4, partly used), and rows wider than the largest register cache (32·LN_MAX_CACHED_PACKS
@@ -209,6 +202,8 @@ int main(void) {
     check_layernorm(BT, C, "", scratch, s);
     check_layernorm(5, (32 * 3 + 5) * PACKX, ": cache of 4 packs", scratch, s);
     check_layernorm(5, (32 * LN_MAX_CACHED_PACKS + 17) * PACKX, ": beyond the register cache", scratch, s);
+    check_layernorm(BT, 42, ": no multiple of PACKX, packs of 1", scratch, s);
+    check_layernorm(5, 32 * LN_MAX_CACHED_PACKS + 17, ": packs of 1 beyond the register cache", scratch, s);
     { /* more row chunks than a column-sum stage-2 block has threads (each thread then sums several) */
         int rows = 2 * COLSUM_FINISH * COLSUM_CHUNK + 37;
         float* big;
@@ -239,19 +234,21 @@ int main(void) {
         cudaCheck(cudaFree(big));
     }
 
-    /* matmuls: plain + bias, GELU fused (OC % 8 == 0) and not (OC = 100), and their backwards */
-    for (int variant = 0; variant < 3; variant++) {
-        int Cin = variant == 2 ? 36 : C, OC = variant == 0 ? 3 * C : variant == 1 ? 4 * C : 100;
-        int gelu = variant > 0;
+    /* matmuls: plain + bias, GELU fused (OC % 8 == 0) and not (OC = 100), and with a bias 4 bytes past an aligned
+     * address (as a layer's slice of a stacked bias at C = 45: no bias epilogue, add_bias_kernel), and their backwards */
+    for (int variant = 0; variant < 4; variant++) {
+        int Cin = variant == 2 ? 36 : variant == 3 ? 45 : C, OC = variant == 0 ? 3 * C : variant == 1 ? 4 * C : variant == 2 ? 100 : 135;
+        int gelu = variant > 0, skew = variant == 3;
         char what[128];
-        Buf inp = buf_random((size_t)BT * Cin, 1.0f), w = buf_random((size_t)OC * Cin, 0.5f), bias = buf_random(OC, 1.0f),
+        Buf inp = buf_random((size_t)BT * Cin, 1.0f), w = buf_random((size_t)OC * Cin, 0.5f), bias = buf_random(OC + skew, 1.0f),
             out = buf_random((size_t)BT * OC, 1.0f), pre = buf_random((size_t)BT * OC, 1.0f), dout = buf_random((size_t)BT * OC, 1.0f),
             dinp = buf_random((size_t)BT * Cin, 1.0f), dw = buf_random((size_t)OC * Cin, 1.0f), db = buf_random(OC, 1.0f);
-        matmul_forward(&blas, out.d, gelu ? pre.d : NULL, inp.d, w.d, bias.d, BT, Cin, OC);
-        matmul_forward(gelu ? pre.h : out.h, inp.h, w.h, bias.h, BT, Cin, OC);
+        matmul_forward(&blas, out.d, gelu ? pre.d : NULL, inp.d, w.d, bias.d + skew, BT, Cin, OC);
+        matmul_forward(gelu ? pre.h : out.h, inp.h, w.h, bias.h + skew, BT, Cin, OC);
         if (gelu) gelu_forward(out.h, pre.h, out.n);
-        snprintf(what, sizeof(what), "matmul_forward BT=%d C=%d OC=%d%s", BT, Cin, OC,
-                 gelu ? (matmul_gelu_fusable(OC) ? " + GELU epilogue" : " + GELU kernel") : " + bias");
+        snprintf(what, sizeof(what), "matmul_forward BT=%d C=%d OC=%d%s%s", BT, Cin, OC,
+                 gelu ? (matmul_gelu_fusable(OC) && !skew ? " + GELU epilogue" : " + GELU kernel") : " + bias",
+                 skew ? ", unaligned bias: bias kernel" : "");
         check(what, out.d, out.h, out.n);
         if (gelu) check("  its pre-GELU output", pre.d, pre.h, pre.n);
         /* backward of out = f(inp·wᵀ + b): through the GELU when there is one (the fused DGELU needs C % 8 == 0) */
