@@ -447,7 +447,7 @@ int main(int argc, char** argv) {
     train_note_no_checkpoints(&args);
 
     SampleSetup samples;
-    sample_setup(&samples, args.sample_every > 0, args.tokenizer, args.prompt, c->vocab_size, T);
+    sample_setup(&samples, args.sample_every > 0, args.tokenizer, args.prompt, c->vocab_size);
 
     Rng rng;
     train_rng_init(&rng, &args);

@@ -28,7 +28,7 @@ Two modes (run with --help for every flag):
     python3 train_gpt.py --train-data "data/x/train_*.bin" [--val-data ...] [--init model.bin |
         --preset d12 | config flags] -b B -t T --steps N --lr ... --device cpu|cuda [--write-model PATH]
         [--out-model PATH]
-  prints "step k/N | loss x.xxxx | lr ... | norm ..." per step. --write-model saves the initial model
+  prints "step k/N | loss x.xxxxxx | lr ... | norm ..." per step. --write-model saves the initial model
   (for the C trainer to start from the same weights); --out-model saves the trained one.
 
 Optimizer: torch.optim.AdamW with weight decay on the 2-D tensors only (wte, wpe, qkvw, attprojw, fcw,
@@ -505,10 +505,13 @@ def train_step(model, optimizer, x, y, lr, grad_clip, autocast=None):
         with autocast:
             _, loss = model(x, y, exact_attention=False)
     loss.backward()
-    if grad_clip > 0:
-        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
-    else:
-        norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(p.grad) for p in model.parameters()]))
+    # the global norm summed in float64 (torch's fp32 norm of a CPU tensor of millions of elements is off by up to
+    # 1e-3 relative: d12's wte), then clipped as clip_grad_norm_ does: scaled by clip / (norm + 1e-6) when below 1
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g, dtype=torch.float64) for g in grads]))
+    if grad_clip > 0 and grad_clip / (norm.item() + 1e-6) < 1:
+        for g in grads:
+            g.mul_(grad_clip / (norm.item() + 1e-6))
     for group in optimizer.param_groups:
         group["lr"] = lr
     optimizer.step()
@@ -644,7 +647,7 @@ def train(args, cfg, init):
         lr = learning_rate(s, N, args.warmup, args.lr, args.final_lr_frac, args.lr_schedule, args.wsd_frac)
         loss, norm = train_step(model, optimizer, x.to(device), y.to(device), lr, args.grad_clip, autocast)
         ms = 1000 * (time.time() - t0)
-        print(f"step {s + 1}/{N} | loss {loss:.4f} | lr {lr:.4e} | norm {norm:.4f} | {ms:.1f} ms "
+        print(f"step {s + 1}/{N} | loss {loss:.6f} | lr {lr:.4e} | norm {norm:.6f} | {ms:.1f} ms "
               f"| {B * T / (ms / 1000):.0f} tok/s")
     if val_loader and args.val_every > 0:
         print(f"step {N}/{N} | val loss {evaluate(model, val_loader, val_batches, device, autocast):.4f}")

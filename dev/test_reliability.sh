@@ -24,7 +24,8 @@
 #   - --early-stop: a best checkpoint newer than the last regular one (a failed save in between) resumes,
 #     and the run stops early where the uninterrupted one does;
 #   - a stop signal during a long in-run sample (-g 16M) cuts it short: checkpoint, exit 75 at once;
-#   - divergence (a huge learning rate): the run stops with exit 65 and a message;
+#   - divergence (a huge learning rate): the run stops with exit 65 and a message, also when it samples every
+#     step (the samples stop at the non-finite logits);
 #   - a training shard rewritten, truncated or deleted during the run: the step that reaches it is dropped,
 #     the error named, the completed steps checkpointed, exit 66; with the shard restored, -y 1 ends
 #     bit-identical to an uninterrupted run (the same step lines too); a validation shard rewritten: that
@@ -472,6 +473,14 @@ if [ $rc -eq 65 ] && grep -qE '^error: step [0-9]+: (3 updates skipped in a row|
     ok "learning rate 1e30: exit 65: $(head -1 "$tmp/div.err")"
 else
     bad "learning rate 1e30: exit $rc: $(head -c 300 "$tmp/div.err")"
+fi
+# sampling every step: the diverged model's samples stop at its non-finite logits, the health guard still ends the run
+"${base[@]}" -x 20 -l 1e30 -u 0 --grad-clip 0 --max-bad-steps 3 -s 1 -g 5 >"$tmp/div_sample.log" 2>"$tmp/div_sample.err"
+rc=$?
+if [ $rc -eq 65 ] && grep -q "stopped: the model's logits are not finite" "$tmp/div_sample.log" && grep -q 'updates skipped in a row' "$tmp/div_sample.err"; then
+    ok "learning rate 1e30, a sample every step: samples stopped at non-finite logits, exit 65: $(head -1 "$tmp/div_sample.err")"
+else
+    bad "learning rate 1e30 with samples: exit $rc: $(head -c 300 "$tmp/div_sample.err")"
 fi
 
 test_end

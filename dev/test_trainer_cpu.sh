@@ -7,7 +7,8 @@
 #     same counts warns (the data fingerprint), with another --seed stops;
 #   - learning: the loss on a periodic token stream falls well below ln(V);
 #   - side by side with PyTorch (train_gpt.py training mode): the same initial model and
-#     shards give the same loss at every step (relative 1e-4).
+#     shards give the same loss at every step (relative 1e-4); with a 4.2M-element embedding, clipped,
+#     the same gradient norms too (relative 2e-5).
 # Token shards are written by dev/fuzz/write_shard.py, which follows doc/formats.md,
 # not by the code under test. Ends with "N passed, M failed".
 set -u
@@ -102,6 +103,16 @@ expect_error "total batch near 2^31: only the total below suggested (the one abo
     ./train_gpt_cpu $small $data $quiet -d 2147483647
 expect_error "mock data with shards" "mock-data.*train-data" ./train_gpt_cpu $small $data $quiet --mock-data
 expect_error "a prompt with sampling off" "prompt.*sample-every 0" ./train_gpt_cpu $small $data $quiet --prompt hello
+# a prompt longer than -t: the sample's window slides over it, as over the generated tokens
+prompt="one two three four five six seven eight nine ten"
+./train_gpt_cpu --n-layer 1 --n-head 2 --n-embd 16 --vocab-size 50257 -b 1 -t 8 --mock-data -x 1 -s 1 -g 4 -v 0 \
+    --prompt "$prompt" >"$tmp/long_prompt.log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q '^prompt: 10 tokens' "$tmp/long_prompt.log" && grep -A1 -- '^---- sample' "$tmp/long_prompt.log" | grep -q "^$prompt ."; then
+    ok "a 10-token prompt with -t 8: sampled after it ($(grep -A1 -- '^---- sample' "$tmp/long_prompt.log" | tail -1))"
+else
+    bad "a 10-token prompt with -t 8: exit $rc: $(grep -m2 -E 'error|prompt' "$tmp/long_prompt.log")"
+fi
 expect_error "a tokenizer file that is missing" "tokenizer .*nope.bin" ./train_gpt_cpu $small $data -v 0 -s 5 --tokenizer "$tmp/nope.bin"
 
 # ---------------------------------------------------------------- exact resume
@@ -217,6 +228,22 @@ if [ "$(wc -l <"$tmp/py_losses")" -eq 6 ] && [ "$(wc -l <"$tmp/c_losses")" -eq 6
     ok "PyTorch and C losses agree over 6 steps: $(paste -d/ "$tmp/py_losses" "$tmp/c_losses" | tr '\n' ' ')"
 else
     bad "PyTorch vs C losses: $(paste -d/ "$tmp/py_losses" "$tmp/c_losses" | tr '\n' ' ') $(tail -2 "$tmp/py.log")"
+fi
+# a 4.2M-element embedding (V = 32768), clipped every step: the gradient norms agree within 2e-5 relative (torch's fp32
+# norm of a CPU tensor that size is 1e-4 off, so train_gpt.py sums the norm in float64) and so do the clipped updates
+write_shard "$tmp/data/wide_000.bin" 32768 2000 random
+"$PYTHON" train_gpt.py --train-data "$tmp/data/wide_*.bin" --n-layer 1 --n-head 2 --n-embd 128 --vocab-size 32768 \
+    -t 16 -b 2 --steps 3 --lr 1e-3 --warmup 0 --final-lr-frac 1.0 --weight-decay 0 --grad-clip 0.5 --seed 11 \
+    --write-model "$tmp/py_wide.bin" --threads 2 >"$tmp/py_wide.log" 2>&1
+./train_gpt_cpu -e "$tmp/py_wide.bin" -i "$tmp/data/wide_*.bin" --shuffle 0 -b 2 -t 16 -x 3 -l 1e-3 -u 0 -q 1.0 -c 0 \
+    --grad-clip 0.5 $quiet >"$tmp/c_wide.log" 2>&1
+norms() { grep -E '^step +[0-9]+/[0-9]+ \| loss' "$1" | sed -E 's/.*\| norm ([0-9.]+).*/\1/'; }
+paste <(losses "$tmp/py_wide.log") <(losses "$tmp/c_wide.log") <(norms "$tmp/py_wide.log") <(norms "$tmp/c_wide.log") >"$tmp/wide"
+if [ "$(wc -l <"$tmp/wide")" -eq 3 ] && awk 'NF != 4 { bad = 1 } { d = $1 - $2; n = $3 - $4; if (d < 0) d = -d; if (n < 0) n = -n;
+        if (d > 1e-4 * $1 || n > 2e-5 * $3) bad = 1 } END { exit bad }' "$tmp/wide"; then
+    ok "V=32768, clipped: PyTorch and C losses and norms agree over 3 steps: $(awk '{ printf "%s/%s ", $3, $4 }' "$tmp/wide")"
+else
+    bad "V=32768 PyTorch vs C (loss py, C, norm py, C): $(tr '\n' ' ' <"$tmp/wide") $(tail -2 "$tmp/py_wide.log")"
 fi
 
 test_end

@@ -5,7 +5,9 @@
  * (GBPE file) is used only when its vocabulary is the model's; otherwise samples are printed as
  * token ids and start from token 0 (a prompt then is an error). Each new token is drawn with
  * sample_token (llmc/sampler.h) from the logits of the last position, which the trainer computes
- * through its `next_logits` callback over at most `window` trailing tokens. A stop signal
+ * through its `next_logits` callback over at most `window` trailing tokens (a prompt longer than the
+ * window too, as sample_gpt does). A diverged model's logits that are not all finite end the
+ * sample with a note (the trainer's health guard judges the run; sample_gpt stops instead). A stop signal
  * (llmc/signals.h) cuts a sample short, so that a preempted run checkpoints in time whatever -g is
  * (the trainer then drops the unfinished step, Rng included, and a resumed run samples again).
  */
@@ -30,8 +32,7 @@ typedef struct {
 /* logits (at least vocab_size floats, host memory) of the position after tokens[0..n) */
 typedef const float* (*NextLogitsFn)(void* model, const int* tokens, int n);
 
-static inline void sample_setup(SampleSetup* s, int enabled, const char* tokenizer_path, const char* prompt, int vocab_size,
-                                int max_context) {
+static inline void sample_setup(SampleSetup* s, int enabled, const char* tokenizer_path, const char* prompt, int vocab_size) {
     memset(s, 0, sizeof(*s));
     s->vocab_size = vocab_size;
     if (enabled && access(tokenizer_path, R_OK) != 0) {
@@ -53,7 +54,6 @@ static inline void sample_setup(SampleSetup* s, int enabled, const char* tokeniz
     if (prompt[0]) {
         if (!s->have_tokenizer) fatalf("--prompt needs a tokenizer whose vocabulary is the model's (--tokenizer %s)", tokenizer_path);
         n = tokenizer_encode(&s->tokenizer, (const unsigned char*)prompt, strlen(prompt), &ids);
-        if (n + 1 > (size_t)max_context) fatalf("--prompt is %zu tokens, longer than the sequence length %d allows", n, max_context);
         printf("prompt: %zu tokens\n", n);
     }
     s->context = (int*)malloc_check((n + 1) * sizeof(int));
@@ -88,6 +88,12 @@ static inline void sample_generate(const SampleSetup* s, NextLogitsFn next_logit
         }
         int start = n > window ? n - window : 0;
         const float* logits = next_logits(model, ctx + start, n - start);
+        int finite = 1;
+        for (int v = 0; v < s->vocab_size; v++) finite &= isfinite(logits[v]) != 0;
+        if (!finite) {
+            printf(" [stopped: the model's logits are not finite]");
+            break;
+        }
         int next = sample_token(logits, s->vocab_size, temperature, top_k, rng);
         ctx[n++] = next;
         sample_print_token(s, next);
