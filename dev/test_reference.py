@@ -401,7 +401,7 @@ def test_training_mode(ctx):
                            "--val-every", 2, "--val-batches", 2, "--n-layer", 1, "--n-head", 2, "--n-embd", 32,
                            "--vocab-size", 200, "-b", 2, "-t", 16, "--steps", 4, "--write-model", init_path,
                            "--out-model", out_path)
-    steps = re.findall(r"^step (\d+)/4 \| loss (\d+\.\d{4}) \| lr \S+ \| norm \S+", out, re.M)
+    steps = re.findall(r"^step (\d+)/4 \| loss (\d+\.\d{6}) \| lr \S+ \| norm \S+", out, re.M)
     ok = rc == 0 and len(steps) == 4 and "val loss" in out
     detail = f"exit {rc}, {len(steps)} step lines; {err.strip()[-300:]}"
     if ok:
