@@ -5,8 +5,8 @@
  *                  [--json-field text] [--doc-separator LINE] [--threads N] [--tokenizer PATH]
  *
  * Inputs, in command-line order: a file, or a directory searched recursively (entries in byte order
- * of their paths; hidden entries, symbolic links and files with a NUL byte in their first 8 KiB
- * skipped). A file named directly with such a NUL byte is an error; for a pipe or a device (<(...),
+ * of their paths; hidden entries, symbolic links and files with a NUL byte in their first 8 KiB or a
+ * UTF-16 byte order mark skipped). A file named directly with such a NUL byte or mark is an error; for a pipe or a device (<(...),
  * /dev/stdin) the 8 KiB are the first ones read. One leading UTF-8 byte order mark of a file is
  * dropped (Python's utf-8-sig). Files named *.jsonl or *.json are JSON lines: one object per line, the
  * document is its string field --json-field (an unpaired surrogate escape becomes U+FFFD); blank
@@ -21,7 +21,8 @@
  * Shards are written as DIR/<name>_NNNNNN.bin.tmp and renamed once the whole input is written, so a
  * failed run (a broken JSON line, a full disk, SIGINT/SIGTERM: exit 128 + the signal) leaves the
  * directory as it was; then stale train_/val_ shards (and .tmp files) of an earlier run beyond the ones
- * written are removed. (The renames are one per shard, not one atomic step: a kill among them leaves
+ * written are removed. A run holds an exclusive lock (flock) on DIR itself: a second prepare_data on the
+ * same directory stops at once instead of mixing its shards with the first one's. (The renames are one per shard, not one atomic step: a kill among them leaves
  * old and new shards side by side.)
  *
  * Deterministic: the shards depend only on the inputs and flags, never on --threads. Parallelism:
@@ -36,6 +37,8 @@
  * first reads the next batch: reading and writing overlap encoding instead of running alone.
  */
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <math.h>
 #include <omp.h>
 #include <time.h>
@@ -176,16 +179,24 @@ static void file_list_add(FileList* l, const char* path, long long size, int is_
 }
 
 #define BINARY_CHECK_BYTES 8192
-#define NOT_TEXT "not text (a NUL byte in its first 8 KiB): compressed? decompress it first; UTF-16 or UTF-32? convert it to UTF-8"
+#define NOT_TEXT "not text (a NUL byte in its first 8 KiB, or a UTF-16 byte order mark): compressed? decompress it first; " \
+                 "UTF-16 or UTF-32? convert it to UTF-8"
 
-/* true if the first 8 KiB of path contain a NUL byte */
+/* true if a file's first n bytes (up to 8 KiB) hold a NUL byte or start with a UTF-16 byte order mark (UTF-16 text of
+ * a script without ASCII, e.g. CJK, may have no NUL byte) */
+static int not_text(const unsigned char* buf, size_t n) {
+    return memchr(buf, 0, n < BINARY_CHECK_BYTES ? n : BINARY_CHECK_BYTES) != NULL ||
+           (n >= 2 && (memcmp(buf, "\xFF\xFE", 2) == 0 || memcmp(buf, "\xFE\xFF", 2) == 0));
+}
+
+/* true if path's first 8 KiB are not text (not_text) */
 static int looks_binary(const char* path) {
     FILE* f = fopen_check(path, "rb");
     unsigned char buf[BINARY_CHECK_BYTES];
     size_t n = fread(buf, 1, sizeof(buf), f);
     if (ferror(f)) fatalf("%s: read failed: %s", path, strerror(errno));
     fclose_check(f, path);
-    return memchr(buf, 0, n) != NULL;
+    return not_text(buf, n);
 }
 
 static int compare_strings(const void* a, const void* b) { return strcmp(*(char* const*)a, *(char* const*)b); }
@@ -798,8 +809,7 @@ static int read_block(Reader* r, Batch* b, const FileList* files, const Options*
     size_t got = fread(block + r->carry_len, 1, r->read_size, r->f);
     if (ferror(r->f)) fatalf("%s: read failed: %s", path, strerror(errno));
     int eof = got < r->read_size;
-    if (first && files->is_stream[r->file] && memchr(block, 0, got < BINARY_CHECK_BYTES ? got : BINARY_CHECK_BYTES))
-        fatalf("%s: " NOT_TEXT, path);
+    if (first && files->is_stream[r->file] && not_text(block, got)) fatalf("%s: " NOT_TEXT, path);
     if (first && got >= 3 && memcmp(block, "\xEF\xBB\xBF", 3) == 0) { /* a UTF-8 byte order mark (as Python's utf-8-sig) */
         memmove(block, block + 3, got - 3);
         got -= 3;
@@ -885,6 +895,15 @@ int main(int argc, char** argv) {
     struct stat st;
     if (stat(o.output_dir, &st) != 0 || !S_ISDIR(st.st_mode)) fatalf("%s: output path is not a directory", o.output_dir);
     if (access(o.output_dir, W_OK | X_OK) != 0) fatalf("%s: output directory is not writable: %s", o.output_dir, strerror(errno));
+    /* an exclusive lock on the directory itself for the life of the process (the kernel drops it however the process
+     * ends; nothing is left in the directory); its descriptor stays open */
+    int dir_fd = open(o.output_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir_fd < 0) fatalf("%s: cannot open the output directory: %s", o.output_dir, strerror(errno));
+    if (flock(dir_fd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno == EWOULDBLOCK) fatalf("%s: another prepare_data is writing to this output directory", o.output_dir);
+        fprintf(stderr, "warning: %s: cannot lock it (%s): nothing stops a second prepare_data from writing here too\n", o.output_dir,
+                strerror(errno));
+    }
 
     static Output out; /* large buffers: not on the stack */
     ShardWriter* const train = &out.train;
@@ -949,14 +968,16 @@ int main(int argc, char** argv) {
     fprintf(stderr, "%s%lld documents from %d files (%.1f MB) in %.2f s, %.1f MB/s, %ld threads\n", progress_tty ? "\r" : "",
             out.documents, files.count, out.bytes_done / 1e6, elapsed, out.bytes_done / 1e6 / elapsed, o.threads);
     if (files.binaries)
-        fprintf(stderr, "skipped %d binary files in the input directories (a NUL byte in their first 8 KiB: compressed, or UTF-16/UTF-32)\n",
+        fprintf(stderr, "skipped %d binary files in the input directories (a NUL byte in their first 8 KiB or a UTF-16 byte order mark: compressed, or UTF-16/UTF-32)\n",
                 files.binaries);
     fprintf(stderr, "train: %llu tokens in %d shards; val: %llu tokens (%lld documents) in %d shards -> %s%s\n",
             (unsigned long long)train->total, train->shards_done, (unsigned long long)val->total, out.val_documents,
             val->shards_done, o.output_dir, stale ? " (removed stale shards of an earlier run)" : "");
     if (val->total == 0 && o.val_fraction > 0)
         fprintf(stderr, "warning: val is empty: %lld documents are fewer than 1/%g\n", out.documents, o.val_fraction);
-    if (o.doc_separator && out.separators == 0)
+    int text_files = 0;
+    for (int i = 0; i < files.count; i++) text_files += !files.is_jsonl[i];
+    if (o.doc_separator && out.separators == 0 && text_files > 0)
         fprintf(stderr, "warning: --doc-separator '%s' matched no line of the inputs: each text file was one document "
                         "(a typo? other characters on the separator lines, such as white space?)\n", o.doc_separator);
     for (int i = 0; i < files.count; i++) free(files.paths[i]);

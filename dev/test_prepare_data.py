@@ -16,14 +16,16 @@
     line), no *.tmp left, and a failed run leaves the directory's earlier shards as they were;
   * a pipe or a device is checked for a NUL byte in its first 8 KiB read (gzip through <(cat x.gz),
     /dev/zero), and a stream with no cut point stops at 256 MiB instead of growing without bound;
-    "not text" names UTF-16/UTF-32; --doc-separator with '\r' is refused, and one that matched no
-    line is warned about;
+    "not text" names UTF-16/UTF-32, and a UTF-16 byte order mark (CJK text has no NUL byte) is not text;
+    a second run on a directory that one is writing stops at once and touches nothing; --doc-separator
+    with '\r' is refused, and one that matched no line is warned about;
   * build/prepare_data_small (64-byte chunks, 256-byte reads, 1 KiB batches, 1 MiB uncut at most; ASan)
     crosses every boundary thousands of times: its shards equal ./prepare_data's on the fortunes, on
     adversarial text (separator lines, CRLF, lone CR, invalid UTF-8, long runs; also against tiktoken
     per document) and on JSON lines, and a JSON line over its 1 MiB names its line number.
 Ends with "N passed, M failed".
 """
+import fcntl
 import glob
 import gzip
 import json
@@ -340,6 +342,26 @@ def main():
         expect_failure("a UTF-16 file named as input", r, "utf16.txt: not text")
         check("UTF-16" in r.stderr and "UTF-32" in r.stderr and "compressed" in r.stderr,
               f"the not-text message names compression and UTF-16/UTF-32: {r.stderr.strip()[-160:]!r}")
+        # UTF-16 of a script without ASCII has no NUL byte: its byte order mark says what it is
+        for order in ("utf-16", "utf-16-be"):
+            cjk = os.path.join(tmp, f"cjk_{order}.txt")
+            open(cjk, "wb").write((b"\xfe\xff" if order == "utf-16-be" else b"") + ("\u4e2d\u6587\u6587\u672c" * 2000).encode(order))
+            expect_failure(f"CJK text in {order} with a byte order mark (no NUL byte)",
+                           prepare("--input", cjk, "--output-dir", os.path.join(tmp, "cjk_out")), f"cjk_{order}.txt: not text")
+        # a second prepare_data on a directory one is writing stops at once, touching nothing (the directory's flock held here)
+        locked = os.path.join(tmp, "locked")
+        os.makedirs(locked)
+        held = os.open(locked, os.O_RDONLY)
+        try:
+            fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            open(os.path.join(locked, "train_000000.bin.tmp"), "wb").write(b"the other run's shard")
+            plain = os.path.join(tmp, "plain.txt")
+            open(plain, "w").write("some text\n")
+            r = prepare("--input", plain, "--output-dir", locked)
+            expect_failure("a second run on a directory being written", r, "another prepare_data is writing")
+            check(sorted(os.listdir(locked)) == ["train_000000.bin.tmp"], f"the other run's files are left alone: {sorted(os.listdir(locked))}")
+        finally:
+            os.close(held)
 
         # tiny buffers: every chunk, read and batch boundary crossed thousands of times (a cut searched for past
         # the bytes read read beyond the buffer: AddressSanitizer stops the run)
