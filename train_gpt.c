@@ -533,7 +533,8 @@ int main(int argc, char** argv) {
             EarlyStopVerdict verdict = train_record_val(&args, &logger, &early, step, max_steps, val_loss);
             if (verdict == EARLY_STOP_IMPROVED && best_dir[0]) {
                 TrainState st = train_state_at(&run, step, &rng, &health, &train, &start.loader);
-                int failed = save_checkpoint(&model, best_dir, &st, 0, 0) != 0 || train_record_best(&early, best_dir, step) != 0;
+                int failed = (!train_best_saved(best_dir, step) && save_checkpoint(&model, best_dir, &st, 0, 0) != 0) ||
+                             train_record_best(&early, best_dir, step) != 0;
                 if (failed && (exit_status = train_save_failed(save_error_continue, 0, "the best checkpoint", saved_step)) != 0) break;
             }
             if (verdict == EARLY_STOP_STOP && step < max_steps) {
@@ -617,7 +618,7 @@ int main(int argc, char** argv) {
         if (data_error ? train_data_failed(&args, data_error, 0, 1, completed, max_steps, saved_step)
                        : train_preempted(&args, sig, completed, saved_step)) {
             TrainState st = train_state_at(&run, completed, &rng, &health, &train, NULL);
-            if (save_checkpoint(&model, args.output_dir, &st, args.keep_last, args.keep_every) != 0) exit_status = SAVE_FAILED_EXIT_STATUS;
+            if (save_checkpoint(&model, args.output_dir, &st, args.keep_last, args.keep_every) != 0) exit_status = train_exit_save_failed(saved_step);
         }
     } else if (exit_status == 0 && args.sample_every > 0) {
         sample_generate(&samples, next_logits_cpu, &model, args.sample_tokens, T, args.temperature, args.top_k, &rng);

@@ -1162,7 +1162,7 @@ int main(int argc, char** argv) {
             if (verdict == EARLY_STOP_IMPROVED && best_dir[0]) {
                 TrainState st = train_state_at(&run, step, &rng, &health, &train, &start.loader);
                 process_group_watchdog_hold(&pg);
-                int failed = save_checkpoint(&model, best_dir, &st, 0, 0) != 0;
+                int failed = !train_best_saved(best_dir, step) && save_checkpoint(&model, best_dir, &st, 0, 0) != 0;
                 if (!failed && rank == 0) failed = train_record_best(&early, best_dir, step) != 0;
                 int agreed_failed = dist_any(&model, failed); /* every rank takes the same branch */
                 process_group_heartbeat(&pg);
@@ -1263,7 +1263,7 @@ int main(int argc, char** argv) {
                       : train_preempted(&args, preempt_requested(), completed, saved_step)) {
             TrainState st = train_state_at(&run, completed, &rng, &health, &train, NULL);
             process_group_watchdog_hold(&pg);
-            if (save_checkpoint(&model, args.output_dir, &st, args.keep_last, args.keep_every) != 0) exit_status = SAVE_FAILED_EXIT_STATUS;
+            if (save_checkpoint(&model, args.output_dir, &st, args.keep_last, args.keep_every) != 0) exit_status = train_exit_save_failed(saved_step);
         }
     } else if (exit_status == 0 && args.sample_every > 0 && rank == 0) {
         process_group_watchdog_stop(&pg); /* the end-of-run sample has no heartbeat (the other ranks are done) */

@@ -22,13 +22,16 @@
 #   - -y 1 deletes the debris of interrupted writes (.tmp files, files of a step without a marker);
 #   - a new run (no -y) in a directory holding checkpoints stops (exit 1) and writes nothing;
 #   - --early-stop: a best checkpoint newer than the last regular one (a failed save in between) resumes,
-#     and the run stops early where the uninterrupted one does;
+#     and the run stops early where the uninterrupted one does; a best that could not be saved is named as
+#     such in the early stop's line; a resumed run whose first evaluation is the best again (at the step best/
+#     holds) keeps best/'s checkpoint instead of rewriting it;
 #   - a stop signal during a long in-run sample (-g 16M) cuts it short: checkpoint, exit 75 at once;
 #   - divergence (a huge learning rate): the run stops with exit 65 and a message, also when it samples every
 #     step (the samples stop at the non-finite logits);
 #   - a training shard rewritten, truncated or deleted during the run: the step that reaches it is dropped,
 #     the error named, the completed steps checkpointed, exit 66; with the shard restored, -y 1 ends
-#     bit-identical to an uninterrupted run (the same step lines too); a validation shard rewritten: that
+#     bit-identical to an uninterrupted run (the same step lines too); if that checkpoint cannot be written,
+#     exit 74 saying so and naming the last checkpoint; a validation shard rewritten: that
 #     validation left unfinished, checkpoint, exit 66, and the resumed run computes it.
 # Ends with "N passed, M failed".
 set -u
@@ -205,6 +208,23 @@ for how in rewritten truncated deleted; do
         bad "shard $how: resumed run differs: $(diff "$tmp/a" "$tmp/b" | head -3) $(grep -E '^resume|^error' "$tmp/data_resume.log" | head -2)"
     fi
 done
+# the same deletion, and the checkpoint of the completed steps cannot be written either (a directory in the way of its
+# model file's .tmp): exit 74, saying that the completed steps are not saved and which checkpoint is the last
+"${data_run[@]}" -o "$tmp/data_nosave" >"$tmp/data_nosave.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 6000); do grep -qE '^step +1/14 ' "$tmp/data_nosave.log" && break; sleep 0.01; done
+kill -STOP $pid
+rm "$shard1"
+mkdir -p "$tmp/data_nosave/model_00000012.bin.tmp"
+kill -CONT $pid
+wait $pid
+rc=$?
+if [ $rc -eq 74 ] && grep -q '^error: the completed steps are not saved; no checkpoint has been written$' "$tmp/data_nosave.log"; then
+    ok "shard deleted and the checkpoint at the exit fails: exit 74, \"$(grep -m1 'not saved' "$tmp/data_nosave.log")\""
+else
+    bad "shard deleted, checkpoint fails: exit $rc: $(grep -E '^error' "$tmp/data_nosave.log" | head -3)"
+fi
+cp "$tmp/data_err.orig" "$shard1"
 
 # a validation shard: two of one batch each, both read in every validation (-m 2, after steps 0, 10 and 14), the
 # second rewritten after step 1: the validation after step 10 is left unfinished, the 10 completed steps
@@ -279,13 +299,14 @@ mkdir -p "$tmp/allbad"
 cp "$tmp/ref"/*_0000000[24]*.* "$tmp/allbad/"
 printf '\x7f' | dd of="$tmp/allbad/state_00000004_00000.bin" bs=1 seek=104 conv=notrunc status=none # word 26: the loader's batch
 head -c 3000 "$tmp/ref/model_00000002.bin" >"$tmp/allbad/model_00000002.bin"
-before=$(cat "$tmp/allbad"/* | md5sum)
+cp "$tmp/ref/model_00000006.bin" "$tmp/allbad/" # no marker: what a sweep deletes, kept while no checkpoint is valid
+before=$(ls "$tmp/allbad"; cat "$tmp/allbad"/* | md5sum)
 "${short[@]}" -o "$tmp/allbad" -n 2 -y 1 >"$tmp/allbad.log" 2>"$tmp/allbad.err"
 rc=$?
 if [ $rc -eq 1 ] && grep -q "^error: .*allbad: none of its 2 checkpoints is valid" "$tmp/allbad.err" &&
     grep -q 'step 4: .*state_00000004_00000.bin: training state file header is corrupt' "$tmp/allbad.log" &&
-    [ "$(cat "$tmp/allbad"/* | md5sum)" = "$before" ]; then
-    ok "no valid checkpoint (a changed state header byte, a truncated model): -y 1 exits 1 and writes nothing: $(head -1 "$tmp/allbad.err")"
+    [ "$(ls "$tmp/allbad"; cat "$tmp/allbad"/* | md5sum)" = "$before" ]; then
+    ok "no valid checkpoint (a changed state header byte, a truncated model): -y 1 exits 1, writes and deletes nothing (an unmarked model file stays): $(head -1 "$tmp/allbad.err")"
 else
     bad "no valid checkpoint: exit $rc: $(head -c 300 "$tmp/allbad.err") $(grep '^resume' "$tmp/allbad.log")"
 fi
@@ -446,6 +467,30 @@ if [ $rc -eq 0 ] && grep -q '^resume: no complete checkpoint in .*best_only, sta
     ok "-y 1 with only best/ (no regular checkpoint yet): the run starts, best/ keeps one checkpoint"
 else
     bad "-y 1 with only best/: exit $rc: $(grep -m2 -E '^(resume|error)' "$tmp/best_only.log")"
+fi
+# --on-save-error continue and a best checkpoint that cannot be written (a directory in its .tmp's way): the early
+# stop's line names the best step and says which one best/ holds instead
+mkdir -p "$tmp/best_failed/best/model_00000004.bin.tmp"
+"${early[@]}" -o "$tmp/best_failed" --on-save-error continue >"$tmp/best_failed.log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q "^early stop: .*best [0-9.]* at step 4 (its checkpoint could not be saved; .*best holds step 2's" "$tmp/best_failed.log" &&
+    grep -q '^step 2$' "$tmp/best_failed/best/best.txt"; then
+    ok "the best's save failed (--on-save-error continue): $(grep '^early stop' "$tmp/best_failed.log")"
+else
+    bad "the best's save failed: exit $rc: $(grep -E '^(early stop|error)' "$tmp/best_failed.log" | head -3)"
+fi
+# resumed at the step of its best with evaluations that are not comparable (-m 3): that step's evaluation becomes the
+# best again, over the same weights; best/'s checkpoint of it stays (it is not written again: a failed rewrite,
+# here made to fail by a directory in its .tmp's way, would have deleted it), best.txt gets the new loss
+"${early[@]}" -o "$tmp/best_again" -x 4 >"$tmp/best_again1.log" 2>&1
+mkdir -p "$tmp/best_again/best/model_00000004.bin.tmp"
+"${early[@]}" -o "$tmp/best_again" -x 8 -m 3 -y 1 >"$tmp/best_again2.log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q '^resume: step 4 from' "$tmp/best_again2.log" && grep -q '^step 4$' "$tmp/best_again/best/best.txt" &&
+    [ -e "$tmp/best_again/best/done_00000004.txt" ] && cmp -s "$tmp/best_again/model_00000004.bin" "$tmp/best_again/best/model_00000004.bin"; then
+    ok "resumed at its best's step with other evaluations: best/ keeps step 4's checkpoint, best.txt $(tr '\n' ' ' <"$tmp/best_again/best/best.txt")"
+else
+    bad "resumed at its best's step: exit $rc: $(grep -E '^(resume|error)' "$tmp/best_again2.log" | head -3); best/: $(ls "$tmp/best_again/best" | tr '\n' ' ')"
 fi
 
 # ---------------------------------------------------------------- a stop signal during a long in-run sample

@@ -122,11 +122,24 @@ mkdir -p "$tmp/noflags"
 cp "$tmp/full/model_00000004.bin" "$tmp/full/state_00000004_00000.bin" "$tmp/full/done_00000004.txt" "$tmp/noflags/"
 ./train_gpt_cpu -b 4 -t 32 --seed 7 $data -v 4 -m 2 -s 4 -g 8 -x 8 -l 3e-3 -u 2 -d 256 -o "$tmp/noflags" -n 2 -y 1 >"$tmp/noflags.log" 2>&1
 # shellcheck disable=SC2046
-if grep -q "^resume: no model flags: the model's config is that of the newest checkpoint, .*model_00000004.bin$" "$tmp/noflags.log" &&
+if grep -q "^resume: no model flags: the model's config is that of the newest valid checkpoint, .*model_00000004.bin$" "$tmp/noflags.log" &&
     same_files "$tmp/full" "$tmp/noflags" $(checkpoint_files 8); then
     ok "-y 1 without model flags: the checkpoint's config, step-8 checkpoint bit-identical"
 else bad "-y 1 without model flags: $(grep -E '^(resume|error)' "$tmp/noflags.log" | head -3)"; fi
-expect_error "-y 1 without model flags and no checkpoint" "no model: .*with -y 1 they come from the newest checkpoint of --output-dir: it has none" \
+# the same with a newer checkpoint whose model file is missing (a copy of the directory cut short): its config is
+# not read, it is skipped, and step 4 resumed
+mkdir -p "$tmp/noflags_cut"
+cp "$tmp/full/model_00000004.bin" "$tmp/full/state_00000004_00000.bin" "$tmp/full/done_00000004.txt" "$tmp/noflags_cut/"
+cp "$tmp/full/state_00000008_00000.bin" "$tmp/full/done_00000008.txt" "$tmp/noflags_cut/"
+./train_gpt_cpu -b 4 -t 32 --seed 7 $data -v 4 -m 2 -s 4 -g 8 -x 8 -l 3e-3 -u 2 -d 256 -o "$tmp/noflags_cut" -n 2 -y 1 >"$tmp/noflags_cut.log" 2>&1
+rc=$?
+# shellcheck disable=SC2046
+if [ $rc -eq 0 ] && grep -q "^resume: skipping checkpoint of step 8: .*model_00000008.bin" "$tmp/noflags_cut.log" &&
+    grep -q "^resume: no model flags: the model's config is that of the newest valid checkpoint, .*model_00000004.bin$" "$tmp/noflags_cut.log" &&
+    same_files "$tmp/full" "$tmp/noflags_cut" $(checkpoint_files 8); then
+    ok "-y 1 without model flags, the newest checkpoint's model file missing: skipped, step 4 resumed, step 8 bit-identical"
+else bad "-y 1 without model flags, newest model file missing: exit $rc: $(grep -E '^(resume|error)' "$tmp/noflags_cut.log" | head -3)"; fi
+expect_error "-y 1 without model flags and no checkpoint" "no model: .*with -y 1 they come from the newest valid checkpoint of --output-dir: it has none" \
     ./train_gpt_cpu $data $quiet -x 1 -o "$tmp/empty_dir" -y 1
 
 # other data behind the same glob, with the same shard and token counts (the two shards' names swapped): the

@@ -837,8 +837,8 @@ static inline int checkpoint_verify(const char* dir, int step, char* err, size_t
 }
 
 /* The newest checkpoint of dir that verifies (checkpoint_verify), walking back from the newest
- * marker and printing one line to report for each one skipped and why; −1 if none. *markers: how
- * many checkpoints (markers) there are, valid or not. */
+ * marker and printing one line to report (unless NULL) for each one skipped and why; −1 if none.
+ * *markers: how many checkpoints (markers) there are, valid or not. */
 static inline int checkpoint_find_valid(const char* dir, FILE* report, int* markers) {
     int* steps;
     int n = checkpoint_list(dir, &steps), found = -1;
@@ -846,7 +846,7 @@ static inline int checkpoint_find_valid(const char* dir, FILE* report, int* mark
     for (int i = 0; i < n && found < 0; i++) {
         char err[4600];
         if (checkpoint_verify(dir, steps[i], err, sizeof(err)) == 0) found = steps[i];
-        else fprintf(report, "resume: skipping checkpoint of step %d: %s\n", steps[i], err);
+        else if (report) fprintf(report, "resume: skipping checkpoint of step %d: %s\n", steps[i], err);
     }
     free(steps);
     return found;

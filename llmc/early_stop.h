@@ -65,6 +65,21 @@ static inline int early_stop_try_write(const EarlyStop* e, const char* best_dir,
     return atomic_try_write(path, 1, data, bytes, NULL, 0, 0, err, cap);
 }
 
+/* Reads best_dir/best.txt: 1 with its step and loss, 0 if there is none, -1 if it is malformed (a step below 0, a
+ * loss that is not finite); exits if it cannot be read. */
+static inline int early_stop_read(const char* best_dir, int* step, float* loss) {
+    char path[4200];
+    if ((size_t)snprintf(path, sizeof(path), "%s/best.txt", best_dir) >= sizeof(path)) fatalf("%s: path too long", best_dir);
+    FILE* f = fopen(path, "rb");
+    if (!f) {
+        if (errno == ENOENT) return 0;
+        fatalf("%s: cannot open: %s", path, strerror(errno));
+    }
+    int fields = fscanf(f, "step %d\nval_loss %f\n", step, loss);
+    fclose_check(f, path);
+    return fields == 2 && *step >= 0 && isfinite(*loss) ? 1 : -1;
+}
+
 /* Evaluations at steps a..b (inclusive): every val_every-th step and the last one (max_steps: after
  * the last update), as the trainers evaluate (train_eval_due). */
 static inline int early_stop_evals(int a, int b, int val_every, int max_steps) {
@@ -87,20 +102,13 @@ static inline int early_stop_evals(int a, int b, int val_every, int max_steps) {
  * printed to report. */
 static inline int early_stop_resume(EarlyStop* e, const char* best_dir, int start_step, int max_steps, int val_every, int saved_val_every,
                                     int comparable, FILE* report) {
-    char path[4200];
-    if ((size_t)snprintf(path, sizeof(path), "%s/best.txt", best_dir) >= sizeof(path)) fatalf("%s: path too long", best_dir);
-    FILE* f = fopen(path, "rb");
-    if (!f) {
-        if (errno == ENOENT) return 0;
-        fatalf("%s: cannot open: %s", path, strerror(errno));
-    }
     int step;
     float loss;
-    int fields = fscanf(f, "step %d\nval_loss %f\n", &step, &loss);
-    fclose_check(f, path);
-    if (fields != 2 || step < 0 || !isfinite(loss))
-        fatalf("%s: malformed: expected \"step S\\nval_loss L\\n\" with S >= 0 and L finite", path);
-    char model[4200], state[4200], done[4200];
+    int found = early_stop_read(best_dir, &step, &loss);
+    if (found == 0) return 0;
+    if (found < 0) fatalf("%s/best.txt: malformed: expected \"step S\\nval_loss L\\n\" with S >= 0 and L finite", best_dir);
+    char path[4200], model[4200], state[4200], done[4200];
+    snprintf(path, sizeof(path), "%s/best.txt", best_dir);
     checkpoint_paths(model, state, done, sizeof(model), best_dir, step, 0);
     if (access(done, F_OK) != 0) {
         fprintf(report, "resume: early stop: %s names step %d but %s has no complete checkpoint of it; the best restarts\n", path,

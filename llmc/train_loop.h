@@ -115,6 +115,14 @@ static inline int train_save_failed(int save_error_continue, int last_step, cons
     return SAVE_FAILED_EXIT_STATUS;
 }
 
+/* The checkpoint of the completed steps, written before an exit (a stop signal, a data error), failed (its error
+ * printed): says which checkpoint is the last one; returns SAVE_FAILED_EXIT_STATUS. */
+static inline int train_exit_save_failed(int saved_step) {
+    char last[64];
+    fprintf(stderr, "error: the completed steps are not saved; %s\n", train_last_checkpoint_text(saved_step, last, sizeof(last)));
+    return SAVE_FAILED_EXIT_STATUS;
+}
+
 /* After a metrics.jsonl record: a failed write (the logger printed it and stopped logging) is handled
  * as a failed save, by --on-save-error. Returns the exit status (0: go on). */
 static inline int train_log_failed(Logger* logger, int save_error_continue, int saved_step) {
@@ -145,10 +153,31 @@ static inline EarlyStopVerdict train_record_val(const TrainArgs* args, Logger* l
     return args->early_stop > 0 ? early_stop_update(early, step, val_loss) : EARLY_STOP_WAIT;
 }
 
-/* The line of an early stop; best_dir: where the best checkpoint is, "" when none is kept. */
+/* The line of an early stop; best_dir: where the best checkpoint is, "" when none is kept. With
+ * --on-save-error continue the best's save may have failed: the line then says what best_dir holds. */
 static inline void train_report_early_stop(const EarlyStop* early, const char* best_dir) {
-    printf("early stop: val loss has not improved for %d evaluations; best %.6f at step %d%s%s\n", early->since_best,
-           (double)early->best_loss, early->best_step, best_dir[0] ? ", checkpoint in " : "", best_dir);
+    char where[4400] = "";
+    int saved_step;
+    float saved_loss;
+    if (best_dir[0]) {
+        int found = early_stop_read(best_dir, &saved_step, &saved_loss);
+        if (found == 1 && saved_step == early->best_step) snprintf(where, sizeof(where), ", checkpoint in %s", best_dir);
+        else if (found == 1)
+            snprintf(where, sizeof(where), " (its checkpoint could not be saved; %s holds step %d's, val loss %.6f)", best_dir, saved_step,
+                     (double)saved_loss);
+        else snprintf(where, sizeof(where), " (its checkpoint could not be saved; %s holds none)", best_dir);
+    }
+    printf("early stop: val loss has not improved for %d evaluations; best %.6f at step %d%s\n", early->since_best,
+           (double)early->best_loss, early->best_step, where);
+}
+
+/* Whether best_dir holds a complete checkpoint of `step` already: a resumed run whose first evaluation, of the
+ * step its best was saved at, becomes the best again (other validation data or tokens: not comparable). The
+ * weights are the same, so only best.txt is rewritten: saving the checkpoint again would first delete it. */
+static inline int train_best_saved(const char* best_dir, int step) {
+    char model[4200], state[4200], done[4200];
+    checkpoint_paths(model, state, done, sizeof(model), best_dir, step, 0);
+    return access(done, F_OK) == 0;
 }
 
 /* What a step line tells: the step that completed `step` steps, its mean loss, learning rate, gradient

@@ -149,7 +149,9 @@ static inline ModelSource train_model_source(const TrainArgs* args, GPTConfig* c
             fatalf("--init %s: neither a model file nor a preset (d6|d12|d24|d36|d48)", args->init);
         return MODEL_FROM_FILE;
     }
-    int latest = args->resume && args->output_dir[0] ? checkpoint_latest(args->output_dir) : -1;
+    /* the newest checkpoint that verifies (train_resume_find, later, reports the ones passed over): a newer one
+     * whose model file is missing or broken (a copy of the directory cut short) is not the one resumed */
+    int markers = 0, latest = args->resume && args->output_dir[0] ? checkpoint_find_valid(args->output_dir, NULL, &markers) : -1;
     if (latest >= 0) {
         char model[4200], state[4200], done[4200];
         int32_t h[HEADER_WORDS];
@@ -159,12 +161,12 @@ static inline ModelSource train_model_source(const TrainArgs* args, GPTConfig* c
             (args->max_seq_len > 0 && args->max_seq_len != config->max_seq_len))
             fatalf("%s: the checkpoint's model has vocabulary %d and max_seq_len %d, but --vocab-size %d / --max-seq-len %d were given", model,
                    config->vocab_size, config->max_seq_len, args->vocab_size, args->max_seq_len);
-        printf("resume: no model flags: the model's config is that of the newest checkpoint, %s\n", model);
+        printf("resume: no model flags: the model's config is that of the newest valid checkpoint, %s\n", model);
         return MODEL_FROM_PRESET;
     }
     if (!args->resume) usagef("no model: give --init FILE, --init d12 (or another preset), or --n-layer/--n-head/--n-embd");
     fatalf("no model: give --init FILE, --init d12 (or another preset), or --n-layer/--n-head/--n-embd (with -y 1 they come from "
-           "the newest checkpoint of --output-dir: it has none)");
+           "the newest valid checkpoint of --output-dir: %s)", markers > 0 ? "none of its checkpoints verifies" : "it has none");
     return MODEL_FROM_FILE; /* not reached */
 }
 
@@ -367,7 +369,9 @@ static inline int train_resume_find(const TrainArgs* args, char* why, size_t cap
         return -2;
     }
     int markers = 0, found = args->resume ? checkpoint_find_valid(args->output_dir, stdout, &markers) : -1;
-    if (args->resume && access(args->output_dir, F_OK) == 0) checkpoint_sweep(args->output_dir, stdout);
+    /* the debris of unfinished writes goes when there is a checkpoint to resume, or none at all; not when every
+     * checkpoint fails (the run stops: its files may be all that is left of the weights) */
+    if (args->resume && access(args->output_dir, F_OK) == 0 && (found >= 0 || markers == 0)) checkpoint_sweep(args->output_dir, stdout);
     if (found >= 0) return found;
     if (markers > 0) {
         file_error_(why, cap,
