@@ -33,7 +33,7 @@
  * nothing is trained yet, so the rank says so and exits 75 (PREEMPT_EXIT_STATUS: retry), rank 0
  * deleting its --dist-file first (pg_stop_now_).
  *
- * Watchdog (process_group_watchdog_start(pg, what, stoppable), around the NCCL communicator's creation,
+ * Watchdog (process_group_watchdog_start(pg, what, stoppable), around MPI_Init, the NCCL communicator's creation,
  * the setup after it (checks across ranks, the resume) and the training loop): a thread that exits the
  * process with status 3 and one line on stderr naming `what`
  * when the trainer has not called process_group_heartbeat (or process_group_progress: every host-waited
@@ -190,30 +190,6 @@ static inline void process_group_find(ProcessGroup* pg, const char* method, cons
 #endif
 }
 
-/* After process_group_find: starts MPI when the method is mpi, or when an MPI launcher started a build
- * with MPI (the simulated NCCL needs it), and checks MPI's rank and world against the launcher's. */
-static inline void process_group_start_mpi(ProcessGroup* pg, int* argc, char*** argv) {
-#if defined(USE_MPI)
-    if (strcmp(pg->method, "mpi") == 0 || pg_mpi_launched_()) {
-        mpiCheck(MPI_Init(argc, argv));
-        pg->mpi_started = 1;
-        int mpi_rank, mpi_world;
-        mpiCheck(MPI_Comm_rank(MPI_COMM_WORLD, &mpi_rank));
-        mpiCheck(MPI_Comm_size(MPI_COMM_WORLD, &mpi_world));
-        if (strcmp(pg->launcher, "none") != 0 && (mpi_rank != pg->rank || mpi_world != pg->world))
-            fatalf("MPI says rank %d of %d, the environment (%s) says %d of %d%s", mpi_rank, mpi_world, pg->launcher, pg->rank, pg->world,
-                   strcmp(pg->launcher, "slurm") == 0 || getenv("SLURM_PROCID")
-                       ? " (under srun, MPI needs Slurm's PMI: srun --mpi=pmix or pmi2, or use --dist-init tcp)"
-                       : "");
-        pg->rank = mpi_rank;
-        pg->world = mpi_world;
-    }
-#else
-    (void)pg;
-    (void)argc;
-    (void)argv;
-#endif
-}
 
 
 /* A poll's timeout in ms until deadline, in slices of at most 100 ms (a stop signal is then seen soon; no
@@ -472,6 +448,34 @@ static inline void process_group_watchdog_stop(ProcessGroup* pg) {
     __atomic_store_n(&pg->watchdog_stop, 1, __ATOMIC_RELEASE);
     if (pthread_join(pg->watchdog, NULL) != 0) fatalf("cannot join the watchdog thread");
     pg->watchdog_running = 0;
+}
+
+/* After process_group_find: starts MPI when the method is mpi, or when an MPI launcher started a build
+ * with MPI (the simulated NCCL needs it), and checks MPI's rank and world against the launcher's. */
+static inline void process_group_start_mpi(ProcessGroup* pg, int* argc, char*** argv) {
+#if defined(USE_MPI)
+    if (strcmp(pg->method, "mpi") == 0 || pg_mpi_launched_()) {
+        /* bounded like every wait: a peer that hangs before or inside its MPI_Init would hold this rank in it */
+        process_group_watchdog_start(pg, "MPI_Init (every rank joining MPI)", 1);
+        mpiCheck(MPI_Init(argc, argv));
+        process_group_watchdog_stop(pg);
+        pg->mpi_started = 1;
+        int mpi_rank, mpi_world;
+        mpiCheck(MPI_Comm_rank(MPI_COMM_WORLD, &mpi_rank));
+        mpiCheck(MPI_Comm_size(MPI_COMM_WORLD, &mpi_world));
+        if (strcmp(pg->launcher, "none") != 0 && (mpi_rank != pg->rank || mpi_world != pg->world))
+            fatalf("MPI says rank %d of %d, the environment (%s) says %d of %d%s", mpi_rank, mpi_world, pg->launcher, pg->rank, pg->world,
+                   strcmp(pg->launcher, "slurm") == 0 || getenv("SLURM_PROCID")
+                       ? " (under srun, MPI needs Slurm's PMI: srun --mpi=pmix or pmi2, or use --dist-init tcp)"
+                       : "");
+        pg->rank = mpi_rank;
+        pg->world = mpi_world;
+    }
+#else
+    (void)pg;
+    (void)argc;
+    (void)argv;
+#endif
 }
 
 /* Every rank has used the id (the NCCL communicator exists: its creation needs them all): rank 0 removes

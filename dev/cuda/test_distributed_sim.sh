@@ -13,7 +13,8 @@
 #     trainer), each continuing with the uninterrupted 4-rank run's losses (fp32: 1e-5 relative);
 #   - the NCCL id shared by file and by tcp rendezvous gives the same run as by MPI; so do the launch scripts
 #     (scripts/run_single_node.sh with mpirun and with torchrun-style variables, run_multi_node_mpirun.sh);
-#   - a rank killed with SIGKILL mid-run makes mpirun exit non-zero within 30 s;
+#   - a rank killed with SIGKILL mid-run makes mpirun exit non-zero within 30 s; a peer that never calls MPI_Init
+#     ends the job after --dist-timeout (rank 0's watchdog in MPI_Init), not a hang;
 #   - bad input: -z 2, a rank given other flags (named), a rank reading other shards (named), an --output-dir
 #     the ranks do not share, a batch that
 #     fits only without the communication buffers (CUDASIM_MEM_BYTES), a total
@@ -133,6 +134,18 @@ else
     secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
     if [ -n "$victim" ] && [ $rc -ne 0 ]; then ok "SIGKILL of one of 3 ranks (pid $victim): mpirun exited with status $rc after $secs s (bound 30 s)"
     else bad "killed rank: victim '$victim', mpirun status $rc"; fi
+fi
+
+# a peer that never reaches MPI_Init (here a process that only sleeps): rank 0's wait in MPI_Init is bounded by
+# --dist-timeout (its watchdog exits 3, naming MPI_Init), and mpirun stops the job
+start=$SECONDS
+timeout 120 $MPIRUN $MPIRUN_FLAGS -np 1 ./train_gpt_sim_dist $model -b 12 -x 2 --dist-init mpi --dist-timeout 3 : -np 1 sleep 300 \
+    >"$tmp/init_hang.log" 2>&1
+rc=$?
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q 'no progress for [0-9]* s (--dist-timeout) in MPI_Init' "$tmp/init_hang.log"; then
+    ok "a peer that never calls MPI_Init: exit $rc after $((SECONDS - start)) s: $(grep -m1 'MPI_Init' "$tmp/init_hang.log")"
+else
+    bad "a peer that never calls MPI_Init: exit $rc after $((SECONDS - start)) s (124: hung): $(grep -m2 error "$tmp/init_hang.log")"
 fi
 
 # ---------------------------------------------------------------- bad input and the run header
