@@ -11,6 +11,10 @@ mkdir -p "$tmp/bin"
 for c in mpirun srun scontrol; do printf '#!/bin/bash\necho "%s $*"\n' "$c" >"$tmp/bin/$c"; done
 printf '#!/bin/bash\necho "rank $RANK of $WORLD_SIZE: $*"\n' >"$tmp/bin/ok_trainer"
 printf '#!/bin/bash\n[ "$RANK" = 1 ] && exit 5\nexec sleep 60\n' >"$tmp/bin/fail_trainer"
+# ranks 0 and 1 fail together (a kill of a rank that has just ended must not end the script), 2 and 3 run on
+printf '#!/bin/bash\n[ "$RANK" -lt 2 ] && exit 7\nexec sleep 60\n' >"$tmp/bin/fail2_trainer"
+# prints the MASTER_ADDR it was given
+printf '#!/bin/bash\necho "rank $RANK: $MASTER_ADDR"\n' >"$tmp/bin/addr_trainer"
 # a trainer that, like train_gpt, ends with 75 on SIGTERM; it records that it got the signal
 printf '#!/bin/bash\ntrap "touch %s/term.\\$RANK; exit 75" TERM\nwhile :; do sleep 0.05; done\n' "$tmp" >"$tmp/bin/pre_trainer"
 chmod +x "$tmp/bin"/*
@@ -29,6 +33,23 @@ LAUNCH=env TRAINER=fail_trainer bash scripts/run_single_node.sh 3 -- >/dev/null 
 rc=$?
 if [ $rc -eq 5 ] && [ $((SECONDS - start)) -lt 30 ]; then ok "LAUNCH=env, rank 1 exits 5: the others are stopped, exit 5 in $((SECONDS - start)) s"
 else bad "LAUNCH=env, rank 1 exits 5: exit $rc after $((SECONDS - start)) s"; fi
+for i in 1 2 3 4 5 6; do
+    start=$SECONDS
+    err=$(LAUNCH=env TRAINER=fail2_trainer bash scripts/run_single_node.sh 4 -- 2>&1 >/dev/null)
+    rc=$?
+    if [ $rc -ne 7 ] || [ -n "$err" ]; then break; fi
+done
+if [ $rc -eq 7 ] && [ -z "$err" ]; then ok "LAUNCH=env, ranks 0 and 1 exit 7 together (6 runs): exit 7 each time, no stray errors"
+else bad "LAUNCH=env, ranks 0 and 1 exit 7 together: run $i exit $rc after $((SECONDS - start)) s: $err"; fi
+out=$(MASTER_ADDR=10.1.2.3 LAUNCH=env TRAINER=addr_trainer bash scripts/run_single_node.sh 2 -- 2>&1)
+if [ "$(grep -c ': 127.0.0.1$' <<<"$out")" -eq 2 ]; then ok "LAUNCH=env with MASTER_ADDR=10.1.2.3 inherited: the ranks meet on 127.0.0.1"
+else bad "LAUNCH=env, inherited MASTER_ADDR: $out"; fi
+for cvd in -1 NoDevFiles; do
+    err=$(CUDA_VISIBLE_DEVICES=$cvd TRAINER=ok_trainer bash scripts/run_single_node.sh -- 2>&1 >/dev/null)
+    rc=$?
+    if [ $rc -eq 2 ] && grep -q "CUDA_VISIBLE_DEVICES=$cvd names no GPU" <<<"$err"; then ok "CUDA_VISIBLE_DEVICES=$cvd: exit 2: $(head -1 <<<"$err")"
+    else bad "CUDA_VISIBLE_DEVICES=$cvd: exit $rc: $err"; fi
+done
 LAUNCH=env TRAINER=pre_trainer bash scripts/run_single_node.sh 2 -- >/dev/null 2>&1 &
 launcher=$!
 sleep 1
@@ -56,6 +77,10 @@ if [ $rc -eq 2 ] && grep -q 'LAUNCH=MPI: expected mpirun or env' <<<"$err"; then
 else bad "LAUNCH=MPI: exit $rc: $err"; fi
 
 # run_multi_node_mpirun.sh
+err=$(env -u HOSTS bash scripts/run_multi_node_mpirun.sh -- -x 1 2>&1)
+rc=$?
+if [ $rc -eq 2 ] && [[ $err == "error: HOSTS is not set"* ]]; then ok "run_multi_node_mpirun.sh without HOSTS: exit 2: $(head -1 <<<"$err")"
+else bad "run_multi_node_mpirun.sh without HOSTS: exit $rc: $err"; fi
 out=$(NCCL_P2P_DISABLE=1 NCCL_NET_GDR_LEVEL=PHB HOSTS=a:8,b-2.c:2 TRAINER=ok_trainer bash scripts/run_multi_node_mpirun.sh -- -x 1 2>&1)
 if grep -q '^mpirun -np 10 --host a:8,b-2.c:2 --map-by slot --bind-to none .*ok_trainer -x 1$' <<<"$out" &&
     grep -q -- '-x NCCL_P2P_DISABLE' <<<"$out" && grep -q -- '-x NCCL_NET_GDR_LEVEL' <<<"$out" && grep -q -- '-x PATH' <<<"$out"; then

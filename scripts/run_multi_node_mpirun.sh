@@ -7,8 +7,10 @@
 # scripts/nccl_env.sh are exported to every rank with mpirun -x. TRAINER defaults to ./train_gpt.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
+usage="usage: HOSTS=host1:gpus,host2:gpus scripts/run_multi_node_mpirun.sh -- TRAINER_FLAGS...   (env: TRAINER, MPIRUN_ARGS, NET)"
+case ${1:-} in -h | --help) echo "$usage"; exit 0 ;; esac
 [ "${1:-}" = -- ] && shift
-: "${HOSTS:?set HOSTS=host1:gpus,host2:gpus}"
+[ -n "${HOSTS:-}" ] || { echo "error: HOSTS is not set: set HOSTS=host1:gpus,host2:gpus" >&2; echo "$usage" >&2; exit 2; }
 TRAINER=${TRAINER:-./train_gpt}
 # shellcheck source=scripts/nccl_env.sh
 . "$here/nccl_env.sh"

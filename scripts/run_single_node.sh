@@ -20,8 +20,9 @@ if [ $# -gt 0 ]; then
     [ "$1" = -- ] || { echo "error: expected -- between NGPUS and the trainer's flags, got '$1'" >&2; echo "$usage" >&2; exit 2; }
     shift
 fi
-if [ -z "$ngpus" ] && [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then # the GPUs this job may use
-    ngpus=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c .)
+if [ -z "$ngpus" ] && [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then # the GPUs this job may use: indices, GPU-/MIG- UUIDs
+    ngpus=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -cE '^([0-9]+|GPU-.+|MIG-.+)$' || true)
+    [ "$ngpus" -ge 1 ] || { echo "error: CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES names no GPU" >&2; echo "$usage" >&2; exit 2; }
 elif [ -z "$ngpus" ]; then
     ngpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
     [ "$ngpus" -ge 1 ] || { echo "error: no NGPUS given and nvidia-smi lists no GPU" >&2; echo "$usage" >&2; exit 2; }
@@ -40,13 +41,15 @@ if [ "$LAUNCH" = mpirun ]; then
 fi
 # torchrun-style: RANK / WORLD_SIZE / LOCAL_RANK per process, the id over tcp from rank 0. Each rank runs
 # in a subshell that records the trainer's pid and, when it ends, its exit status, in $dir.
-export MASTER_ADDR=${MASTER_ADDR:-127.0.0.1} MASTER_PORT=${MASTER_PORT:-$((20000 + $$ % 20000))} WORLD_SIZE=$ngpus
+# (this host's address: a MASTER_ADDR inherited from a job's environment may name another node)
+export MASTER_ADDR=127.0.0.1 MASTER_PORT=${MASTER_PORT:-$((20000 + $$ % 20000))} WORLD_SIZE=$ngpus
 # an MPI launcher's variables (this script run under mpirun or srun --mpi) would name another rank
 unset OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_SIZE OMPI_COMM_WORLD_LOCAL_RANK PMI_RANK PMI_SIZE MPI_LOCALRANKID
 dir=$(mktemp -d)
 signal_ranks() { # SIG: to every rank still running (a finished one's pid may belong to another process by now)
     for ((r = 0; r < ngpus; r++)); do
-        [ -e "$dir/pid.$r" ] && ! [ -e "$dir/rc.$r" ] && kill -"$1" "$(cat "$dir/pid.$r")" 2>/dev/null
+        # a rank that has just ended (its rc not written yet) is no error: under set -e a failed kill would end the script
+        if [ -e "$dir/pid.$r" ] && ! [ -e "$dir/rc.$r" ]; then kill -"$1" "$(cat "$dir/pid.$r")" 2>/dev/null || true; fi
     done
     return 0
 }
