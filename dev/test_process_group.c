@@ -5,7 +5,8 @@
  *     by 1, 2, 3 and 7 ranks (values are a formula of the index); a gap between saved shards is an error;
  *   llmc/process_group.h: rank discovery from Slurm and torchrun variables (and a clear error when they
  *     disagree); the NCCL id reaches 3 forked ranks by tcp and by file, with the other ranks started
- *     before rank 0; a rank whose rank 0 never comes exits non-zero within the timeout (tcp and file);
+ *     before rank 0; a rank whose rank 0 never comes exits non-zero within the timeout (tcp and file); rank 0
+ *     refuses an id file already at its path (a killed run's or another job's);
  *     the watchdog ends a process that stops heartbeating within timeout + 1 s, and leaves a
  *     heartbeating one alone.
  * Child processes are forked; the test checks their exit status, timing and stderr.
@@ -285,6 +286,30 @@ static void test_rendezvous_timeout(const char* tmp, const char* method, const c
           WIFEXITED(status) ? WEXITSTATUS(status) : -1, secs, msg);
 }
 
+/* rank 0 finds an id file at its --dist-file path (a killed run's, or another job's that its other ranks may be
+ * reading): it stops at once, exit 1, naming the file, and leaves it as it was */
+static void test_rendezvous_stale(const char* tmp) {
+    char file[4200], err_path[4200], msg[512];
+    snprintf(file, sizeof(file), "%s/stale_id", tmp);
+    snprintf(err_path, sizeof(err_path), "%s/stale.err", tmp);
+    unsigned char old[PG_ID_BYTES];
+    memset(old, 0x5a, sizeof(old));
+    FILE* f = fopen_check(file, "wb");
+    fwrite_check(old, 1, sizeof(old), f, file);
+    fclose_check(f, file);
+    pid_t pid = spawn_rank(0, 2, "file", file, 0, 20.0, err_path);
+    int status;
+    waitpid(pid, &status, 0);
+    first_line(err_path, msg, sizeof(msg));
+    unsigned char now[PG_ID_BYTES] = {0};
+    f = fopen_check(file, "rb");
+    size_t got = fread(now, 1, sizeof(now), f);
+    fclose_check(f, file);
+    check(WIFEXITED(status) && WEXITSTATUS(status) == 1 && strstr(msg, "stale_id: the NCCL id file exists already") != NULL &&
+              got == sizeof(old) && memcmp(now, old, sizeof(old)) == 0,
+          "rank 0 with a stale --dist-file: exit %d, the file untouched: \"%s\"", WIFEXITED(status) ? WEXITSTATUS(status) : -1, msg);
+}
+
 /* A stop signal to a rank waiting in the rendezvous (rank 0 for its peer, rank 1 for rank 0 over tcp or the
  * file) ends it within a second, exit 75, saying so; rank 0 waits with --dist-timeout 3e6 (25 days: its
  * poll timeout in ms overflowed an int, and the wait failed at once) */
@@ -475,6 +500,7 @@ int main(void) {
     test_rendezvous_timeout(tmp, "tcp", "no NCCL id from tcp://127.0.0.1");
     test_rendezvous_timeout(tmp, "file", "no NCCL id file");
     test_rendezvous_stop(tmp);
+    test_rendezvous_stale(tmp);
     test_watchdog();
     char cmd[4200];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);

@@ -170,7 +170,7 @@ static inline void process_group_find(ProcessGroup* pg, const char* method, cons
 #endif
         if (mpi_ok) chosen = "mpi";
         else if (pg->world == 1) chosen = "none";
-        else if (getenv("MASTER_ADDR")) chosen = "tcp";
+        else if (getenv("MASTER_ADDR") && getenv("MASTER_ADDR")[0]) chosen = "tcp";
         else if (file_path && file_path[0]) chosen = "file";
         else
             fatalf("rank %d of %d (from %s): no way to share the NCCL id: %sset MASTER_ADDR and MASTER_PORT (tcp), or give "
@@ -222,6 +222,12 @@ static inline void pg_stop_if_signalled_(const ProcessGroup* pg, const char* dur
 static inline void pg_share_file_(const ProcessGroup* pg, unsigned char* id) {
     const char* path = pg->file_path;
     if (pg->rank == 0) {
+        /* rank 0 deletes the file once every rank has used it; one already there is another job's or a killed
+         * run's, whose id the other ranks may be reading right now: stop (the launcher stops them too) */
+        if (access(path, F_OK) == 0)
+            fatalf("%s: the NCCL id file exists already: left by an earlier run that was killed, or another job's now; delete "
+                   "it, or give each job its own --dist-file (e.g. with $SLURM_JOB_ID and $SLURM_RESTART_COUNT)",
+                   path);
         AtomicFile a;
         atomic_open(&a, path);
         fwrite_check(id, 1, PG_ID_BYTES, a.f, a.tmp_path);
@@ -317,6 +323,9 @@ static inline void pg_share_tcp_(const ProcessGroup* pg, unsigned char* id) {
                  * SO_REUSEADDR is best effort (a restart soon after a crash binds anyway where it fails) */
                 (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
                 if (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero)) != 0 || bind(fd, a->ai_addr, a->ai_addrlen) != 0) {
+                    /* a port in use is that (an IPv4-only socket would leave IPv6 peers waiting for the timeout) */
+                    if (errno == EADDRINUSE)
+                        fatalf("tcp rendezvous: rank 0 cannot listen on port %s: %s (is the port free?)", port, strerror(errno));
                     close(fd);
                     fd = -1;
                 }
