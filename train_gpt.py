@@ -577,7 +577,7 @@ class TokenLoader:
     Every shard's header is checked up front; a shard's payload (and CRC) is read when the loader reaches it."""
 
     def __init__(self, pattern, B, T, vocab_size):
-        self.paths = sorted(glob.glob(pattern))
+        self.paths = sorted(glob.glob(os.path.expanduser(pattern)))
         if not self.paths:
             raise ConfigError(f"no token shards match {pattern!r}")
         self.B, self.T, self.vocab_size = B, T, vocab_size

@@ -115,6 +115,17 @@ else
 fi
 expect_error "a tokenizer file that is missing" "tokenizer .*nope.bin" ./train_gpt_cpu $small $data -v 0 -s 5 --tokenizer "$tmp/nope.bin"
 
+# a training pattern that also matches the validation shard: a warning names it; a pattern starting with ~ (quoted,
+# so the shell leaves it) is expanded as the shell would
+./train_gpt_cpu $small -i "$tmp/data/*.bin" -j "$tmp/data/val_*.bin" -v 1 -s 0 -x 1 >"$tmp/overlap.log" 2>&1
+if grep -q "^warning: 1 of the 1 validation shards are training shards too (first: .*val_000.bin)" "$tmp/overlap.log"; then
+    ok "validation shards matched by --train-data: $(grep -m1 '^warning: 1 of the 1' "$tmp/overlap.log" | cut -c1-110)"
+else bad "validation shards matched by --train-data: no warning: $(grep -m2 -E 'warning|error' "$tmp/overlap.log")"; fi
+HOME="$tmp" ./train_gpt_cpu $small -i "~/data/train_*.bin" $quiet -x 1 >"$tmp/tilde.log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -qE '^step +1/1 ' "$tmp/tilde.log"; then ok "--train-data '~/data/train_*.bin': ~ expanded, trained"
+else bad "--train-data with ~: exit $rc: $(grep -m1 error "$tmp/tilde.log")"; fi
+
 # ---------------------------------------------------------------- exact resume
 check_resume ./train_gpt_cpu $small $data -v 4 -m 2 -s 4 -g 8 -x 8 -l 3e-3 -u 2 -d 256
 # -y 1 without the model flags: the config is the newest checkpoint's, and the run ends as the uninterrupted one

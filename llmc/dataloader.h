@@ -226,7 +226,7 @@ static inline void dataloader_init(DataLoader* dl, const char* glob_pattern, int
                                    int shuffle, uint64_t seed) {
     memset(dl, 0, sizeof(*dl));
     glob_t g;
-    int rc = glob(glob_pattern, 0, NULL, &g);
+    int rc = glob(glob_pattern, GLOB_TILDE, NULL, &g); /* ~ too: a quoted pattern keeps it from the shell */
     if (rc == GLOB_NOMATCH || (rc == 0 && g.gl_pathc == 0)) fatalf("%s: no files match this pattern", glob_pattern);
     if (rc != 0) fatalf("%s: glob failed (code %d)", glob_pattern, rc);
     if (g.gl_pathc > 0x7FFFFFFF) fatalf("%s: too many files (%zu)", glob_pattern, (size_t)g.gl_pathc);

@@ -15,7 +15,7 @@
  *       at columns h·hs.. (the layout the projection matmul reads). lse [B,NH,T] fp32, natural log. Overwrites.
  *   flash_attention_backward(dqkv, scratch, dout, out, qkv, lse, B, T, C, NH, deterministic, stream)
  *       dqkv [B,T,3C] is OVERWRITTEN (every element written, dq|dk|dv as qkv). dout, out [B,T,C]. scratch: device
- *       memory of flash_attention_scratch_bytes(B, T, C, NH) bytes, 16-byte aligned, contents not kept.
+ *       memory of flash_attention_scratch_bytes(B, T, C, NH) bytes, float aligned (scalar accesses), contents not kept.
  *       deterministic = 0: dq accumulated with fp32 atomics (one pass over the K/V tiles, fastest; the order of the
  *       atomic adds varies run to run); 1: dq computed by a separate pass in a fixed order, bit-identical run to
  *       run. The fp32 path is always deterministic (no atomics) and ignores the flag.

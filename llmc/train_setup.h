@@ -198,6 +198,34 @@ static inline void train_check_file_config(const TrainArgs* args, const GPTConfi
  * vocabulary) and, if given and -v is not 0, --val-data, unshuffled. Returns whether there is
  * validation data. */
 
+/* Warns (rank 0) when the training pattern also matches validation shards (a pattern over a directory of both
+ * prepare_data's train_ and val_ shards): the validation loss would be measured on data the model trains on.
+ * Same file: device and inode; each shard is stat'ed once. */
+static inline void train_warn_shared_shards(const DataLoader* train, const DataLoader* val, int rank) {
+    if (rank != 0) return;
+    struct stat* vs = (struct stat*)calloc_check((size_t)val->num_shards, sizeof(struct stat));
+    char* found = (char*)calloc_check((size_t)val->num_shards, 1);
+    for (int j = 0; j < val->num_shards; j++)
+        if (stat(val->shard_paths[j], &vs[j]) != 0) vs[j].st_ino = 0;
+    for (int i = 0; i < train->num_shards; i++) {
+        struct stat ts;
+        if (stat(train->shard_paths[i], &ts) != 0) continue;
+        for (int j = 0; j < val->num_shards; j++) found[j] |= vs[j].st_ino != 0 && ts.st_dev == vs[j].st_dev && ts.st_ino == vs[j].st_ino;
+    }
+    int shared = 0, first = -1;
+    for (int j = 0; j < val->num_shards; j++)
+        if (found[j]) {
+            shared++;
+            if (first < 0) first = j;
+        }
+    if (shared)
+        printf("warning: %d of the %d validation shards are training shards too (first: %s): the validation loss is measured on "
+               "data the model trains on; give --train-data a pattern that matches the training shards alone\n",
+               shared, val->num_shards, val->shard_paths[first]);
+    free(vs);
+    free(found);
+}
+
 static inline int train_open_data(const TrainArgs* args, int B, int T, int vocab_size, int rank, int world, int accum, DataLoader* train,
                                   DataLoader* val) {
     if (args->mock_data) {
@@ -213,6 +241,7 @@ static inline int train_open_data(const TrainArgs* args, int B, int T, int vocab
     if (!args->val_data[0] || args->val_every <= 0) return 0; /* -v 0: no evaluation, the validation data is not read */
     dataloader_init(val, args->val_data, B, T, rank, world, 0, args->seed);
     dataloader_limit_tokens(val, vocab_size);
+    train_warn_shared_shards(train, val, rank);
     return 1;
 }
 
