@@ -533,7 +533,7 @@ int main(int argc, char** argv) {
             EarlyStopVerdict verdict = train_record_val(&args, &logger, &early, step, max_steps, val_loss);
             if (verdict == EARLY_STOP_IMPROVED && best_dir[0]) {
                 TrainState st = train_state_at(&run, step, &rng, &health, &train, &start.loader);
-                int failed = (!train_best_saved(best_dir, step) && save_checkpoint(&model, best_dir, &st, 0, 0) != 0) ||
+                int failed = (!train_best_saved(best_dir, args.output_dir, step, start_step) && save_checkpoint(&model, best_dir, &st, 0, 0) != 0) ||
                              train_record_best(&early, best_dir, step) != 0;
                 if (failed && (exit_status = train_save_failed(save_error_continue, 0, "the best checkpoint", saved_step)) != 0) break;
             }

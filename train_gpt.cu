@@ -1162,7 +1162,7 @@ int main(int argc, char** argv) {
             if (verdict == EARLY_STOP_IMPROVED && best_dir[0]) {
                 TrainState st = train_state_at(&run, step, &rng, &health, &train, &start.loader);
                 process_group_watchdog_hold(&pg);
-                int failed = !train_best_saved(best_dir, step) && save_checkpoint(&model, best_dir, &st, 0, 0) != 0;
+                int failed = !train_best_saved(best_dir, args.output_dir, step, start_step) && save_checkpoint(&model, best_dir, &st, 0, 0) != 0;
                 if (!failed && rank == 0) failed = train_record_best(&early, best_dir, step) != 0;
                 int agreed_failed = dist_any(&model, failed); /* every rank takes the same branch */
                 process_group_heartbeat(&pg);

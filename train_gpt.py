@@ -32,7 +32,8 @@ Two modes (run with --help for every flag):
   (for the C trainer to start from the same weights); --out-model saves the trained one.
 
 Optimizer: torch.optim.AdamW with weight decay on the 2-D tensors only (wte, wpe, qkvw, attprojw, fcw,
-fcprojw); global-norm clipping with torch.nn.utils.clip_grad_norm_; learning rate from learning_rate().
+fcprojw); global-norm clipping as torch.nn.utils.clip_grad_norm_ does, with the norm summed in float64
+(train_step); learning rate from learning_rate().
 Runs on torch 1.13 (CPU) and torch 2.x (CPU or CUDA).
 """
 import argparse

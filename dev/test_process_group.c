@@ -310,6 +310,32 @@ static void test_rendezvous_stale(const char* tmp) {
           "rank 0 with a stale --dist-file: exit %d, the file untouched: \"%s\"", WIFEXITED(status) ? WEXITSTATUS(status) : -1, msg);
 }
 
+/* rank 0 publishes the id file, then fails before every rank used it (exit(1), as fatalf: a peer died in the
+ * NCCL init): the file is gone, so that a retry on the path is not refused */
+static void test_id_file_removed_on_error(const char* tmp) {
+    char file[4200];
+    snprintf(file, sizeof(file), "%s/error_id", tmp);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        clear_launcher_env();
+        setenv("RANK", "0", 1);
+        setenv("WORLD_SIZE", "2", 1);
+        setenv("LOCAL_RANK", "0", 1);
+        ProcessGroup pg;
+        process_group_find(&pg, "file", file, 20.0);
+        process_group_start_mpi(&pg, NULL, NULL);
+        unsigned char id[PG_ID_BYTES] = {1};
+        process_group_share_id(&pg, id);
+        exit(access(file, F_OK) == 0 ? 1 : 2); /* 1: published, then an error exit */
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    check(WIFEXITED(status) && WEXITSTATUS(status) == 1 && access(file, F_OK) != 0,
+          "rank 0 exits with an error after publishing the id file: the file is deleted at exit (exit %d, %s)",
+          WIFEXITED(status) ? WEXITSTATUS(status) : -1, access(file, F_OK) == 0 ? "still there" : "gone");
+}
+
 /* A stop signal to a rank waiting in the rendezvous (rank 0 for its peer, rank 1 for rank 0 over tcp or the
  * file) ends it within a second, exit 75, saying so; rank 0 waits with --dist-timeout 3e6 (25 days: its
  * poll timeout in ms overflowed an int, and the wait failed at once) */
@@ -501,6 +527,7 @@ int main(void) {
     test_rendezvous_timeout(tmp, "file", "no NCCL id file");
     test_rendezvous_stop(tmp);
     test_rendezvous_stale(tmp);
+    test_id_file_removed_on_error(tmp);
     test_watchdog();
     char cmd[4200];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);

@@ -468,6 +468,21 @@ if [ $rc -eq 0 ] && grep -q '^resume: no complete checkpoint in .*best_only, sta
 else
     bad "-y 1 with only best/: exit $rc: $(grep -m2 -E '^(resume|error)' "$tmp/best_only.log")"
 fi
+# the same with only best/'s step 0 left by a run of another seed: this run's step 0 is written over it (its
+# evaluation is of other weights), not only best.txt (learning rate 0: step 0 stays the best)
+mkdir -p "$tmp/best_other/best"
+"${early[@]}" -o "$tmp/best_seed" -x 1 -l 0 --seed 5 >/dev/null 2>&1
+cp "$tmp/best_seed/best"/*_00000000* "$tmp/best_other/best/"
+printf 'step 0\nval_loss 9\n' >"$tmp/best_other/best/best.txt"
+"${early[@]}" -o "$tmp/best_other" -x 1 -l 0 -y 1 >"$tmp/best_other.log" 2>&1
+rc=$?
+"${early[@]}" -o "$tmp/best_fresh" -x 1 -l 0 >/dev/null 2>&1
+if [ $rc -eq 0 ] && cmp -s "$tmp/best_fresh/best/model_00000000.bin" "$tmp/best_other/best/model_00000000.bin" &&
+    ! cmp -s "$tmp/best_seed/best/model_00000000.bin" "$tmp/best_other/best/model_00000000.bin"; then
+    ok "-y 1 with only another seed's best/ step 0: this run's step-0 model replaces it"
+else
+    bad "-y 1 with another seed's best/ step 0: exit $rc, best/'s model is $(cmp -s "$tmp/best_seed/best/model_00000000.bin" "$tmp/best_other/best/model_00000000.bin" && echo "still the other seed's" || echo "neither run's")"
+fi
 # --on-save-error continue and a best checkpoint that cannot be written (a directory in its .tmp's way): the early
 # stop's line names the best step and says which one best/ holds instead
 mkdir -p "$tmp/best_failed/best/model_00000004.bin.tmp"

@@ -181,11 +181,12 @@ static inline void gpt_config_check(const GPTConfig* c, const char* origin) {
  * non-fatal verification and atomic writes (for checkpoints, whose failure a run may survive) */
 
 /* Checks, without exiting, a file's common header (magic, version), its length against the
- * header's payload size and the payload's CRC-32, and that a payload of floats (a state file's, an
- * fp32 model file's) is finite: 0 if good, else −1 with the reason in err. The header's words go to
- * header (HEADER_WORDS of them) unless it is NULL. */
-static inline int file_verify(const char* path, const char* kind, uint32_t magic, int32_t version, int32_t* header, char* err,
-                              size_t cap) {
+ * header's payload size and, with `payload`, the payload's CRC-32 and that a payload of floats (a state
+ * file's, an fp32 model file's) is finite: 0 if good, else −1 with the reason in err. The header's words
+ * go to header (HEADER_WORDS of them) unless it is NULL. file_verify checks it all; file_verify_header
+ * reads the header alone (no payload pass). */
+static inline int file_verify_(const char* path, const char* kind, uint32_t magic, int32_t version, int32_t* header, int payload,
+                               char* err, size_t cap) {
     FILE* f = fopen(path, "rb");
     if (!f) return file_error_(err, cap, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
@@ -203,6 +204,7 @@ static inline int file_verify(const char* path, const char* kind, uint32_t magic
         file_error_(err, cap, "%s: %s is %s: header says %llu payload bytes, file has %lld", path, kind,
                     (uint64_t)(sb.st_size - HEADER_BYTES) < header_payload_bytes(h) ? "truncated" : "too long",
                     (unsigned long long)header_payload_bytes(h), (long long)(sb.st_size - HEADER_BYTES));
+    else if (!payload) rc = 0;
     else {
         size_t piece = 1u << 20, got, floats = 0, bad = SIZE_MAX;
         int finite_floats = magic == GPTS_MAGIC || (magic == GPTM_MAGIC && h[5] == MODEL_DTYPE_FP32);
@@ -224,6 +226,14 @@ static inline int file_verify(const char* path, const char* kind, uint32_t magic
     if (rc == 0 && header) memcpy(header, h, sizeof(h));
     if (fclose(f) != 0 && rc == 0) rc = file_error_(err, cap, "%s: close failed: %s", path, strerror(errno));
     return rc;
+}
+static inline int file_verify(const char* path, const char* kind, uint32_t magic, int32_t version, int32_t* header, char* err,
+                              size_t cap) {
+    return file_verify_(path, kind, magic, version, header, 1, err, cap);
+}
+static inline int file_verify_header(const char* path, const char* kind, uint32_t magic, int32_t version, int32_t* header, char* err,
+                                     size_t cap) {
+    return file_verify_(path, kind, magic, version, header, 0, err, cap);
 }
 
 /* dir_sync (llmc/fileio.h), without exiting */
@@ -846,6 +856,26 @@ static inline int checkpoint_find_valid(const char* dir, FILE* report, int* mark
     for (int i = 0; i < n && found < 0; i++) {
         char err[4600];
         if (checkpoint_verify(dir, steps[i], err, sizeof(err)) == 0) found = steps[i];
+        else if (report) fprintf(report, "resume: skipping checkpoint of step %d: %s\n", steps[i], err);
+    }
+    free(steps);
+    return found;
+}
+
+/* The newest checkpoint of dir whose marker reads and whose model file's header and length are right (no
+ * payload pass: cheap on every rank; the resume verifies it all), its model header in h; −1 if none, with
+ * one line to report (unless NULL) for each one passed over. *markers: how many checkpoints there are. */
+static inline int checkpoint_newest_model(const char* dir, FILE* report, int* markers, int32_t* h) {
+    int* steps;
+    int n = checkpoint_list(dir, &steps), found = -1;
+    *markers = n;
+    for (int i = 0; i < n && found < 0; i++) {
+        char model[4200], state[4200], done[4200], err[4600];
+        int world;
+        checkpoint_paths(model, state, done, sizeof(model), dir, steps[i], 0);
+        if (checkpoint_read_marker(done, steps[i], &world, err, sizeof(err)) == 0 &&
+            file_verify_header(model, "model file", GPTM_MAGIC, GPTM_VERSION, h, err, sizeof(err)) == 0)
+            found = steps[i];
         else if (report) fprintf(report, "resume: skipping checkpoint of step %d: %s\n", steps[i], err);
     }
     free(steps);

@@ -199,7 +199,7 @@ static inline void require_multiple_(long n, long multiple, const char* what, co
 
 /* the elements per access of a kernel templated on it (llmc/layernorm.cuh, column_sums.cuh, encoder.cuh) over rows
  * of n elements in the arrays ptrs (NULL ones count as aligned): PACKX when n is a multiple of it and every array is
- * 16-byte aligned (the trainer's case for channels % 8 == 0), else 1 (any n, any alignment: slower, same sums) */
+ * 16-byte aligned (the trainer's case for channels % PACKX == 0: 8 in bf16, 4 in fp32), else 1 (any n, any alignment: slower, same sums) */
 template <typename... P>
 static inline int pack_width(long n, const P*... ptrs) {
     return n % PACKX == 0 && (((uintptr_t)ptrs % 16 == 0) && ...) ? PACKX : 1;

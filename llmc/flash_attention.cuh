@@ -83,8 +83,8 @@
 /* Stages rows row0..row0+ROWS-1 (64 by default, 64·MT for a kernel's MT row blocks) of one head's slice into `tile`
  * by cp.async: row r from src + (row0 + r)·row_stride, columns [0, hs); columns hs..HD-1 and rows >= T are
  * zero-filled. All threads of the block call it; thread i copies the 16-byte chunk i % (HD/8) of rows i / (HD/8),
- * + 128/(HD/8), ... (a fixed column: no per-chunk division). ALIGNED false (hs not a multiple of 8: a head's
- * columns do not start on 16 bytes): each chunk is copied element by element with plain loads and stores. The
+ * + 128/(HD/8), ... (a fixed column: no per-chunk division). ALIGNED false (fa_aligned: hs not a multiple of 8, or
+ * buffers not 16-byte aligned; a head's columns do not start on 16 bytes): each chunk is copied element by element with plain loads and stores. The
  * kernels take ALIGNED as a template parameter, so that the fast path's code is as without it (a run-time test here
  * made ptxas spill in the K/V backward). */
 template <int HD, bool ALIGNED, int ROWS = FA_BLOCK>

@@ -47,7 +47,8 @@
  * On its exits rank 0 deletes its --dist-file (a later run on the path would read this job's id).
  * process_group_watchdog_stop (also called by process_group_finish) ends and joins it, so it never
  * reads the struct after the caller's frame is gone. State: the
- * ProcessGroup struct the caller owns; the heartbeat and the stop flag are read and written atomically.
+ * ProcessGroup struct the caller owns; the heartbeat and the stop flag are read and written atomically; and
+ * pg_id_file_pending_, the id file rank 0 deletes at exit unless every rank has used it (a retry on the path).
  */
 #ifndef LLMC_PROCESS_GROUP_H
 #define LLMC_PROCESS_GROUP_H
@@ -203,6 +204,14 @@ static inline int pg_poll_ms_(int64_t deadline) {
  * or the run ends, however it ends. */
 static inline int pg_owns_id_file_(const ProcessGroup* pg) { return strcmp(pg->method, "file") == 0 && pg->rank == 0; }
 
+/* The id file rank 0 wrote and has not deleted yet (its only global state: "" when none): an error exit
+ * (exit(), as fatalf's, after the rendezvous and before every rank used the id) deletes it at exit, so that
+ * a retry on the same path is not refused as another job's. The watchdog and stop paths delete it themselves. */
+static char pg_id_file_pending_[4200];
+static inline void pg_remove_pending_id_file_(void) {
+    if (pg_id_file_pending_[0]) unlink(pg_id_file_pending_);
+}
+
 /* Ends the process after a stop signal in a wait before training (top comment): async-signal-safe
  * enough for the watchdog thread (a write and _exit; rank 0's unlink of the id file). */
 static inline void pg_stop_now_(const ProcessGroup* pg, const char* during) {
@@ -232,6 +241,8 @@ static inline void pg_share_file_(const ProcessGroup* pg, unsigned char* id) {
         atomic_open(&a, path);
         fwrite_check(id, 1, PG_ID_BYTES, a.f, a.tmp_path);
         atomic_commit(&a);
+        snprintf(pg_id_file_pending_, sizeof(pg_id_file_pending_), "%s", path);
+        atexit(pg_remove_pending_id_file_);
         return;
     }
     int64_t deadline = pg_now_ns_() + (int64_t)(pg->timeout_s * 1e9);
@@ -490,6 +501,7 @@ static inline void process_group_start_mpi(ProcessGroup* pg, int* argc, char*** 
 /* Every rank has used the id (the NCCL communicator exists: its creation needs them all): rank 0 removes
  * the id file, so that a later job on the same path cannot read this one's id. */
 static inline void process_group_id_used(const ProcessGroup* pg) {
+    pg_id_file_pending_[0] = '\0';
     if (pg_owns_id_file_(pg) && unlink(pg->file_path) != 0 && errno != ENOENT)
         printf("warning: %s: cannot delete the NCCL id file (%s): delete it before a later job uses this path\n", pg->file_path,
                strerror(errno));

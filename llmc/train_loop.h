@@ -171,13 +171,20 @@ static inline void train_report_early_stop(const EarlyStop* early, const char* b
            (double)early->best_loss, early->best_step, where);
 }
 
-/* Whether best_dir holds a complete checkpoint of `step` already: a resumed run whose first evaluation, of the
- * step its best was saved at, becomes the best again (other validation data or tokens: not comparable). The
- * weights are the same, so only best.txt is rewritten: saving the checkpoint again would first delete it. */
-static inline int train_best_saved(const char* best_dir, int step) {
-    char model[4200], state[4200], done[4200];
-    checkpoint_paths(model, state, done, sizeof(model), best_dir, step, 0);
-    return access(done, F_OK) == 0;
+/* Whether best_dir holds this run's weights of `step` already: a run resumed at start_step = step from
+ * output_dir, whose first evaluation, of the step its best was saved at, becomes the best again (other
+ * validation data or tokens: not comparable), when best_dir's complete checkpoint of the step has the model
+ * file header (config, payload CRC) of the one resumed. Then only best.txt is rewritten: saving the checkpoint
+ * again would first delete it. */
+static inline int train_best_saved(const char* best_dir, const char* output_dir, int step, int start_step) {
+    if (step != start_step || step == 0) return 0;
+    char model[4200], best_model[4200], state[4200], done[4200], err[4600];
+    int32_t h[HEADER_WORDS], best_h[HEADER_WORDS];
+    checkpoint_paths(model, state, done, sizeof(model), output_dir, step, 0);
+    if (file_verify_header(model, "model file", GPTM_MAGIC, GPTM_VERSION, h, err, sizeof(err)) != 0) return 0;
+    checkpoint_paths(best_model, state, done, sizeof(best_model), best_dir, step, 0);
+    return access(done, F_OK) == 0 && file_verify_header(best_model, "model file", GPTM_MAGIC, GPTM_VERSION, best_h, err, sizeof(err)) == 0 &&
+           memcmp(h, best_h, sizeof(h)) == 0;
 }
 
 /* What a step line tells: the step that completed `step` steps, its mean loss, learning rate, gradient

@@ -119,8 +119,9 @@ typedef enum { MODEL_FROM_SCRATCH, MODEL_FROM_PRESET, MODEL_FROM_FILE } ModelSou
 /* Which model the flags give. From scratch (--n-layer/--n-head/--n-embd, all three) or a preset
  * (--init d12, ...; --max-seq-len and --vocab-size override): *config is set, the caller initialises
  * the weights. A model file (--init FILE): *config is untouched, the caller reads the file and then
- * calls train_check_file_config. No model flags with -y 1 and a checkpoint in --output-dir: the newest
- * one's config (its model file's header), as a preset (the resume then loads its weights). Contradictory
+ * calls train_check_file_config. No model flags with -y 1 and a checkpoint in --output-dir: the config of
+ * the newest one whose marker and model file header read (checkpoint_newest_model), as a preset (the resume
+ * then verifies a checkpoint in full and loads its weights). Contradictory
  * or missing flags: fatalf. */
 static inline ModelSource train_model_source(const TrainArgs* args, GPTConfig* config) {
     int from_scratch = args->n_layer > 0 || args->n_head > 0 || args->n_embd > 0;
@@ -149,12 +150,12 @@ static inline ModelSource train_model_source(const TrainArgs* args, GPTConfig* c
             fatalf("--init %s: neither a model file nor a preset (d6|d12|d24|d36|d48)", args->init);
         return MODEL_FROM_FILE;
     }
-    /* the newest checkpoint that verifies (train_resume_find, later, reports the ones passed over): a newer one
-     * whose model file is missing or broken (a copy of the directory cut short) is not the one resumed */
-    int markers = 0, latest = args->resume && args->output_dir[0] ? checkpoint_find_valid(args->output_dir, NULL, &markers) : -1;
+    /* a newer checkpoint whose model file is missing or cut short (a copy of the directory cut short) is passed
+     * over: train_resume_find, later, says why */
+    int32_t h[HEADER_WORDS];
+    int markers = 0, latest = args->resume && args->output_dir[0] ? checkpoint_newest_model(args->output_dir, NULL, &markers, h) : -1;
     if (latest >= 0) {
         char model[4200], state[4200], done[4200];
-        int32_t h[HEADER_WORDS];
         checkpoint_paths(model, state, done, sizeof(model), args->output_dir, latest, 0);
         fclose_check(model_file_open(model, config, h), model);
         if ((args->vocab_size > 0 && args->vocab_size != config->vocab_size) ||
@@ -165,8 +166,9 @@ static inline ModelSource train_model_source(const TrainArgs* args, GPTConfig* c
         return MODEL_FROM_PRESET;
     }
     if (!args->resume) usagef("no model: give --init FILE, --init d12 (or another preset), or --n-layer/--n-head/--n-embd");
+    if (markers > 0) checkpoint_newest_model(args->output_dir, stdout, &markers, h); /* why each was passed over */
     fatalf("no model: give --init FILE, --init d12 (or another preset), or --n-layer/--n-head/--n-embd (with -y 1 they come from "
-           "the newest valid checkpoint of --output-dir: %s)", markers > 0 ? "none of its checkpoints verifies" : "it has none");
+           "the newest valid checkpoint of --output-dir: %s)", markers > 0 ? "no checkpoint has a readable model file" : "it has none");
     return MODEL_FROM_FILE; /* not reached */
 }
 
