@@ -183,8 +183,7 @@ static inline void gpt_config_check(const GPTConfig* c, const char* origin) {
 /* Checks, without exiting, a file's common header (magic, version), its length against the
  * header's payload size and, with `payload`, the payload's CRC-32 and that a payload of floats (a state
  * file's, an fp32 model file's) is finite: 0 if good, else −1 with the reason in err. The header's words
- * go to header (HEADER_WORDS of them) unless it is NULL. file_verify checks it all; file_verify_header
- * reads the header alone (no payload pass). */
+ * go to header (HEADER_WORDS of them) unless it is NULL. file_verify checks it all. */
 static inline int file_verify_(const char* path, const char* kind, uint32_t magic, int32_t version, int32_t* header, int payload,
                                char* err, size_t cap) {
     FILE* f = fopen(path, "rb");
@@ -230,10 +229,6 @@ static inline int file_verify_(const char* path, const char* kind, uint32_t magi
 static inline int file_verify(const char* path, const char* kind, uint32_t magic, int32_t version, int32_t* header, char* err,
                               size_t cap) {
     return file_verify_(path, kind, magic, version, header, 1, err, cap);
-}
-static inline int file_verify_header(const char* path, const char* kind, uint32_t magic, int32_t version, int32_t* header, char* err,
-                                     size_t cap) {
-    return file_verify_(path, kind, magic, version, header, 0, err, cap);
 }
 
 /* dir_sync (llmc/fileio.h), without exiting */
@@ -824,14 +819,16 @@ static inline int checkpoint_list(const char* dir, int** steps) {
  * world, and the model file is the one every state file recorded (a model file of another step or a
  * changed header is not; nor is a state file of another run, whose weights differ). 0 if good, else −1
  * with the first problem in err. */
-static inline int checkpoint_verify(const char* dir, int step, char* err, size_t cap) {
+/* full = 0: only the marker and the model file's header and length (no payload pass: cheap enough for every
+ * rank), that header into mh */
+static inline int checkpoint_verify_(const char* dir, int step, int full, int32_t* mh, char* err, size_t cap) {
     char model[4200], state[4200], done[4200];
     checkpoint_paths(model, state, done, sizeof(model), dir, step, 0);
     int world = 0;
-    int32_t mh[HEADER_WORDS] = {0}, sh[HEADER_WORDS] = {0};
+    int32_t sh[HEADER_WORDS] = {0};
     if (checkpoint_read_marker(done, step, &world, err, cap) != 0) return -1;
-    if (file_verify(model, "model file", GPTM_MAGIC, GPTM_VERSION, mh, err, cap) != 0) return -1;
-    for (int r = 0; r < world; r++) {
+    if (file_verify_(model, "model file", GPTM_MAGIC, GPTM_VERSION, mh, full, err, cap) != 0) return -1;
+    for (int r = 0; r < (full ? world : 0); r++) {
         checkpoint_paths(model, state, done, sizeof(model), dir, step, r);
         if (file_verify(state, "training state file", GPTS_MAGIC, GPTS_VERSION, sh, err, cap) != 0) return -1;
         if (sh[5] != step || sh[6] != r || sh[7] != world)
@@ -845,41 +842,35 @@ static inline int checkpoint_verify(const char* dir, int step, char* err, size_t
     }
     return 0;
 }
+static inline int checkpoint_verify(const char* dir, int step, char* err, size_t cap) {
+    int32_t mh[HEADER_WORDS];
+    return checkpoint_verify_(dir, step, 1, mh, err, cap);
+}
 
-/* The newest checkpoint of dir that verifies (checkpoint_verify), walking back from the newest
- * marker and printing one line to report (unless NULL) for each one skipped and why; −1 if none.
- * *markers: how many checkpoints (markers) there are, valid or not. */
-static inline int checkpoint_find_valid(const char* dir, FILE* report, int* markers) {
+/* The newest checkpoint of dir that passes checkpoint_verify_ (full or not; the model header into mh), walking
+ * back from the newest marker and printing one line to report (unless NULL) for each one skipped and why; −1 if
+ * none. *markers: how many checkpoints (markers) there are, valid or not. */
+static inline int checkpoint_find_(const char* dir, int full, FILE* report, int* markers, int32_t* mh) {
     int* steps;
     int n = checkpoint_list(dir, &steps), found = -1;
     *markers = n;
     for (int i = 0; i < n && found < 0; i++) {
         char err[4600];
-        if (checkpoint_verify(dir, steps[i], err, sizeof(err)) == 0) found = steps[i];
+        if (checkpoint_verify_(dir, steps[i], full, mh, err, sizeof(err)) == 0) found = steps[i];
         else if (report) fprintf(report, "resume: skipping checkpoint of step %d: %s\n", steps[i], err);
     }
     free(steps);
     return found;
 }
-
-/* The newest checkpoint of dir whose marker reads and whose model file's header and length are right (no
- * payload pass: cheap on every rank; the resume verifies it all), its model header in h; −1 if none, with
- * one line to report (unless NULL) for each one passed over. *markers: how many checkpoints there are. */
+/* the newest checkpoint that verifies in full */
+static inline int checkpoint_find_valid(const char* dir, FILE* report, int* markers) {
+    int32_t mh[HEADER_WORDS];
+    return checkpoint_find_(dir, 1, report, markers, mh);
+}
+/* the newest checkpoint whose marker reads and whose model file's header and length are right, its model header
+ * in h (no payload pass: cheap on every rank; the resume then verifies a checkpoint in full) */
 static inline int checkpoint_newest_model(const char* dir, FILE* report, int* markers, int32_t* h) {
-    int* steps;
-    int n = checkpoint_list(dir, &steps), found = -1;
-    *markers = n;
-    for (int i = 0; i < n && found < 0; i++) {
-        char model[4200], state[4200], done[4200], err[4600];
-        int world;
-        checkpoint_paths(model, state, done, sizeof(model), dir, steps[i], 0);
-        if (checkpoint_read_marker(done, steps[i], &world, err, sizeof(err)) == 0 &&
-            file_verify_header(model, "model file", GPTM_MAGIC, GPTM_VERSION, h, err, sizeof(err)) == 0)
-            found = steps[i];
-        else if (report) fprintf(report, "resume: skipping checkpoint of step %d: %s\n", steps[i], err);
-    }
-    free(steps);
-    return found;
+    return checkpoint_find_(dir, 0, report, markers, h);
 }
 
 /* Step of a checkpoint file name "model_S.bin", "state_S_R.bin", "done_S.txt" (or any of them

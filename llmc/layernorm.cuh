@@ -146,32 +146,31 @@ static inline int ln_cached_packs(int C, int W) {
 
 typedef void (*LnForwardKernel)(floatX*, floatX*, float*, float*, const floatX*, const floatX*, const floatX*, const floatX*, int, int);
 typedef void (*LnBackwardKernel)(floatX*, const floatX*, const floatX*, const floatX*, const float*, const float*, int, int);
+typedef struct {
+    LnForwardKernel forward;
+    LnBackwardKernel backward;
+} LnKernels;
 
 /* the forward and backward instances for packs of W and a cache of `cached` packs */
 template <int W>
-static inline void ln_kernels(int cached, LnForwardKernel* forward, LnBackwardKernel* backward) {
+static inline LnKernels ln_kernels(int cached) {
     switch (cached) {
-    case 1: *forward = residual_layernorm_forward_kernel<W, 1>, *backward = layernorm_backward_kernel<W, 1>; break;
-    case 2: *forward = residual_layernorm_forward_kernel<W, 2>, *backward = layernorm_backward_kernel<W, 2>; break;
-    case 4: *forward = residual_layernorm_forward_kernel<W, 4>, *backward = layernorm_backward_kernel<W, 4>; break;
-    default:
-        *forward = residual_layernorm_forward_kernel<W, LN_MAX_CACHED_PACKS>;
-        *backward = layernorm_backward_kernel<W, LN_MAX_CACHED_PACKS>;
-        break;
+    case 1: return {residual_layernorm_forward_kernel<W, 1>, layernorm_backward_kernel<W, 1>};
+    case 2: return {residual_layernorm_forward_kernel<W, 2>, layernorm_backward_kernel<W, 2>};
+    case 4: return {residual_layernorm_forward_kernel<W, 4>, layernorm_backward_kernel<W, 4>};
+    default: return {residual_layernorm_forward_kernel<W, LN_MAX_CACHED_PACKS>, layernorm_backward_kernel<W, LN_MAX_CACHED_PACKS>};
     }
 }
-static inline void ln_kernels_for(int C, int w, LnForwardKernel* forward, LnBackwardKernel* backward) {
-    if (w == PACKX) ln_kernels<PACKX>(ln_cached_packs(C, w), forward, backward);
-    else ln_kernels<1>(ln_cached_packs(C, w), forward, backward);
+/* the instances for rows of C channels in packs of w (pack_width) */
+static inline LnKernels ln_kernels_for(int C, int w) {
+    return w == PACKX ? ln_kernels<PACKX>(ln_cached_packs(C, w)) : ln_kernels<1>(ln_cached_packs(C, w));
 }
 
 /* see the top comment; residual and b may be NULL (then the input is a and nothing is stored but out, mean, rstd) */
 static inline void residual_layernorm_forward(floatX* residual, floatX* out, float* mean, float* rstd, const floatX* a,
                                               const floatX* b, const floatX* weight, const floatX* bias, int rows, int C,
                                               cudaStream_t stream) {
-    LnForwardKernel kernel;
-    LnBackwardKernel unused;
-    ln_kernels_for(C, pack_width(C, residual, out, a, b, weight, bias), &kernel, &unused);
+    LnForwardKernel kernel = ln_kernels_for(C, pack_width(C, residual, out, a, b, weight, bias)).forward;
     launch_kernel(kernel, dim3(ceil_div(rows, LN_WARPS)), dim3(32 * LN_WARPS), 0, stream, residual, out, mean, rstd, a, b, weight, bias,
                   rows, C);
 }
@@ -180,9 +179,7 @@ static inline void residual_layernorm_forward(floatX* residual, floatX* out, flo
 static inline void layernorm_backward(floatX* dinp, floatX* dweight, floatX* dbias, float* scratch, const floatX* dout,
                                       const floatX* inp, const floatX* weight, const float* mean, const float* rstd, int rows, int C,
                                       cudaStream_t stream) {
-    LnForwardKernel unused;
-    LnBackwardKernel kernel;
-    ln_kernels_for(C, pack_width(C, dinp, dout, inp, weight), &unused, &kernel);
+    LnBackwardKernel kernel = ln_kernels_for(C, pack_width(C, dinp, dout, inp, weight)).backward;
     launch_kernel(kernel, dim3(ceil_div(rows, LN_WARPS)), dim3(32 * LN_WARPS), 0, stream, dinp, dout, inp, weight, mean, rstd, rows, C);
     column_sums(dweight, dbias, scratch, dout, inp, mean, rstd, rows, C, stream);
 }

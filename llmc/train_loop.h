@@ -178,12 +178,9 @@ static inline void train_report_early_stop(const EarlyStop* early, const char* b
  * again would first delete it. */
 static inline int train_best_saved(const char* best_dir, const char* output_dir, int step, int start_step) {
     if (step != start_step || step == 0) return 0;
-    char model[4200], best_model[4200], state[4200], done[4200], err[4600];
+    char err[4600];
     int32_t h[HEADER_WORDS], best_h[HEADER_WORDS];
-    checkpoint_paths(model, state, done, sizeof(model), output_dir, step, 0);
-    if (file_verify_header(model, "model file", GPTM_MAGIC, GPTM_VERSION, h, err, sizeof(err)) != 0) return 0;
-    checkpoint_paths(best_model, state, done, sizeof(best_model), best_dir, step, 0);
-    return access(done, F_OK) == 0 && file_verify_header(best_model, "model file", GPTM_MAGIC, GPTM_VERSION, best_h, err, sizeof(err)) == 0 &&
+    return checkpoint_verify_(output_dir, step, 0, h, err, sizeof(err)) == 0 && checkpoint_verify_(best_dir, step, 0, best_h, err, sizeof(err)) == 0 &&
            memcmp(h, best_h, sizeof(h)) == 0;
 }
 
