@@ -43,7 +43,6 @@ static void decoder_create(Decoder* d, const char* path) {
     size_t n;
     float* host = model_file_read(path, &d->config, &n);
     const GPTConfig* c = &d->config;
-    gpu_config_check(c, path);
     gpt_param_sizes(c, d->param_sizes);
     cudaCheck(cudaStreamCreate(&d->stream));
     blas_create(&d->blas, d->stream);

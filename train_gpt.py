@@ -181,7 +181,7 @@ def read_raw_header(path, kind):
 
 # what a file with another magic is, for the message when it was given as another kind (llmc/fileio.h's table)
 MAGIC_HINTS = {
-    0x4D545047: "it is a model file (GPTM), for --init",
+    0x4D545047: "it is a model file (GPTM, this project's format), for -e of the trainers and sample_gpt",
     0x53545047: "it is a training state file (GPTS); its checkpoint's model file is the model_NNNNNNNN.bin beside it",
     0x4B4F5447: "it is a token shard (GTOK), training data for --train-data",
     0x45504247: "it is a tokenizer file (GBPE)",

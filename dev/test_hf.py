@@ -133,7 +133,8 @@ def run_tests(tmp):
     from transformers import GPT2Config, GPT2LMHeadModel
 
     # ------------------------------------------------------------ export -> import round trips
-    for name, (L, H, C, V, T) in {"L2_H3_C96_V300": (2, 3, 96, 300, 40), "L1_H1_C32_V129": (1, 1, 32, 129, 17)}.items():
+    for name, (L, H, C, V, T) in {"L2_H3_C96_V300": (2, 3, 96, 300, 40), "L1_H1_C32_V129": (1, 1, 32, 129, 17),
+                                  "L1_H2_C16_V50257": (1, 2, 16, 50257, 8)}.items():
         model = os.path.join(tmp, f"{name}.bin")
         export_dir, back = os.path.join(tmp, f"{name}_hf"), os.path.join(tmp, f"{name}_back.bin")
         random_model(model, L, H, C, V, T, seed=L * 1000 + V)
@@ -144,6 +145,8 @@ def run_tests(tmp):
             conf = json.load(f)
         want = {"model_type": "gpt2", "n_layer": L, "n_head": H, "n_embd": C, "vocab_size": V, "n_positions": T,
                 "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5, "tie_word_embeddings": True}
+        eot = 50256 if V == 50257 else None  # <|endoftext|>; outside GPT-2's vocabulary none is known (V - 1 is a token)
+        want.update(bos_token_id=eot, eos_token_id=eot)
         bad = {k: conf.get(k) for k, v in want.items() if conf.get(k) != v}
         check(not bad, f"{name}: config.json has {want}" + (f"; differs: {bad}" if bad else ""))
         st = safetensors.numpy.load_file(os.path.join(export_dir, "model.safetensors"))
@@ -264,7 +267,8 @@ def run_tests(tmp):
     expect_error("missing directory", HF + ["import", os.path.join(tmp, "nowhere"), out], "nowhere/config.json: cannot read")
     taken = os.path.join(tmp, "taken")  # the output path is a directory: the rename fails after the whole write
     os.makedirs(taken)
-    expect_error("output path is a directory", HF + ["import", hf_dir, taken], "taken")
+    expect_error("output path is a directory (the error names it, not the .tmp file)", HF + ["import", hf_dir, taken],
+                 r"taken: Is a directory")
     check(not os.path.exists(taken + ".tmp"), "a failed write leaves no .tmp file behind")
     expect_error("export of a non-model", HF + ["export", os.path.join(hf_dir, "config.json"), os.path.join(tmp, "x")],
                  "config.json: not a model file")

@@ -1339,6 +1339,14 @@ static void test_flags(void) {
 
 /* ----------------------------------------------------------------------------
  * sampler */
+static void child_sample_nan(void* ctx) {
+    (void)ctx;
+    Rng r;
+    rng_seed(&r, 5);
+    float logits[4] = {1.0f, NAN, 2.0f, 0.5f}; /* a NaN below the max: every cumulative sum would be NaN */
+    sample_token(logits, 4, 1.0f, 0, &r);
+}
+
 static void test_sampler(void) {
     Rng r;
     rng_seed(&r, 5);
@@ -1381,6 +1389,7 @@ static void test_sampler(void) {
     for (int i = 0; i < 20000; i++) seen[sample_token(tied, 5, 1.0f, 2, &r)]++;
     check(seen[1] > 0 && seen[0] > 0 && seen[2] == 0 && seen[3] == 0 && seen[4] == 0,
           "sample_token top_k=2 with ties at the 2nd value: keeps index 1 and the first tie (index 0) only");
+    expect_failure("sample_token with a NaN logit below the max", child_sample_nan, NULL, 1, "logit 1 of 4 is nan, not finite");
 }
 
 /* ----------------------------------------------------------------------------

@@ -6,7 +6,8 @@
 #     (train_gpt_cpu -x 0 samples once): token ids with a V=256 model, text after a prompt with a
 #     GPT-2-vocabulary model and data/gpt2_tokenizer.bin; and the same text as the simulated GPU
 #     trainer's (train_gpt_sim_fp32) sample;
-#   - --ids with a GPT-2-vocabulary model: the ids of the text run's tokens (the same start token);
+#   - --ids with a GPT-2-vocabulary model: the ids of the text run's tokens (the same start token); --ids
+#     where the default tokenizer cannot serve: start token 0 and a note; a named --tokenizer must be readable;
 #   - generation past the model's max_seq_len (the cache refill) gives the requested token count;
 #   - stdout on a full device: exit 1;
 #   - bad input: no model, a missing or truncated model file, bad flag values, an unknown flag, a
@@ -74,6 +75,23 @@ if ./tokenize --text <"$tmp/ids.txt" >"$tmp/decoded.txt" && [ -s "$tmp/text.txt"
 else
     bad "--ids vs text: '$(head -c 100 "$tmp/ids.txt")' decodes to '$(head -c 100 "$tmp/decoded.txt")', text '$(head -c 100 "$tmp/text.txt")'"
 fi
+
+# --ids alone where the default tokenizer cannot serve (another working directory, another vocabulary): the context
+# starts with token 0, and stderr says so; a --tokenizer that was named must be readable
+(cd "$tmp" && "$here/sample_gpt_cpu" -e "$tmp/gpt2vocab.bin" -g 5 --ids >"$tmp/ids0.txt" 2>"$tmp/err0.txt")
+rc=$?
+if [ $rc -eq 0 ] && grep -q 'note: no tokenizer from data/gpt2_tokenizer.bin (No such file or directory): the context starts with token 0' "$tmp/err0.txt" &&
+    grep -q 'start token 0, prompt 0 tokens' "$tmp/err0.txt" && [ "$(wc -w <"$tmp/ids0.txt")" -eq 5 ]; then
+    ok "--ids in a directory without data/gpt2_tokenizer.bin: start token 0, and a note on stderr"
+else bad "--ids without the default tokenizer: exit $rc, $(cat "$tmp/err0.txt")"; fi
+./sample_gpt_cpu -e "$tmp/small.bin" -g 5 --ids >/dev/null 2>"$tmp/err0.txt"
+if grep -q "note: no tokenizer from data/gpt2_tokenizer.bin (its vocabulary is not the model's)" "$tmp/err0.txt" &&
+    grep -q 'start token 0,' "$tmp/err0.txt"; then ok "--ids with a model of another vocabulary than the default tokenizer's: start token 0, a note"
+else bad "--ids, vocabulary 300: $(cat "$tmp/err0.txt")"; fi
+grep -q "start token 50256," "$tmp/err.txt" && ok "--ids with the default tokenizer readable: start token 50256 (<|endoftext|>) in the banner" ||
+    bad "--ids with the default tokenizer: no 'start token 50256' in $(cat "$tmp/err.txt")"
+expect_error --alone "a named --tokenizer that does not exist, with --ids" "gpt2_tokenizr.bin.*(cannot open|No such file)" \
+    ./sample_gpt_cpu -e "$tmp/gpt2vocab.bin" --ids --tokenizer "$tmp/gpt2_tokenizr.bin"
 
 # ---------------------------------------------------------------- past max_seq_len
 ./sample_gpt_cpu -e "$tmp/small.bin" --ids -g 150 --seed 5 >"$tmp/ours.txt" 2>"$tmp/err.txt"

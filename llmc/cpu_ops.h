@@ -55,13 +55,15 @@ static inline float cpu_expf(float x) {
 #define CPU_OPS_VECTOR
 #endif
 
-/* elementwise ops run over [0, n) in blocks of CPU_OPS_BLOCK elements, threads splitting the blocks */
+/* elementwise ops run over [0, n) in blocks of CPU_OPS_BLOCK elements, threads splitting the blocks; an op on at
+ * most one block's elements (a decoder's one row) runs on the calling thread: a parallel region would cost more
+ * than it saves, and on a busy machine a wait for a scheduler tick a region */
 #define CPU_OPS_BLOCK 16384
 
 /* ----------------------------------------------------------------------------
  * encoder: out[b,t,:] = wte[inp[b,t],:] + wpe[t,:]. Threads split the BT rows. */
 static inline void encoder_forward(float* out, const int* inp, const float* wte, const float* wpe, int B, int T, int C) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((long)B * T * C > CPU_OPS_BLOCK)
     for (int bt = 0; bt < B * T; bt++) {
         const float* w = wte + (long)inp[bt] * C;
         const float* p = wpe + (long)(bt % T) * C;
@@ -98,7 +100,7 @@ static inline void encoder_backward(float* dwte, float* dwpe, const float* dout,
  * Threads split the rows. */
 static inline void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
                               const float* bias, int BT, int C) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((long)BT * C > CPU_OPS_BLOCK)
     for (int i = 0; i < BT; i++) {
         const float* x = inp + (long)i * C;
         float* o = out + (long)i * C;
@@ -303,7 +305,7 @@ CPU_OPS_VECTOR static inline void gelu_forward_range(float* out, const float* in
     }
 }
 static inline void gelu_forward(float* out, const float* inp, size_t N) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (N > CPU_OPS_BLOCK)
     for (size_t i = 0; i < N; i += CPU_OPS_BLOCK) gelu_forward_range(out, inp, i, N - i < CPU_OPS_BLOCK ? N : i + CPU_OPS_BLOCK);
 }
 
@@ -319,7 +321,7 @@ CPU_OPS_VECTOR static inline void gelu_backward_range(float* dinp, const float* 
     }
 }
 static inline void gelu_backward(float* dinp, const float* inp, const float* dout, size_t N) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (N > CPU_OPS_BLOCK)
     for (size_t i = 0; i < N; i += CPU_OPS_BLOCK)
         gelu_backward_range(dinp, inp, dout, i, N - i < CPU_OPS_BLOCK ? N : i + CPU_OPS_BLOCK);
 }
@@ -331,7 +333,7 @@ CPU_OPS_VECTOR static inline void residual_forward_range(float* out, const float
     for (size_t i = i0; i < i1; i++) out[i] = a[i] + b[i];
 }
 static inline void residual_forward(float* out, const float* a, const float* b, size_t N) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (N > CPU_OPS_BLOCK)
     for (size_t i = 0; i < N; i += CPU_OPS_BLOCK) residual_forward_range(out, a, b, i, N - i < CPU_OPS_BLOCK ? N : i + CPU_OPS_BLOCK);
 }
 
@@ -343,7 +345,7 @@ CPU_OPS_VECTOR static inline void residual_backward_range(float* da, float* db, 
     }
 }
 static inline void residual_backward(float* da, float* db, const float* dout, size_t N) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (N > CPU_OPS_BLOCK)
     for (size_t i = 0; i < N; i += CPU_OPS_BLOCK) residual_backward_range(da, db, dout, i, N - i < CPU_OPS_BLOCK ? N : i + CPU_OPS_BLOCK);
 }
 

@@ -204,7 +204,7 @@ static inline long long file_size_check(FILE* f, const char* path) {
  * unknown): this project's formats (doc/formats.md) and llm.c's (its model, state, tokenizer and shard files). */
 static inline const char* file_magic_hint(uint32_t magic) {
     switch (magic) {
-    case 0x4D545047u: return ": it is a model file (GPTM), for --init";
+    case 0x4D545047u: return ": it is a model file (GPTM, this project's format), for -e of the trainers and sample_gpt";
     case 0x53545047u: return ": it is a training state file (GPTS); its checkpoint's model file is the model_NNNNNNNN.bin beside it";
     case 0x4B4F5447u: return ": it is a token shard (GTOK), training data for -i / -j";
     case 0x45504247u: return ": it is a tokenizer file (GBPE), for --tokenizer";

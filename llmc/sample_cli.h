@@ -12,9 +12,11 @@
  * stream):
  *   1. rng = rng_seed(seed XOR RNG_RUN_SALT) (llmc/rng.h, xoshiro256**), as train_gpt_cpu seeds
  *      its sampling stream.
- *   2. The context is <|endoftext|> (the eot of the tokenizer, when it is readable and its vocabulary
- *      is the model's, as in the trainers, --ids or not; token 0 otherwise), then the prompt's
- *      tokens; each is fed through the model.
+ *   2. The context is <|endoftext|> (the eot of the tokenizer, as in the trainers, --ids or not), then
+ *      the prompt's tokens; each is fed through the model. The tokenizer must be readable and of the
+ *      model's vocabulary, except with --ids, no --prompt and no --tokenizer: then, when the default one is
+ *      not (a model of another vocabulary, another working directory), the context starts with token 0,
+ *      and a note on stderr says so.
  *   3. For each of the -g tokens: sample_token(logits of the last position, V, temperature, top_k,
  *      &rng) (llmc/sampler.h) — exactly one rng_uniform draw (one rng_u64) per token when
  *      temperature > 0, none at temperature 0 — then the token is fed through the model.
@@ -42,11 +44,13 @@
 typedef struct {
     const char* model;
     const char* prompt;
-    const char* tokenizer;
+    const char* tokenizer; /* NULL: not given (SAMPLE_DEFAULT_TOKENIZER, if readable) */
     float temperature;
     int top_k, seed, tokens, ids;
     int threads; /* CPU threads, 0: the OpenMP default; only the CPU tool takes --threads */
 } SampleArgs;
+
+#define SAMPLE_DEFAULT_TOKENIZER "data/gpt2_tokenizer.bin"
 
 /* which tools take a flag: a flag the running tool does not take is absent from its --help and an unknown flag */
 typedef enum { SAMPLE_TOOL_CPU = 1, SAMPLE_TOOL_GPU = 2, SAMPLE_TOOL_ALL = 3 } SampleTool;
@@ -70,7 +74,7 @@ static const SampleFlag SAMPLE_FLAGS[] = {
     SAMPLE_FLAG(SAMPLE_TOOL_ALL, NULL, "--top-k", SAMPLE_ARG_INT, top_k, 0, 1 << 24, "sample among the k most likely tokens; 0: all (default 0)"),
     SAMPLE_FLAG(SAMPLE_TOOL_ALL, NULL, "--seed", SAMPLE_ARG_INT, seed, 0, 2147483647, "random seed, as the trainer's --seed (default 1337)"),
     SAMPLE_FLAG(SAMPLE_TOOL_ALL, "-g", "--tokens", SAMPLE_ARG_INT, tokens, 0, 1 << 24, "tokens to generate (default 64)"),
-    SAMPLE_FLAG(SAMPLE_TOOL_ALL, NULL, "--tokenizer", SAMPLE_ARG_STR, tokenizer, 0, 0, "tokenizer file (GBPE) (default data/gpt2_tokenizer.bin)"),
+    SAMPLE_FLAG(SAMPLE_TOOL_ALL, NULL, "--tokenizer", SAMPLE_ARG_STR, tokenizer, 0, 0, "tokenizer file (GBPE) (default data/gpt2_tokenizer.bin, with --ids alone only if readable)"),
     SAMPLE_FLAG(SAMPLE_TOOL_ALL, NULL, "--ids", SAMPLE_ARG_SWITCH, ids, 0, 1, "print the generated token ids instead of text"),
     SAMPLE_FLAG(SAMPLE_TOOL_CPU, NULL, "--threads", SAMPLE_ARG_INT, threads, 0, 4096, "CPU threads; 0: the OpenMP default (default 0)"),
 };
@@ -79,7 +83,7 @@ static const SampleFlag SAMPLE_FLAGS[] = {
 /* Parses argv into a (defaults first) with the flags `tool` takes; --help prints them and exits 0; a bad flag or
  * value is a one-line error, exit status 2. */
 static inline void sample_cli_parse(SampleArgs* a, int argc, char** argv, const char* program, SampleTool tool) {
-    *a = (SampleArgs){NULL, "", "data/gpt2_tokenizer.bin", 1.0f, 0, 1337, 64, 0, 0};
+    *a = (SampleArgs){NULL, "", NULL, 1.0f, 0, 1337, 64, 0, 0};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             printf("usage: %s -e MODEL [flags]: generate text with a KV cache\n", program);
@@ -194,17 +198,24 @@ static inline void sample_cli_print_token(int token, void* tokenizer) {
  * the banner and the timing on stderr. */
 static inline void sample_cli_run(const SampleArgs* args, const KvModel* m, const char* program) {
     Tokenizer tokenizer;
-    int need_tokenizer = args->prompt[0] || !args->ids; /* text in or out; with --ids alone it gives the start token only */
-    int have_tokenizer = need_tokenizer || access(args->tokenizer, R_OK) == 0;
+    const char* tokenizer_path = args->tokenizer ? args->tokenizer : SAMPLE_DEFAULT_TOKENIZER;
+    /* text in or out, or a tokenizer named: it must serve; with --ids alone the default gives the start token only */
+    int need_tokenizer = args->prompt[0] || !args->ids || args->tokenizer;
+    int have_tokenizer = need_tokenizer || access(tokenizer_path, R_OK) == 0;
+    const char* why_not = have_tokenizer ? NULL : strerror(errno);
     if (have_tokenizer) {
-        tokenizer_load(&tokenizer, args->tokenizer);
+        tokenizer_load(&tokenizer, tokenizer_path);
         if (tokenizer.vocab_size != m->vocab_size && !need_tokenizer) {
             tokenizer_free(&tokenizer);
             have_tokenizer = 0;
+            why_not = "its vocabulary is not the model's";
         } else if (tokenizer.vocab_size != m->vocab_size)
-            fatalf("%s: the tokenizer has %d tokens but the model %s has %d (use --ids without --prompt to print ids)", args->tokenizer,
-                   tokenizer.vocab_size, args->model, m->vocab_size);
+            fatalf("%s: the tokenizer has %d tokens but the model %s has %d (use --ids without --prompt or --tokenizer to print ids)",
+                   tokenizer_path, tokenizer.vocab_size, args->model, m->vocab_size);
     }
+    if (!have_tokenizer)
+        fprintf(stderr, "%s: note: no tokenizer from %s (%s): the context starts with token 0, not <|endoftext|>\n", program,
+                tokenizer_path, why_not);
     int* ids = NULL;
     size_t n = args->prompt[0] ? tokenizer_encode(&tokenizer, (const unsigned char*)args->prompt, strlen(args->prompt), &ids) : 0;
     int n_context = (int)n + 1;
@@ -212,8 +223,8 @@ static inline void sample_cli_run(const SampleArgs* args, const KvModel* m, cons
     context[0] = have_tokenizer ? tokenizer.eot_token : 0;
     if (n) memcpy(context + 1, ids, n * sizeof(int));
     free(ids);
-    fprintf(stderr, "%s: %s: %d layers, %d heads, %d channels, vocab %d, max seq len %d | prompt %d tokens\n", program, args->model,
-            m->num_layers, m->num_heads, m->channels, m->vocab_size, m->capacity, n_context - 1);
+    fprintf(stderr, "%s: %s: %d layers, %d heads, %d channels, vocab %d, max seq len %d | start token %d, prompt %d tokens\n", program,
+            args->model, m->num_layers, m->num_heads, m->channels, m->vocab_size, m->capacity, context[0], n_context - 1);
     void* printer = args->ids ? NULL : &tokenizer;
     if (printer)
         for (int i = 1; i < n_context; i++) sample_cli_print_token(context[i], printer);

@@ -126,7 +126,9 @@ def safetensors_read(path):
 # export
 
 def hf_config(cfg):
-    """config.json of transformers' GPT2LMHeadModel for our model (no dropout: ours trains without it)."""
+    """config.json of transformers' GPT2LMHeadModel for our model (no dropout: ours trains without it). The
+    bos/eos ids are <|endoftext|>'s (50256) for GPT-2's vocabulary; another vocabulary has no known one (null)."""
+    eot = 50256 if cfg.vocab_size == 50257 else None
     return {
         "architectures": ["GPT2LMHeadModel"], "model_type": "gpt2",
         "vocab_size": cfg.vocab_size, "n_positions": cfg.max_seq_len, "n_ctx": cfg.max_seq_len,
@@ -134,7 +136,7 @@ def hf_config(cfg):
         "activation_function": "gelu_new", "layer_norm_epsilon": 1e-05, "initializer_range": 0.02,
         "attn_pdrop": 0.0, "embd_pdrop": 0.0, "resid_pdrop": 0.0,
         "scale_attn_weights": True, "scale_attn_by_inverse_layer_idx": False, "reorder_and_upcast_attn": False,
-        "tie_word_embeddings": True, "bos_token_id": cfg.vocab_size - 1, "eos_token_id": cfg.vocab_size - 1,
+        "tie_word_embeddings": True, "bos_token_id": eot, "eos_token_id": eot,
         "torch_dtype": "float32", "use_cache": True,
     }
 
@@ -268,7 +270,7 @@ def main(argv=None):
         print(f"error: {err}", file=sys.stderr)
         return 1
     except OSError as err:
-        print(f"error: {err.filename}: {err.strerror}", file=sys.stderr)
+        print(f"error: {err.filename2 or err.filename}: {err.strerror}", file=sys.stderr)
         return 1
     return 0
 

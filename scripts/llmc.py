@@ -114,7 +114,7 @@ def main():
     except (FormatError, ConfigError) as e:
         sys.exit(f"error: {e}")
     except OSError as e:
-        sys.exit(f"error: {e.filename or args.dst}: {e.strerror}")
+        sys.exit(f"error: {e.filename2 or e.filename or args.dst}: {e.strerror}")
 
 
 if __name__ == "__main__":
