@@ -241,9 +241,11 @@ static inline void attention_forward(float* out, float* att, const float* qkv, i
 }
 
 /* With s = 1/sqrt(hs), for each row t: datt_t2 = dout_t·v_t2, dv_t2 += att_t,t2·dout_t,
- * dpre_t2 = att_t,t2·(datt_t2 - Σ_t3 att_t,t3·datt_t3), dq_t += s·Σ dpre_t2·k_t2,
- * dk_t2 += s·dpre_t2·q_t. Threads split the (b, h) pairs (dk, dv of a head collect from all its
- * rows t, so rows cannot be split); each thread keeps one row of datt (T floats). */
+ * dpre_t2 = att_t,t2·(datt_t2 - D_t), D_t = Σ_t3 att_t,t3·datt_t3 / Σ_t3 att_t,t3, dq_t += s·Σ dpre_t2·k_t2,
+ * dk_t2 += s·dpre_t2·q_t. D_t and datt_t2 - D_t in double, normalised by the row's actual sum: where one key takes
+ * nearly all the probability, datt - D ≈ (1 - p_max)·(datt - datt'), and D's fp32 rounding (or a row summing to 1
+ * only to rounding) would be amplified by 1/(1 - p_max). Threads split the (b, h) pairs (dk, dv of a head collect
+ * from all its rows t, so rows cannot be split); each thread keeps one row of datt (T floats). */
 static inline void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int B, int T,
                                int C, int NH) {
     int hs = C / NH;
@@ -261,7 +263,7 @@ static inline void attention_backward(float* dqkv, const float* dout, const floa
                     const float* d = dout + ((long)b * T + t) * C + h * hs;
                     const float* q = base + (long)t * 3 * C;
                     float* dq = dbase + (long)t * 3 * C;
-                    float weighted = 0.0f;
+                    double weighted = 0.0, total = 0.0;
                     for (int t2 = 0; t2 <= t; t2++) {
                         const float* v = base + (long)t2 * 3 * C + 2 * C;
                         float* dv = dbase + (long)t2 * 3 * C + 2 * C;
@@ -272,10 +274,12 @@ static inline void attention_backward(float* dqkv, const float* dout, const floa
                             dv[i] += a[t2] * d[i];
                         }
                         datt[t2] = dot;
-                        weighted += a[t2] * dot;
+                        weighted += (double)a[t2] * dot;
+                        total += a[t2];
                     }
+                    double D = weighted / total;
                     for (int t2 = 0; t2 <= t; t2++) {
-                        float dpre = a[t2] * (datt[t2] - weighted) * scale;
+                        float dpre = a[t2] * (float)((double)datt[t2] - D) * scale;
                         const float* k = base + (long)t2 * 3 * C + C;
                         float* dk = dbase + (long)t2 * 3 * C + C;
 #pragma omp simd

@@ -58,8 +58,9 @@ __device__ __forceinline__ float fast_exp2f(float x) {
 /* the full-warp mask: every warp op of the project's kernels runs on whole warps */
 #define FULL_MASK 0xffffffffu
 
-/* Σ of x over the 32 lanes, the same sum (bits) in every lane: butterfly order, fixed */
-__device__ inline float warp_sum(float x) {
+/* Σ of x (float or double) over the 32 lanes, the same sum (bits) in every lane: butterfly order, fixed */
+template <typename T>
+__device__ inline T warp_sum(T x) {
     for (int offset = 16; offset > 0; offset >>= 1) x += __shfl_xor_sync(FULL_MASK, x, offset);
     return x;
 }

@@ -4,7 +4,8 @@
  *
  * Math (s = 1/sqrt(hs), causal: key t2 <= query t):
  *   p[t,t2] = softmax_{t2<=t}(s·q_t·k_t2),  out_t = Σ_{t2<=t} p[t,t2]·v_t2,  lse_t = log Σ_{t2<=t} exp(s·q_t·k_t2)
- *   backward, with D_t = dout_t·out_t and p recomputed as exp(s·q_t·k_t2 − lse_t):
+ *   backward, with D_t = dout_t·out_t (= Σ_t2 p·(dout_t·v_t2); the fp32 path computes it so) and p recomputed as
+ *   exp(s·q_t·k_t2 − lse_t):
  *   dpre[t,t2] = p[t,t2]·(dout_t·v_t2 − D_t),  dq_t = s·Σ_t2 dpre·k_t2,  dk_t2 = s·Σ_t dpre·q_t,  dv_t2 = Σ_t p·dout_t
  * Memory is O(B·NH·T): only lse (and D, dq's fp32 accumulator in the backward's scratch) are stored, never p.
  *
@@ -45,11 +46,17 @@
  *                 dS K for 16 queries into the fp32 accumulator with atomicAdd, then a kernel scales it into dqkv;
  *                 (3, deterministic mode) dQ kernel, block (query tile, h, b), the forward's structure: dQ += dS K.
  * fp32 path: same blocks of rows but 8 warps, one row each; K/V (or Q/dO) tiles of 32 rows staged in shared memory,
- *   lane j scores row j of the tile, and each lane accumulates head dims lane, lane+32, ... (no tensor cores).
- * Precision limit: with a saturated softmax (scores ~1e5, P one-hot; seen in a reference state taken after one step at
- *   lr 10 without clipping) the gradients below attention differed from PyTorch's by up to 15% (fp32 build), likely
- *   because dS = P∘(dP − D), D = rowsum(dout∘out) from another kernel, cancels only to rounding (a materialised
- *   softmax's backward cancels exactly) and the large K amplifies it. Ordinary states are well within the test bounds.
+ *   lane j scores row j of the tile, and each lane accumulates head dims lane, lane+32, ... (no tensor cores). Its
+ *   D = Σ p·dp / Σ p is summed in double from the same p and dp the dS kernels recompute (a pass over the keys, as
+ *   the dq kernel's) and dp − D formed in double, so dS cancels as exactly as the math allows.
+ * Precision limit (bf16 path, as FlashAttention-2's formula): D = rowsum(dout∘out) carries out's bf16 rounding (and
+ *   P's, rounded to bf16 for the PV mma), and dS = P∘(dP − D) amplifies it by 1/(1 − p_max) in a row where one key
+ *   takes nearly all the probability: such rows' dq and dk are off by ~2⁻⁹·|dout|·|v| absolute, which is a large
+ *   relative error when they are most of the tensor (B = NH = 1 at T = 2 or 3 with p_max ~0.99: 0.4 relative L2 seen,
+ *   against 1e-2 at B = 2, NH = 3 from T = 17 on, and on every reference state). Exact D would cost a second pass over
+ *   QKᵀ and dO·Vᵀ (~+40% backward). With a saturated softmax (scores ~1e5, P one-hot; a reference state taken after
+ *   one step at lr 10 without clipping) the fp32 build's gradients below attention differed from PyTorch's by up to
+ *   15% when D was rowsum(dout∘out); ordinary states are well within the test bounds.
  * No global state.
  */
 #ifndef LLMC_FLASH_ATTENTION_CUH
@@ -322,7 +329,7 @@ __device__ __forceinline__ void fa_key_loop(__nv_bfloat16* kv_smem, const __nv_b
  * bf16 forward. Each warp owns MT row blocks of 16 queries (32 at MT = 2: every K or V fragment read from shared
  * memory then feeds two mma, halving the shared-memory bytes per mma); a block holds 64·MT queries. Each K/V tile
  * is worked in sub-tiles of KS keys (KS = 32 at HD = 128, so MT x the 16 x 128 output and the score tiles fit in
- * registers, Q fragments then read from shared memory). Grid (ceil(T/(64·MT)), NH, B), 128 threads, dynamic smem
+ * registers, Q fragments then read from shared memory). Grid fa_grid (NH, B, ceil(T/(64·MT))), 128 threads, dynamic smem
  * MT + 4 tiles (MT Q tiles, K[2], V[2]). */
 #define FA_FWD_MT(HD) ((HD) <= 128 ? 2 : 1) /* the forward's row blocks per warp: 2 where the registers allow */
 #define FA_KS(HD, MT) ((MT) == 1 || (HD) <= 64 ? FA_BLOCK : 32) /* forward and dQ kernels: keys per sub-tile */
@@ -332,7 +339,7 @@ __global__ void __launch_bounds__(FA_THREADS, FA_MIN_BLOCKS(HD)) flash_attention
     constexpr bool a_in_smem = FA_A_IN_SMEM(HD) || MT * HD > 128; /* Q fragments: registers up to MT·HD = 128 */
     DYNAMIC_SMEM(__nv_bfloat16, smem);
     __nv_bfloat16* q_tile = smem; /* 64·MT rows, then K[2], V[2] */
-    int hs = C / NH, q_block = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+    int hs = C / NH, q_block = gridDim.z - 1 - blockIdx.z, h = blockIdx.x, b = blockIdx.y;
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     int q0 = q_block * FA_BLOCK * MT, warp_row0 = q0 + 16 * MT * warp;
     int n_kv = min(MT * (q_block + 1), (T + FA_BLOCK - 1) / FA_BLOCK); /* key tiles up to the block's last query */
@@ -353,51 +360,56 @@ FA_UNROLL
         if (k0 == 0 && !a_in_smem)
 FA_UNROLL
             for (int m = 0; m < MT; m++) fa_load_a<HD>(q_frag[m], q_tile, 16 * (MT * warp + m));
-        fa_key_subtiles<KS>(k0, warp_row0, 16 * MT, T, [&](int kh, int n_tiles) { /* keys ks0 .. ks0 + KS - 1 */
+        fa_key_subtiles<KS>(k0, warp_row0, 16 * MT, T, [&](int kh, int tiles_seen) { /* keys ks0 .. ks0 + KS - 1 */
             int ks0 = k0 + kh;
-            float s[MT][NJ][4];
-            fa_mma_abt<HD, a_in_smem, MT, NJ>(s, q_frag, q_tile, 16 * MT * warp, k_tile + kh * (HD + 8), n_tiles);
-            if (ks0 + KS - 1 > warp_row0 || ks0 + KS > T) { /* a sub-tile that may hold masked scores */
+            /* an interior sub-tile (every key <= the warp's first row, < T) sees all NJ column tiles: a constant there,
+             * so the mma loops' tile tests and the mask compile away */
+            fa_with_mask(ks0 + KS - 1 > warp_row0 || ks0 + KS > T, [&](auto mask) {
+                int n_tiles = mask.on ? tiles_seen : NJ;
+                float s[MT][NJ][4];
+                fa_mma_abt<HD, a_in_smem, MT, NJ>(s, q_frag, q_tile, 16 * MT * warp, k_tile + kh * (HD + 8), n_tiles);
+                if (mask.on) { /* a sub-tile that may hold masked scores */
+FA_UNROLL
+                    for (int m = 0; m < MT; m++)
+FA_UNROLL
+                        for (int j = 0; j < NJ; j++)
+FA_UNROLL
+                            for (int i = 0; i < 4; i++) {
+                                int row = warp_row0 + 16 * m + g + 8 * (i / 2), key = ks0 + 8 * j + 2 * t + (i & 1);
+                                if (!(j < n_tiles && key <= row && key < T)) s[m][j][i] = -INFINITY;
+                            }
+                }
 FA_UNROLL
                 for (int m = 0; m < MT; m++)
 FA_UNROLL
-                    for (int j = 0; j < NJ; j++)
+                    for (int r = 0; r < 2; r++) {
+                        float mx = -INFINITY; /* of the unscaled scores: the scale is positive, so scaling keeps the maximum */
 FA_UNROLL
-                        for (int i = 0; i < 4; i++) {
-                            int row = warp_row0 + 16 * m + g + 8 * (i / 2), key = ks0 + 8 * j + 2 * t + (i & 1);
-                            if (!(j < n_tiles && key <= row && key < T)) s[m][j][i] = -INFINITY;
+                        for (int j = 0; j < NJ; j++) mx = fmaxf(mx, fmaxf(s[m][j][2 * r], s[m][j][2 * r + 1]));
+                        mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 1));
+                        mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 2));
+                        mx = fmaxf(row_max[m][r], mx * scale_log2);
+                        float ref = mx == -INFINITY ? 0.0f : mx; /* a row with no key yet: keep everything 0, not NaN */
+                        float correction = fast_exp2f(row_max[m][r] - ref);
+                        row_max[m][r] = mx;
+                        row_sum[m][r] *= correction;
+FA_UNROLL
+                        for (int n = 0; n < HD / 8; n++) {
+                            o[m][n][2 * r] *= correction;
+                            o[m][n][2 * r + 1] *= correction;
                         }
-            }
 FA_UNROLL
-            for (int m = 0; m < MT; m++)
-FA_UNROLL
-                for (int r = 0; r < 2; r++) {
-                    float mx = -INFINITY; /* of the unscaled scores: the scale is positive, so scaling keeps the maximum */
-FA_UNROLL
-                    for (int j = 0; j < NJ; j++) mx = fmaxf(mx, fmaxf(s[m][j][2 * r], s[m][j][2 * r + 1]));
-                    mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 1));
-                    mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 2));
-                    mx = fmaxf(row_max[m][r], mx * scale_log2);
-                    float ref = mx == -INFINITY ? 0.0f : mx; /* a row with no key yet: keep everything 0, not NaN */
-                    float correction = fast_exp2f(row_max[m][r] - ref);
-                    row_max[m][r] = mx;
-                    row_sum[m][r] *= correction;
-FA_UNROLL
-                    for (int n = 0; n < HD / 8; n++) {
-                        o[m][n][2 * r] *= correction;
-                        o[m][n][2 * r + 1] *= correction;
+                        for (int j = 0; j < NJ; j++) {
+                            s[m][j][2 * r] = fast_exp2f(fmaf(s[m][j][2 * r], scale_log2, -ref));
+                            s[m][j][2 * r + 1] = fast_exp2f(fmaf(s[m][j][2 * r + 1], scale_log2, -ref));
+                            row_sum[m][r] += s[m][j][2 * r] + s[m][j][2 * r + 1];
+                        }
                     }
+                uint32_t p[MT][NJ / 2][4];
 FA_UNROLL
-                    for (int j = 0; j < NJ; j++) {
-                        s[m][j][2 * r] = fast_exp2f(fmaf(s[m][j][2 * r], scale_log2, -ref));
-                        s[m][j][2 * r + 1] = fast_exp2f(fmaf(s[m][j][2 * r + 1], scale_log2, -ref));
-                        row_sum[m][r] += s[m][j][2 * r] + s[m][j][2 * r + 1];
-                    }
-                }
-            uint32_t p[MT][NJ / 2][4];
-FA_UNROLL
-            for (int m = 0; m < MT; m++) fa_c_to_a<NJ>(p[m], s[m]);
-            fa_mma_ab<HD, MT, NJ / 2>(o, p, v_tile + kh * (HD + 8), (n_tiles + 1) / 2);
+                for (int m = 0; m < MT; m++) fa_c_to_a<NJ>(p[m], s[m]);
+                fa_mma_ab<HD, MT, NJ / 2>(o, p, v_tile + kh * (HD + 8), (n_tiles + 1) / 2);
+            });
         });
     });
     if (warp_row0 >= T) return;
@@ -424,16 +436,15 @@ FA_UNROLL
 }
 
 /* ---------------------------------------------------------------------------------------------------------------
- * backward, both paths: delta[b,h,t] = Σ_i dout[b,t,h·hs+i]·out[b,t,h·hs+i], and (dq_accum non-null) zeroes
+ * bf16 backward: delta[b,h,t] = Σ_i dout[b,t,h·hs+i]·out[b,t,h·hs+i], and (dq_accum non-null) zeroes
  * dq_accum[b,t,h·hs..h·hs+hs-1]. One warp per (b, t, h), lanes over the head dims, fixed-order warp sum. */
-template <typename floatT>
-__global__ void flash_attention_delta_kernel(float* delta, float* dq_accum, const floatT* dout, const floatT* out, int B, int T, int C, int NH) {
+__global__ void flash_attention_delta_kernel(float* delta, float* dq_accum, const __nv_bfloat16* dout, const __nv_bfloat16* out, int B, int T, int C, int NH) {
     long row = (long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     if (row >= (long)B * T * NH) return;
     int lane = threadIdx.x % 32, hs = C / NH, h = row % NH;
     long bt = row / NH;
-    const floatT* d = dout + bt * C + h * hs;
-    const floatT* o = out + bt * C + h * hs;
+    const __nv_bfloat16* d = dout + bt * C + h * hs;
+    const __nv_bfloat16* o = out + bt * C + h * hs;
     float sum = 0.0f;
     for (int i = lane; i < hs; i += 32) {
         sum += (float)d[i] * (float)o[i];
@@ -445,7 +456,7 @@ __global__ void flash_attention_delta_kernel(float* delta, float* dq_accum, cons
 }
 
 /* bf16 backward, K/V kernel. Each warp owns MT row blocks of 16 keys (FA_KV_MT: 2 at HD <= 64, so every Q or dO
- * fragment read from shared memory feeds MT mma); a block holds 64·MT keys, grid (ceil(T/(64·MT)), NH, B), 128
+ * fragment read from shared memory feeds MT mma); a block holds 64·MT keys, grid fa_grid (NH, B, ceil(T/(64·MT))), 128
  * threads. Query tiles of 64 from the block's first key on, each worked in sub-tiles of QS = 64/MT queries (the
  * registers hold MT x (dK, dV) and MT x two 16 x QS score tiles); a warp skips a sub-tile whose queries all precede
  * its keys. Shared: K, V (64·MT rows each), STAGES x (Q, dO tiles), STAGES x (lse·log2 e, delta) for 64 queries,
@@ -482,7 +493,7 @@ __global__ void __launch_bounds__(FA_THREADS, FA_MIN_BLOCKS(HD)) flash_attention
     float* lse_s = (float*)(smem + (2 * MT + 2 * L::stages) * L::tile_elems); /* [stages][64], times log2 e */
     float* delta_s = lse_s + L::stages * FA_BLOCK;                             /* [stages][64] */
     __nv_bfloat16* ds_tile = (__nv_bfloat16*)(delta_s + L::stages * FA_BLOCK); /* dSᵀ[key][query], atomic mode only */
-    int hs = C / NH, kv_block = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+    int hs = C / NH, kv_block = blockIdx.z, h = blockIdx.x, b = blockIdx.y;
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     int k0 = kv_block * L::keys, warp_key0 = k0 + 16 * MT * warp, n_q = (T + FA_BLOCK - 1) / FA_BLOCK - k0 / FA_BLOCK;
     long row_stride = 3L * C;
@@ -595,7 +606,7 @@ FA_UNROLL
 }
 
 /* bf16 backward, dQ kernel of the deterministic mode: the forward's decomposition (MT row blocks of 16 queries per
- * warp, blocks of 64·MT queries, grid (ceil(T/(64·MT)), NH, B); K/V tiles double-buffered, worked in sub-tiles of
+ * warp, blocks of 64·MT queries, grid fa_grid (NH, B, ceil(T/(64·MT))); K/V tiles double-buffered, worked in sub-tiles of
  * FA_KS keys); per sub-tile P = exp2(Q Kᵀ·s·log2 e − lse·log2 e), dS = P∘(dO Vᵀ − D), dQ += dS K; dqkv's q part =
  * s·dQ. Q and dO fragments in registers at MT = 1 (HD <= 128), else read from shared memory per k-chunk (the
  * registers hold MT x dQ). Shared: MT x (Q, dO) tiles, K[2], V[2]. */
@@ -610,7 +621,7 @@ __global__ void __launch_bounds__(FA_THREADS) flash_attention_backward_q_kernel(
     DYNAMIC_SMEM(__nv_bfloat16, smem);
     __nv_bfloat16* q_tile = smem;                             /* 64·MT rows */
     __nv_bfloat16* do_tile = smem + MT * FA_BLOCK * (HD + 8); /* 64·MT rows, then K[2], V[2] */
-    int hs = C / NH, q_block = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+    int hs = C / NH, q_block = gridDim.z - 1 - blockIdx.z, h = blockIdx.x, b = blockIdx.y;
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     int q0 = q_block * FA_BLOCK * MT, warp_row0 = q0 + 16 * MT * warp;
     int n_kv = min(MT * (q_block + 1), (T + FA_BLOCK - 1) / FA_BLOCK);
@@ -773,20 +784,58 @@ __global__ void flash_attention_forward_fp32_kernel(float* out, float* lse, cons
     if (lane == 0) lse[((long)b * NH + h) * T + row] = row_max + logf(row_sum);
 }
 
+/* backward D (fp32 path): D_t = Σ_{s<=t} p_ts·dp_ts / Σ_{s<=t} p_ts, p_ts = exp(q_t·k_s·scale − lse_t), dp_ts =
+ * dout_t·v_s, summed in double from the very p and dp the dq and dk, dv kernels recompute, and kept as two floats
+ * (delta[r] + delta[R + r], R = B·NH·T rows: a double's precision in float-aligned scratch); those kernels form
+ * dp − D in double. So dS = p·(dp − D) cancels as exactly as the math allows where one key takes nearly all the
+ * probability (then dp − D ≈ (1 − p_max)·(dp − dp')): rowsum(dout∘out), or D rounded to fp32, or p summing to 1 only
+ * to rounding, is an error there that 1/(1 − p_max) amplifies (1e-5 missed at T = 2). Warp w owns query t = t0 + w,
+ * lane j key j of each tile; fixed-order sums. */
+__global__ void flash_attention_delta_fp32_kernel(float* delta, const float* dout, const float* qkv, const float* lse, int B, int T, int C, int NH) {
+    DYNAMIC_SMEM(float, smem);
+    int hs = C / NH, h = blockIdx.y, b = blockIdx.z, lane = threadIdx.x % 32, row = blockIdx.x * FA32_ROWS + threadIdx.x / 32;
+    float scale = 1.0f / sqrtf((float)hs);
+    float* do_own = fa32_own_row(smem, 1, dout + (long)b * T * C + h * hs, C, row, T, hs);
+    float row_lse = row < T ? lse[((long)b * NH + h) * T + row] : 0.0f;
+    double pdp = 0.0, psum = 0.0;
+    fa32_key_loop(smem, qkv, T, C, hs, [&](int key0, const float* q_own, const float* k_tile, const float* v_tile) {
+        int key = key0 + lane;
+        if (row < T && key <= row) {
+            float p = expf(fa32_dot(q_own, k_tile + lane * (hs + 1), hs) * scale - row_lse);
+            pdp += (double)p * fa32_dot(do_own, v_tile + lane * (hs + 1), hs);
+            psum += p;
+        }
+    });
+    pdp = warp_sum(pdp);
+    psum = warp_sum(psum);
+    if (row < T && lane == 0) {
+        long r = ((long)b * NH + h) * T + row, R = (long)B * NH * T;
+        double d = pdp / psum;
+        delta[r] = (float)d;
+        delta[R + r] = (float)(d - (double)(float)d);
+    }
+}
+
+/* dp − D in double, D = delta_hi + delta_lo (flash_attention_delta_fp32_kernel's two floats) */
+__device__ inline float fa32_dp_minus_delta(float dp, float delta_hi, float delta_lo) {
+    return (float)((double)dp - ((double)delta_hi + (double)delta_lo));
+}
+
 /* backward dq: warp w owns query t = t0 + w; per key tile lane j recomputes p, dp = dout_t·v_j, ds = p(dp − D_t) */
 __global__ void flash_attention_backward_q_fp32_kernel(float* dqkv, const float* dout, const float* qkv, const float* lse, const float* delta, int T, int C, int NH) {
     DYNAMIC_SMEM(float, smem);
     int hs = C / NH, h = blockIdx.y, b = blockIdx.z, lane = threadIdx.x % 32, row = blockIdx.x * FA32_ROWS + threadIdx.x / 32;
     float scale = 1.0f / sqrtf((float)hs);
     float* do_own = fa32_own_row(smem, 1, dout + (long)b * T * C + h * hs, C, row, T, hs);
-    float row_lse = row < T ? lse[((long)b * NH + h) * T + row] : 0.0f, row_delta = row < T ? delta[((long)b * NH + h) * T + row] : 0.0f;
+    long r = ((long)b * NH + h) * T + row, R = (long)gridDim.z * NH * T;
+    float row_lse = row < T ? lse[r] : 0.0f, delta_hi = row < T ? delta[r] : 0.0f, delta_lo = row < T ? delta[R + r] : 0.0f;
     float dq[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     fa32_key_loop(smem, qkv, T, C, hs, [&](int key0, const float* q_own, const float* k_tile, const float* v_tile) {
         int key = key0 + lane;
         float ds = 0.0f;
         if (row < T && key <= row) {
             float p = expf(fa32_dot(q_own, k_tile + lane * (hs + 1), hs) * scale - row_lse);
-            ds = p * (fa32_dot(do_own, v_tile + lane * (hs + 1), hs) - row_delta);
+            ds = p * fa32_dp_minus_delta(fa32_dot(do_own, v_tile + lane * (hs + 1), hs), delta_hi, delta_lo);
         }
         fa32_accumulate(dq, ds, k_tile, hs);
     });
@@ -798,7 +847,7 @@ __global__ void flash_attention_backward_q_fp32_kernel(float* dqkv, const float*
 __global__ void flash_attention_backward_kv_fp32_kernel(float* dqkv, const float* dout, const float* qkv, const float* lse, const float* delta, int T, int C,
                                                         int NH) {
     DYNAMIC_SMEM(float, smem);
-    __shared__ float lse_s[FA32_TILE], delta_s[FA32_TILE];
+    __shared__ float lse_s[FA32_TILE], delta_s[2][FA32_TILE];
     int hs = C / NH, h = blockIdx.y, b = blockIdx.z, lane = threadIdx.x % 32;
     int t0 = blockIdx.x * FA32_ROWS, key = t0 + threadIdx.x / 32;
     long row_stride = 3L * C;
@@ -808,6 +857,7 @@ __global__ void flash_attention_backward_kv_fp32_kernel(float* dqkv, const float
     float* do_tile = q_tile + FA32_TILE * (hs + 1);
     const float* lse_row = lse + ((long)b * NH + h) * T;
     const float* delta_row = delta + ((long)b * NH + h) * T;
+    long R = (long)gridDim.z * NH * T; /* delta_row[R + t]: D's low part */
     float* k_own = fa32_own_row(smem, 0, base + C, row_stride, key, T, hs);
     float* v_own = fa32_own_row(smem, 1, base + 2 * C, row_stride, key, T, hs);
     float dk[8] = {0, 0, 0, 0, 0, 0, 0, 0}, dv[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -817,14 +867,15 @@ __global__ void flash_attention_backward_kv_fp32_kernel(float* dqkv, const float
         if (threadIdx.x < FA32_TILE) {
             bool in = m0 + (int)threadIdx.x < T;
             lse_s[threadIdx.x] = in ? lse_row[m0 + threadIdx.x] : 0.0f;
-            delta_s[threadIdx.x] = in ? delta_row[m0 + threadIdx.x] : 0.0f;
+            delta_s[0][threadIdx.x] = in ? delta_row[m0 + threadIdx.x] : 0.0f;
+            delta_s[1][threadIdx.x] = in ? delta_row[R + m0 + threadIdx.x] : 0.0f;
         }
         __syncthreads();
         int query = m0 + lane;
         float p = 0.0f, ds = 0.0f;
         if (key < T && query >= key && query < T) {
             p = expf(fa32_dot(k_own, q_tile + lane * (hs + 1), hs) * scale - lse_s[lane]);
-            ds = p * (fa32_dot(v_own, do_tile + lane * (hs + 1), hs) - delta_s[lane]);
+            ds = p * fa32_dp_minus_delta(fa32_dot(v_own, do_tile + lane * (hs + 1), hs), delta_s[0][lane], delta_s[1][lane]);
         }
         fa32_accumulate(dk, ds, q_tile, hs);
         fa32_accumulate(dv, p, do_tile, hs);
@@ -847,7 +898,8 @@ static inline void flash_attention_check(const char* op, int B, int T, int C, in
     const char* problem = NULL;
     if (B < 0 || T < 0 || NH <= 0 || C <= 0 || C % NH != 0) problem = "needs B, T >= 0 and C a positive multiple of NH > 0";
     else if (!flash_attention_supported(C, NH)) problem = "needs the head dim C/NH to be at most 256";
-    else if (B > 65535 || NH > 65535) problem = "needs B and NH at most 65535 (the grid's z and y dimensions)";
+    else if (B > 65535 || NH > 65535 || (T + FA_BLOCK - 1) / FA_BLOCK > 65535)
+        problem = "needs B, NH and ceil(T/64) at most 65535 (the grids' y and z dimensions)";
     else if ((uintptr_t)p0 % align || (uintptr_t)p1 % align || (uintptr_t)p2 % align) problem = "needs buffers aligned to their element size";
     if (!problem) return;
     fprintf(stderr, "error: %s: B=%d T=%d C=%d NH=%d: %s\n", op, B, T, C, NH, problem);
@@ -862,6 +914,12 @@ static inline bool fa_aligned(int hs, const P*... ptrs) {
 
 /* the padded head dim HD of the bf16 kernels for hs */
 static inline int fa_padded_dim(int hs) { return hs <= 32 ? 32 : hs <= 64 ? 64 : hs <= 128 ? 128 : 256; }
+
+/* the bf16 kernels' grid of `tiles` row blocks for each of NH heads and B sequences: (NH, B, tiles). The tile index
+ * is the slowest dimension, and each kernel maps blockIdx.z 0 to its longest tile (the forward and dQ kernels the
+ * last queries, the K/V kernel the first keys), so a GPU, which dispatches blocks x fastest, starts every head's
+ * longest tiles first and the short ones fill the tail (longest-first list scheduling, not per head) */
+static inline dim3 fa_grid(int tiles, int NH, int B) { return dim3(NH, B, tiles); }
 
 /* launches kernel over grid x 128 threads with `smem` bytes of dynamic shared memory (raising the limit past 48 KiB) */
 template <typename... P, typename... A>
@@ -907,7 +965,7 @@ static inline size_t flash_attention_smem_bytes(int C, int NH, int fp32) {
 template <int HD, int MT = FA_FWD_MT(HD), bool ALIGNED = true>
 static inline void fa_forward_bf16(__nv_bfloat16* out, float* lse, const __nv_bfloat16* qkv, int B, int T, int C, int NH, cudaStream_t stream) {
     size_t smem = fa_forward_smem<HD, MT>();
-    fa_launch(flash_attention_forward_kernel<HD, MT, ALIGNED>, dim3((T + MT * FA_BLOCK - 1) / (MT * FA_BLOCK), NH, B), smem, stream, out, lse, qkv, T, C, NH);
+    fa_launch(flash_attention_forward_kernel<HD, MT, ALIGNED>, fa_grid((T + MT * FA_BLOCK - 1) / (MT * FA_BLOCK), NH, B), smem, stream, out, lse, qkv, T, C, NH);
 }
 
 /* the whole bf16 backward (flash_attention_backward after its checks) at padded head dim HD: delta (and the dq
@@ -920,12 +978,12 @@ static inline void fa_backward_bf16(__nv_bfloat16* dqkv, float* scratch, const _
     float* delta = scratch;
     float* dq_accum = deterministic ? NULL : scratch + (size_t)B * NH * T;
     long rows = (long)B * T * NH;
-    launch_kernel(flash_attention_delta_kernel<__nv_bfloat16>, dim3(ceil_div(rows, 4)), dim3(128), 0, stream, delta, dq_accum, dout, out, B, T, C, NH);
+    launch_kernel(flash_attention_delta_kernel, dim3(ceil_div(rows, 4)), dim3(128), 0, stream, delta, dq_accum, dout, out, B, T, C, NH);
     typedef FaBackwardSmem<HD, KV_MT> L;
-    fa_launch(flash_attention_backward_kv_kernel<HD, KV_MT, ALIGNED>, dim3((T + L::keys - 1) / L::keys, NH, B), L::bytes + (dq_accum ? L::ds_bytes : 0), stream, dqkv, dq_accum, dout, qkv, lse, (const float*)delta, T, C, NH);
+    fa_launch(flash_attention_backward_kv_kernel<HD, KV_MT, ALIGNED>, fa_grid((T + L::keys - 1) / L::keys, NH, B), L::bytes + (dq_accum ? L::ds_bytes : 0), stream, dqkv, dq_accum, dout, qkv, lse, (const float*)delta, T, C, NH);
     if (!dq_accum) {
         size_t smem = fa_dq_smem<HD, MT>();
-        fa_launch(flash_attention_backward_q_kernel<HD, MT, ALIGNED>, dim3((T + MT * FA_BLOCK - 1) / (MT * FA_BLOCK), NH, B), smem, stream, dqkv, dout, qkv, lse,
+        fa_launch(flash_attention_backward_q_kernel<HD, MT, ALIGNED>, fa_grid((T + MT * FA_BLOCK - 1) / (MT * FA_BLOCK), NH, B), smem, stream, dqkv, dout, qkv, lse,
                   (const float*)delta, T, C, NH);
     } else {
         launch_kernel(flash_attention_dq_convert_kernel, dim3(ceil_div((long)B * T * C, 256)), dim3(256), 0, stream, dqkv, (const float*)dq_accum, (long)B * T, C,
@@ -985,10 +1043,10 @@ static inline void flash_attention_backward(float* dqkv, float* scratch, const f
     flash_attention_check("flash_attention_backward", B, T, C, NH, dqkv, dout, qkv, 4);
     if ((long)B * T == 0) return;
     float* delta = scratch;
-    long rows = (long)B * T * NH;
-    launch_kernel(flash_attention_delta_kernel<float>, dim3(ceil_div(rows, 4)), dim3(128), 0, stream, delta, (float*)NULL, dout, out, B, T, C, NH);
     dim3 grid((T + FA32_ROWS - 1) / FA32_ROWS, NH, B), block(32 * FA32_ROWS);
     size_t smem = fa32_smem_bytes(C / NH);
+    cudaCheck(cudaFuncSetAttribute(flash_attention_delta_fp32_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    launch_kernel(flash_attention_delta_fp32_kernel, grid, block, smem, stream, delta, dout, qkv, lse, B, T, C, NH);
     cudaCheck(cudaFuncSetAttribute(flash_attention_backward_q_fp32_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     cudaCheck(cudaFuncSetAttribute(flash_attention_backward_kv_fp32_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     launch_kernel(flash_attention_backward_q_fp32_kernel, grid, block, smem, stream, dqkv, dout, qkv, lse, (const float*)delta, T, C, NH);
