@@ -2,21 +2,26 @@
 """Roofline floors for one training micro-step of the GPU trainer, op by op.
 
 For each op of train_gpt.cu (the names of its --profile table) this counts the floating-point
-operations and the fewest bytes the op must move through device memory (each input read once, each
-output written once; activations and parameters in bf16, statistics and optimizer state in fp32), and
-turns them into a floor time: max(flops / matrix rate, bytes / memory bandwidth). The sum is the step
-time no implementation can beat; its MFU (the trainer's 6N + 6·L·C·T flops per token against the
-datasheet peak) is the most this configuration can show. Compare the floors with the trainer's
+operations and the fewest bytes the op's kernels must move through device memory (each kernel reading
+each of its inputs once and writing each output once; activations and parameters in bf16, statistics and
+optimizer state in fp32), and turns them into a floor time: max(flops / matrix rate, bytes / memory
+bandwidth). Kernels that run apart from the matmuls (the classifier's softmax, the bias and LayerNorm
+parameter gradients' column sums, the attention backward's delta) are ops of their own: their bytes do not
+hide under a matmul's flops (the --profile table times them inside an op: the softmax in "classifier
+forward", the bias gradients in each "matmul ... backward", the delta in "attention backward"). The sum
+is the step time this implementation cannot beat; its MFU (the trainer's 6N + 6·L·C·T flops per token
+against the datasheet peak) is the most this configuration can show. Compare the floors with the trainer's
 `--profile` table to see which op is furthest from its floor.
 
-Defaults: GPT-2 124M (d12), B=64, T=1024 on an H200, with the ceilings measured on such a machine of
-this workplace (bf16 matrix product 788 TFLOP/s, device copy 4.3 TB/s) and a 250 TFLOP/s goal for the
-flash attention. Usage: python3 dev/perf_model.py [--depth 12] [--batch 64] [--seq 1024] ...
+Defaults: GPT-2 124M (d12), B=64, T=1024, the trainer's defaults (-r 0, --deterministic 1), on an H200,
+with the ceilings this workplace measured on such a machine through PyTorch (bf16 matrix product 788
+TFLOP/s, device copy 4.3 TB/s: the device tool's notes, not this project's code) and a 250 TFLOP/s goal for
+the flash attention. Usage: python3 dev/perf_model.py [--depth 12] [--batch 64] [--seq 1024] ...
 """
 import argparse
 
 
-def model_ops(L, C, H, V, B, T, recompute):
+def model_ops(L, C, H, V, B, T, recompute, deterministic):
     """Yields (op name, flops, bytes, kind) for one micro-step (forward, backward) and one optimizer step."""
     Vp = (V + 127) // 128 * 128
     N = B * T                       # tokens
@@ -33,19 +38,25 @@ def model_ops(L, C, H, V, B, T, recompute):
     yield "matmul fc forward", L * mm(N, 4 * C, C), L * (N * C + 4 * C * C + 2 * 4 * N * C) * a, "mm"
     yield "matmul fc proj forward", L * mm(N, C, 4 * C), L * (4 * N * C + 4 * C * C + N * C) * a, "mm"
     yield "classifier forward", mm(N, Vp, C), (N * C + Vp * C + N * Vp) * a, "mm"
-    # backward: the fused classifier reads the logits once and writes their gradient in place
-    yield "classifier backward", 2 * mm(N, Vp, C), (3 * N * Vp + 2 * N * C + 3 * Vp * C) * a + 4 * N, "mm"
+    # the fused softmax / loss / gradient kernel reads the logits and writes their gradient in place
+    yield "classifier softmax", 0, 2 * N * Vp * a + 8 * N, "mem"
+    yield "classifier backward", 2 * mm(N, Vp, C), (2 * N * Vp + 2 * N * C + 3 * Vp * C) * a, "mm"
     if recompute >= 1:
         yield "gelu forward (recompute)", 0, L * 2 * 4 * N * C * a, "mem"
     if recompute >= 2:
         yield "layernorm forward (recompute)", 0, L * 2 * (2 * N * C * a + 8 * N), "mem"
-    # each matmul backward: dinp = dout·W (read dout, W; write dinp), dW += doutᵀ·inp (read dout, inp; W read+write),
-    # dbias = column sums of dout
+    # each matmul backward: dinp = dout·W (read dout, W; write dinp), dW += doutᵀ·inp (read dout, inp; W read+write)
     for name, k, n in (("matmul fc proj backward", 4 * C, C), ("matmul fc backward", C, 4 * C),
                        ("matmul attn proj backward", C, C), ("matmul qkv backward", C, 3 * C)):
-        yield name, L * 2 * mm(N, n, k), L * (3 * N * n + 2 * N * k + 3 * n * k) * a, "mm"
+        yield name, L * 2 * mm(N, n, k), L * (2 * N * n + 2 * N * k + 3 * n * k) * a, "mm"
+    # dbias = column sums of each matmul's dout (widths 3C, C, 4C, C), a pass of their own
+    yield "matmul bias gradients", 0, L * 9 * N * C * a, "mem"
+    # delta = rowsum(dout∘out); the atomic dQ mode (--deterministic 0) also zeroes an fp32 dQ accumulator and
+    # converts it to bf16 after the K/V kernel
+    yield "attention delta", 0, L * (2 * N * C * a + 4 * N * H + (0 if deterministic else 3 * 4 * N * C + N * C * a)), "mem"
     yield "attention backward", L * 2.5 * att_fwd, L * (8 * N * C * a + 4 * N * H), "att"
-    yield "layernorm backward", 0, L * 2 * (5 * N * C * a + 8 * N), "mem"  # dout, inp, residual grad read+write, dinp
+    # dout, inp, residual grad read+write, dinp; the weight and bias gradients' column sums read dout and inp again
+    yield "layernorm backward", 0, L * 2 * (7 * N * C * a + 8 * N), "mem"
     yield "encoder backward", 0, (N * C + T * C + N * C) * a, "mem"
     # optimizer: bf16 param and grad, fp32 master, m, v read; param, master, m, v written; grads zeroed
     yield "adamw", 0, P * (2 + 2 + 3 * 4 + 2 + 3 * 4) + P * 2, "mem"
@@ -57,7 +68,8 @@ def main():
     ap.add_argument("--vocab", type=int, default=50257)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--seq", type=int, default=1024)
-    ap.add_argument("--recompute", type=int, default=1, help="-r of the trainer: 0 off, 1 GELU, 2 GELU and layernorm")
+    ap.add_argument("--recompute", type=int, default=0, help="-r of the trainer: 0 off, 1 GELU, 2 GELU and layernorm")
+    ap.add_argument("--deterministic", type=int, default=1, help="--deterministic of the trainer (0: atomic dQ)")
     ap.add_argument("--matmul-tflops", type=float, default=788.0, help="measured bf16 matrix rate")
     ap.add_argument("--attention-tflops", type=float, default=250.0, help="flash-attention rate (the goal)")
     ap.add_argument("--bandwidth-tbs", type=float, default=4.3, help="measured device memory bandwidth, TB/s")
@@ -66,7 +78,7 @@ def main():
     L, C, H, V, B, T = args.depth, 64 * args.depth, args.depth, args.vocab, args.batch, args.seq
     rate = {"mm": args.matmul_tflops * 1e12, "att": args.attention_tflops * 1e12, "mem": float("inf")}
     rows, total = [], 0.0
-    for name, flops, nbytes, kind in model_ops(L, C, H, V, B, T, args.recompute):
+    for name, flops, nbytes, kind in model_ops(L, C, H, V, B, T, args.recompute, args.deterministic):
         t = max(flops / rate[kind], nbytes / (args.bandwidth_tbs * 1e12))
         bound = "memory" if nbytes / (args.bandwidth_tbs * 1e12) >= flops / rate[kind] else "compute"
         rows.append((name, flops / 1e12, nbytes / 1e9, t * 1e3, bound))

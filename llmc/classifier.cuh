@@ -7,7 +7,7 @@
  *   for j < V, 0 for V <= j < Vp.
  * One block per row: thread i reads the 16-byte packs i, i + blockDim, ... of the row (PACKX columns per
  * load, a warp's loads 512 contiguous bytes) and keeps an online (max, Σexp) over their columns below V,
- * in column order; the pairs are merged in a fixed order (warp butterfly, then warp 0 over the warps):
+ * pack by pack (the running sum rescaled once a pack, to the pack's max when that is larger); the pairs are merged in a fixed order (warp butterfly, then warp 0 over the warps):
  * deterministic. The gradient pass writes the same packs. Needs Vp % PACKX == 0 (the trainer pads V to
  * a multiple of 128) and 16-byte aligned logits, checked by fused_classifier.
  * Targets are checked on the host before the launch (train_gpt.cu), not here.
@@ -43,14 +43,15 @@ __global__ void fused_classifier_kernel(floatX* logits, float* losses, const int
     for (int j0 = threadIdx.x * PACKX; j0 < V; j0 += blockDim.x * PACKX) {
         float xs[PACKX];
         load_floats(PACKX, xs, x + j0);
-        for (int k = 0; k < PACKX && j0 + k < V; k++) {
-            if (xs[k] > maxv) {
-                sum = sum * expf(maxv - xs[k]) + 1.0f;
-                maxv = xs[k];
-            } else {
-                sum += expf(xs[k] - maxv);
-            }
+        float pack_max = -INFINITY;
+        for (int k = 0; k < PACKX; k++)
+            if (j0 + k < V) pack_max = fmaxf(pack_max, xs[k]);
+        if (pack_max > maxv) { /* one rescale a pack, no branch per column */
+            sum *= expf(maxv - pack_max);
+            maxv = pack_max;
         }
+        for (int k = 0; k < PACKX; k++)
+            if (j0 + k < V) sum += expf(xs[k] - maxv);
     }
     warp_softmax_merge(&maxv, &sum);
     if (lane == 0) {

@@ -9,7 +9,8 @@
 #      failure, never a skip;
 #   3. a d12 training run at B=64, T=1024 on mock data, 40 steps, --profile 10 (the per-op table of steps 2..11;
 #      tokens/s and MFU are the medians of steps 13..40, outside the profiled ones), --deterministic 0 (the
-#      flash-attention backward's faster atomic dQ: throughput, not bit-reproducibility), recompute 1;
+#      flash-attention backward's faster atomic dQ: throughput, not bit-reproducibility), no recompute (the
+#      default: 141 GB hold every activation; -r 1 would add a GELU pass, ~2 ms a step);
 #   4. the flash-attention benchmark (vs a materialised baseline) and the kernel benchmark;
 #   5. sample_gpt (KV cache): 200 token ids from a reference model, past its max_seq_len.
 # Each step runs under `timeout` (its own budget, capped by what is left of GPUCHECK_BUDGET seconds), with
@@ -213,7 +214,7 @@ gc_check_sanitizer() { # a summary of no error (racecheck words its own), and th
 # gc_benchmarks: d12 training with the per-op profile, the flash-attention and the kernel benchmarks
 gc_benchmarks() {
     gc_step "d12 training B=64 T=1024, 40 steps, --profile 10" 240 gc_check_train ./train_gpt -e d12 --mock-data 1 -b 64 -t 1024 \
-        -x 40 -v 0 -s 0 -r 1 --deterministic 0 --profile 10
+        -x 40 -v 0 -s 0 -r 0 --deterministic 0 --profile 10
     gc_train_log=$gc_last_log
     gc_step "flash-attention benchmark" 180 gc_check_flash ./build/bench_flash_attention
     gc_flash_log=$gc_last_log

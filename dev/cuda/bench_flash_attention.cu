@@ -10,7 +10,7 @@
  * The flash output is also compared with the materialised one (max |difference|) as a sanity check.
  * GPU only: make bench-flash-attention (builds for the present GPU and runs).
  * Usage: bench_flash_attention [B T REPEATS]   (default: B = 8 at T = 1024, 2048, 4096, 20 repeats at T <= 1024 and 5
- *                                              above; the simulator's smoke run, make sim-test-benchmarks, takes 1 70 1)
+ *        above, then d = 64 at B = 64, T = 1024; the simulator's smoke run, make sim-test-benchmarks, takes 1 70 1)
  */
 #include "llmc/cuda_utils.cuh"
 #include "llmc/cublas_common.cuh"
@@ -123,6 +123,7 @@ int main(int argc, char** argv) {
         else
             for (int t : {1024, 2048, 4096}) bench_shape(handle, B, 12, hs, t, t <= 1024 ? 20 : 5);
     }
+    if (argc != 4) bench_shape(handle, 64, 12, 64, 1024, 10); /* a d12 training step's shape (B = 64): the grid fills the GPU */
     cublasCheck(cublasDestroy(handle));
     return 0;
 }

@@ -355,28 +355,41 @@ int main(void) {
         for (Buf* b : all) buf_free(b);
     }
 
-    /* fused classifier: losses, then in-place gradients (padded columns zeroed) */
+    /* fused classifier: losses, then in-place gradients (padded columns zeroed); at V = 10007 each thread
+     * reads 3 packs and the logits rise along the row (+0.002 a column), so the running max moves pack by pack */
     {
-        int targets[BT];
-        for (int i = 0; i < BT; i++) targets[i] = (i * 13) % V;
-        int* targets_d;
-        cudaCheck(cudaMalloc(&targets_d, sizeof(targets)));
-        cudaCheck(cudaMemcpy(targets_d, targets, sizeof(targets), cudaMemcpyHostToDevice));
-        Buf logits = buf_random((size_t)BT * Vp, 5.0f), losses = buf_random(BT, 1.0f);
-        fused_classifier(logits.d, losses.d, targets_d, 0.0f, BT, V, Vp, s);
-        crossentropy_forward(losses.h, logits.h, targets, BT, V, Vp);
-        check("fused_classifier losses (V=77, Vp=128)", losses.d, losses.h, BT);
-        check("  logits untouched without a gradient", logits.d, logits.h, logits.n);
-        float dloss = 1.0f / BT;
-        float* dlosses = (float*)malloc_check(BT * sizeof(float));
-        for (int i = 0; i < BT; i++) dlosses[i] = dloss;
-        fused_classifier(logits.d, losses.d, targets_d, dloss, BT, V, Vp, s);
-        crossentropy_backward(logits.h, logits.h, targets, dlosses, BT, V, Vp);
-        check("fused_classifier in-place dlogits", logits.d, logits.h, logits.n);
-        free(dlosses);
-        cudaCheck(cudaFree(targets_d));
-        buf_free(&logits);
-        buf_free(&losses);
+        const int shapes[][3] = {{BT, V, Vp}, {3, 10007, 10112}}; /* rows, V, Vp */
+        for (const auto& shape : shapes) {
+            int rows = shape[0], v = shape[1], vp = shape[2];
+            int* targets = (int*)malloc_check(rows * sizeof(int));
+            for (int i = 0; i < rows; i++) targets[i] = (i * 13) % v;
+            int* targets_d;
+            cudaCheck(cudaMalloc(&targets_d, rows * sizeof(int)));
+            cudaCheck(cudaMemcpy(targets_d, targets, rows * sizeof(int), cudaMemcpyHostToDevice));
+            Buf logits = buf_random((size_t)rows * vp, 5.0f), losses = buf_random(rows, 1.0f);
+            if (v > 4096) {
+                for (size_t i = 0; i < logits.n; i++) logits.h[i] += 0.002f * (float)(i % vp);
+                cudaCheck(cudaMemcpy(logits.d, logits.h, logits.n * sizeof(float), cudaMemcpyHostToDevice));
+            }
+            char name[96];
+            fused_classifier(logits.d, losses.d, targets_d, 0.0f, rows, v, vp, s);
+            crossentropy_forward(losses.h, logits.h, targets, rows, v, vp);
+            snprintf(name, sizeof(name), "fused_classifier losses (rows=%d, V=%d, Vp=%d)", rows, v, vp);
+            check(name, losses.d, losses.h, rows);
+            check("  logits untouched without a gradient", logits.d, logits.h, logits.n);
+            float dloss = 1.0f / rows;
+            float* dlosses = (float*)malloc_check(rows * sizeof(float));
+            for (int i = 0; i < rows; i++) dlosses[i] = dloss;
+            fused_classifier(logits.d, losses.d, targets_d, dloss, rows, v, vp, s);
+            crossentropy_backward(logits.h, logits.h, targets, dlosses, rows, v, vp);
+            snprintf(name, sizeof(name), "fused_classifier in-place dlogits (V=%d)", v);
+            check(name, logits.d, logits.h, logits.n);
+            free(dlosses);
+            free(targets);
+            cudaCheck(cudaFree(targets_d));
+            buf_free(&logits);
+            buf_free(&losses);
+        }
     }
 
     /* global norm and AdamW on a length that is no multiple of anything */
