@@ -150,6 +150,9 @@ if [ $rc -eq 0 ] && grep -q "^resume: skipping checkpoint of step 8: .*model_000
     same_files "$tmp/full" "$tmp/noflags_cut" $(checkpoint_files 8); then
     ok "-y 1 without model flags, the newest checkpoint's model file missing: skipped, step 4 resumed, step 8 bit-identical"
 else bad "-y 1 without model flags, newest model file missing: exit $rc: $(grep -E '^(resume|error)' "$tmp/noflags_cut.log" | head -3)"; fi
+expect_error "-y 1 with --vocab-size only, not the checkpoint's: names that flag alone" \
+    "model_[0-9]+\.bin: the checkpoint.s model has vocabulary 256, but --vocab-size 300 was given$" \
+    ./train_gpt_cpu -b 4 -t 32 --seed 7 $data -v 4 -x 8 -o "$tmp/noflags" -y 1 --vocab-size 300
 expect_error "-y 1 without model flags and no checkpoint" "no model: .*with -y 1 they come from the newest valid checkpoint of --output-dir: it has none" \
     ./train_gpt_cpu $data $quiet -x 1 -o "$tmp/empty_dir" -y 1
 

@@ -158,10 +158,11 @@ static inline ModelSource train_model_source(const TrainArgs* args, GPTConfig* c
         char model[4200], state[4200], done[4200];
         checkpoint_paths(model, state, done, sizeof(model), args->output_dir, latest, 0);
         fclose_check(model_file_open(model, config, h), model);
-        if ((args->vocab_size > 0 && args->vocab_size != config->vocab_size) ||
-            (args->max_seq_len > 0 && args->max_seq_len != config->max_seq_len))
-            fatalf("%s: the checkpoint's model has vocabulary %d and max_seq_len %d, but --vocab-size %d / --max-seq-len %d were given", model,
-                   config->vocab_size, config->max_seq_len, args->vocab_size, args->max_seq_len);
+        if (args->vocab_size > 0 && args->vocab_size != config->vocab_size)
+            fatalf("%s: the checkpoint's model has vocabulary %d, but --vocab-size %d was given", model, config->vocab_size, args->vocab_size);
+        if (args->max_seq_len > 0 && args->max_seq_len != config->max_seq_len)
+            fatalf("%s: the checkpoint's model has max_seq_len %d, but --max-seq-len %d was given", model, config->max_seq_len,
+                   args->max_seq_len);
         printf("resume: no model flags: the model's config is that of the newest valid checkpoint, %s\n", model);
         return MODEL_FROM_PRESET;
     }
