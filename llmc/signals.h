@@ -29,7 +29,8 @@ static volatile sig_atomic_t preempt_signal_ = 0;
 
 static inline void preempt_handler_(int sig) {
     if (sig == SIGINT && preempt_signal_ == SIGINT) {
-        static const char msg[] = "\nSIGINT twice: exiting at once (status 130), no checkpoint of the steps since the last one\n";
+        static const char msg[] = "\nSIGINT twice: exiting at once (status 130), without the clean stop of the first (a trainer saves no "
+                                  "checkpoint of the steps since its last one; prepare_data leaves .tmp files, its next run removes them)\n";
         ssize_t unused = write(STDERR_FILENO, msg, sizeof(msg) - 1);
         (void)unused;
         _exit(130);
