@@ -132,7 +132,11 @@ def atomic_output(path):
     (so that a failed write leaves neither a half-written path nor a stray path.tmp)."""
     tmp = path + ".tmp"
     try:
-        with open(tmp, "wb") as f:
+        f = open(tmp, "wb")
+    except OSError as e:  # name the file asked for (a missing or unwritable directory), not its .tmp
+        raise type(e)(e.errno, e.strerror, path) from None
+    try:
+        with f:
             yield f
             f.flush()
             os.fsync(f.fileno())
@@ -181,7 +185,7 @@ def read_raw_header(path, kind):
 
 # what a file with another magic is, for the message when it was given as another kind (llmc/fileio.h's table)
 MAGIC_HINTS = {
-    0x4D545047: "it is a model file (GPTM, this project's format), for -e of the trainers and sample_gpt",
+    0x4D545047: "it is a model file (GPTM, this project's format), for --init here, -e of train_gpt_cpu / train_gpt and sample_gpt",
     0x53545047: "it is a training state file (GPTS); its checkpoint's model file is the model_NNNNNNNN.bin beside it",
     0x4B4F5447: "it is a token shard (GTOK), training data for --train-data",
     0x45504247: "it is a tokenizer file (GBPE)",

@@ -265,6 +265,8 @@ def run_tests(tmp):
     expect_error("safetensors offsets that are strings", HF + ["import", variant(
         "offsets", raw=len(header).to_bytes(8, "little") + header + b"\0" * 16), out], "data_offsets [begin, end] of integers")
     expect_error("missing directory", HF + ["import", os.path.join(tmp, "nowhere"), out], "nowhere/config.json: cannot read")
+    expect_error("output in a missing directory (named, not its .tmp)", HF + ["import", hf_dir, os.path.join(tmp, "gone", "x.bin")],
+                 "gone/x.bin: No such file or directory")
     taken = os.path.join(tmp, "taken")  # the output path is a directory: the rename fails after the whole write
     os.makedirs(taken)
     expect_error("output path is a directory (the error names it, not the .tmp file)", HF + ["import", hf_dir, taken],

@@ -1389,7 +1389,11 @@ static void test_sampler(void) {
     for (int i = 0; i < 20000; i++) seen[sample_token(tied, 5, 1.0f, 2, &r)]++;
     check(seen[1] > 0 && seen[0] > 0 && seen[2] == 0 && seen[3] == 0 && seen[4] == 0,
           "sample_token top_k=2 with ties at the 2nd value: keeps index 1 and the first tie (index 0) only");
-    expect_failure("sample_token with a NaN logit below the max", child_sample_nan, NULL, 1, "logit 1 of 4 is nan, not finite");
+    float masked[3] = {0.0f, -INFINITY, 1.0f}; /* -inf: probability 0, never drawn, not an error */
+    int drawn_masked = 0;
+    for (int i = 0; i < 2000; i++) drawn_masked += sample_token(masked, 3, 1.0f, 0, &r) == 1 || sample_token(masked, 3, 1.0f, 2, &r) == 1;
+    check(drawn_masked == 0, "sample_token: a -inf logit is never drawn (top_k 0 and 2), %d times drawn", drawn_masked);
+    expect_failure("sample_token with a NaN logit below the max", child_sample_nan, NULL, 1, "logit 1 of 4 is nan");
 }
 
 /* ----------------------------------------------------------------------------

@@ -68,8 +68,8 @@ for setting in "1.0 50 11" "0.7 0 5"; do
 done
 
 # --ids prints the ids of the same tokens (the context starts from the tokenizer's <|endoftext|> either way)
-./sample_gpt_cpu -e "$tmp/gpt2vocab.bin" -g 30 --seed 11 --ids >"$tmp/ids.txt" 2>"$tmp/err.txt"
-./sample_gpt_cpu -e "$tmp/gpt2vocab.bin" -g 30 --seed 11 >"$tmp/text.txt" 2>>"$tmp/err.txt"
+./sample_gpt_cpu -e "$tmp/gpt2vocab.bin" -g 30 --seed 11 --ids >"$tmp/ids.txt" 2>"$tmp/ids_err.txt"
+./sample_gpt_cpu -e "$tmp/gpt2vocab.bin" -g 30 --seed 11 >"$tmp/text.txt" 2>"$tmp/err.txt"
 if ./tokenize --text <"$tmp/ids.txt" >"$tmp/decoded.txt" && [ -s "$tmp/text.txt" ] && [ "$(cat "$tmp/decoded.txt")" = "$(cat "$tmp/text.txt")" ]; then
     ok "--ids, GPT-2 vocabulary: the ids decode to the text run's output (but its final newline)"
 else
@@ -88,8 +88,8 @@ else bad "--ids without the default tokenizer: exit $rc, $(cat "$tmp/err0.txt")"
 if grep -q "note: no tokenizer from data/gpt2_tokenizer.bin (its vocabulary is not the model's)" "$tmp/err0.txt" &&
     grep -q 'start token 0,' "$tmp/err0.txt"; then ok "--ids with a model of another vocabulary than the default tokenizer's: start token 0, a note"
 else bad "--ids, vocabulary 300: $(cat "$tmp/err0.txt")"; fi
-grep -q "start token 50256," "$tmp/err.txt" && ok "--ids with the default tokenizer readable: start token 50256 (<|endoftext|>) in the banner" ||
-    bad "--ids with the default tokenizer: no 'start token 50256' in $(cat "$tmp/err.txt")"
+grep -q "start token 50256," "$tmp/ids_err.txt" && ok "--ids with the default tokenizer readable: start token 50256 (<|endoftext|>) in the banner" ||
+    bad "--ids with the default tokenizer: no 'start token 50256' in $(cat "$tmp/ids_err.txt")"
 expect_error --alone "a named --tokenizer that does not exist, with --ids" "gpt2_tokenizr.bin.*(cannot open|No such file)" \
     ./sample_gpt_cpu -e "$tmp/gpt2vocab.bin" --ids --tokenizer "$tmp/gpt2_tokenizr.bin"
 

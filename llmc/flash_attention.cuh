@@ -20,8 +20,8 @@
  *       deterministic = 0: dq accumulated with fp32 atomics (one pass over the K/V tiles, fastest; the order of the
  *       atomic adds varies run to run); 1: dq computed by a separate pass in a fixed order, bit-identical run to
  *       run. The fp32 path is always deterministic (no atomics) and ignores the flag.
- *   Requirements (checked, one-line error and exit 1 otherwise): NH > 0, C % NH == 0, hs = C/NH at most 256, B, T >= 0;
- *   pointers aligned to their element. Any T (tiles are masked and zero-filled). Any hs: a multiple of 8 with 16-byte
+ *   Requirements (checked, one-line error and exit 1 otherwise): NH > 0, C % NH == 0, hs = C/NH at most 256, B, T >= 0,
+ *   B, NH and ceil(T/64) at most 65535 (grid dimensions); pointers aligned to their element. Any T (tiles are masked and zero-filled). Any hs: a multiple of 8 with 16-byte
  *   aligned buffers at full speed (16-byte cp.async copies); others (e.g. 12, or odd; or buffers at any address, as a
  *   layer's slice of a model whose channels are no multiple of 8) staged and stored element by element (the
  *   kernels' ALIGNED = false instances), as a head's columns then do not start on 16 bytes.
@@ -30,21 +30,23 @@
  * every kernel gives each warp 32 rows of 128, and the forward at HD = 128 too: FA_FWD_MT, FA_KV_MT, FA_DQ_MT):
  *   head dims are padded (zeros in shared memory) to HD ∈ {32, 64, 128, 256}; shared tiles are 64 x HD bf16 with a
  *   row stride of HD + 8 elements, so the 8 rows of every ldmatrix fall in different banks.
- *   forward:      block (query tile, h, b), longest tiles first. Q tile -> registers (A fragments; at HD = 256, and
+ *   grids (h, b, tile) (fa_grid: the tile index slowest, so every head's longest tiles are dispatched first).
+ *   forward:      block (h, b, query tile), longest tiles first. Q tile -> registers (A fragments; at HD = 256, and
  *                 HD = 128 with 32 rows a warp, read from shared memory per k-chunk instead); K/V tiles of 64 keys
  *                 double-buffered in shared memory by cp.async (at HD = 128 worked in halves of 32 keys), only
  *                 tiles 0..diagonal visited, and in the
  *                 diagonal tile each warp skips the 8-key column tiles past its last row; scores are tested
- *                 against the causal and T masks only in tiles that may need it (backward: fa_with_mask). S = QKᵀ (mma),
+ *                 against the causal and T masks only in sub-tiles that may need it (fa_with_mask; interior ones compile
+ *                 without the tests). S = QKᵀ (mma),
  *                 online softmax in fp32 with fast_exp2f (s·log2 e applied in the exponent's FMA), row max/sum over the 4 lanes
  *                 of a row (shfl_xor 1, 2); P goes from C fragments straight to bf16 A fragments; O += PV.
  *   backward:     (1) delta kernel: D = rowsum(dout∘out), and zeroes the dq accumulator (atomic mode);
- *                 (2) K/V kernel, block (K/V tile, h, b): K, V read by ldmatrix from shared memory, dK, dV in fp32
+ *                 (2) K/V kernel, block (h, b, K/V tile): K, V read by ldmatrix from shared memory, dK, dV in fp32
  *                 registers; loops over the query tiles from the diagonal on (Q, dO, lse, D double-buffered for
  *                 HD <= 128; at 32 keys a warp each tile is worked in two halves of 32 queries), recomputes Pᵀ = exp2(K Qᵀ·s·log2 e − lse·log2 e), dV += Pᵀ dO, dPᵀ = V dOᵀ,
  *                 dSᵀ = Pᵀ∘(dPᵀ − D), dK += dSᵀ Q; atomic mode: dSᵀ goes to shared memory and each warp adds
  *                 dS K for 16 queries into the fp32 accumulator with atomicAdd, then a kernel scales it into dqkv;
- *                 (3, deterministic mode) dQ kernel, block (query tile, h, b), the forward's structure: dQ += dS K.
+ *                 (3, deterministic mode) dQ kernel, block (h, b, query tile), the forward's structure: dQ += dS K.
  * fp32 path: same blocks of rows but 8 warps, one row each; K/V (or Q/dO) tiles of 32 rows staged in shared memory,
  *   lane j scores row j of the tile, and each lane accumulates head dims lane, lane+32, ... (no tensor cores). Its
  *   D = Σ p·dp / Σ p is summed in double from the same p and dp the dS kernels recompute (a pass over the keys, as
@@ -928,7 +930,8 @@ static inline void fa_launch(void (*kernel)(P...), dim3 grid, size_t smem, cudaS
     launch_kernel(kernel, grid, dim3(FA_THREADS), smem, stream, args...);
 }
 
-/* bytes of scratch flash_attention_backward needs: D [B,NH,T] and dq's fp32 accumulator [B,T,C] */
+/* bytes of scratch flash_attention_backward needs: D [B,NH,T] and dq's fp32 accumulator [B,T,C] (bf16 path); the
+ * fp32 path's D in two floats, 2·B·NH·T, fits as NH <= C */
 static inline size_t flash_attention_scratch_bytes(int B, int T, int C, int NH) {
     return sizeof(float) * ((size_t)B * NH * T + (size_t)B * T * C);
 }

@@ -108,17 +108,8 @@ static inline int matmul_cublaslt(BlasContext* ctx, floatX* d, const floatX* a, 
     return algo ? 0 : -1;
 }
 
-/* the GELU epilogues need the aux leading dimension (the output width) to be a multiple of 8. The fp32 build
- * never fuses: cuBLASLt documents its GELU only as "GELU" (a faster tanh would miss the fp32 build's 1e-5
- * bounds), and that build is for exact comparison, not speed. */
-static inline int matmul_gelu_fusable(int width) {
-#if defined(PRECISION_FP32)
-    (void)width;
-    return 0;
-#else
-    return width % 8 == 0;
-#endif
-}
+/* the GELU epilogues need the aux leading dimension (the output width) to be a multiple of 8 */
+static inline int matmul_gelu_fusable(int width) { return width % 8 == 0; }
 
 #define ADD_BIAS_BLOCK 256
 /* out[r, c] += bias[c] over n = rows x OC elements, one thread per element */

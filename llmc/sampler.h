@@ -43,10 +43,12 @@ static inline float sampler_kth_largest_(const float* x, int n, int k) {
 static inline int sample_token(const float* logits, int V, float temperature, int top_k, Rng* rng) {
     if (V <= 0) fatalf("sample_token: vocab size %d is not positive", V);
     int best = 0;
-    for (int i = 0; i < V; i++) {
-        if (!isfinite(logits[i])) fatalf("sample_token: logit %d of %d is %g, not finite (a diverged model?)", i, V, (double)logits[i]);
+    for (int i = 0; i < V; i++) { /* -inf is a token of probability 0; NaN and +inf leave no distribution */
+        if (isnan(logits[i]) || logits[i] == INFINITY)
+            fatalf("sample_token: logit %d of %d is %g (a diverged model?)", i, V, (double)logits[i]);
         if (logits[i] > logits[best]) best = i;
     }
+    if (!isfinite(logits[best])) fatalf("sample_token: every logit is %g", (double)logits[best]);
     if (temperature <= 0.0f) return best;
     int k = top_k > 0 && top_k < V ? top_k : V;
     float threshold = k < V ? sampler_kth_largest_(logits, V, k) : -INFINITY;

@@ -21,7 +21,7 @@ build/ux/test_sample_gpt: dev/test_sample_gpt.c sample_gpt.c train_gpt.c $(TRAIN
 
 ALL_TARGETS += sample_gpt_cpu build/ux/test_sample_gpt
 
-test-sample: sample_gpt_cpu train_gpt_cpu train_gpt_sim_fp32 build/ux/test_sample_gpt
+test-sample: sample_gpt_cpu train_gpt_cpu train_gpt_sim_fp32 tokenize build/ux/test_sample_gpt
 	@PYTHON=$(PYTHON) bash dev/test_sample.sh
 
 test-hf: sample_gpt_cpu train_gpt_cpu
