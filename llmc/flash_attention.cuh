@@ -786,6 +786,14 @@ __global__ void flash_attention_forward_fp32_kernel(float* out, float* lse, cons
     if (lane == 0) lse[((long)b * NH + h) * T + row] = row_max + logf(row_sum);
 }
 
+/* for one (query, key) pair of the fp32 backward: p = exp(q·k·scale − lse) (returned) and dp = dout·v. The one place
+ * the delta, dq and dk/dv kernels get them, so D = Σp·dp / Σp and the dS = p·(dp − D) they form use bit-identical
+ * p and dp (the exact cancellation of dp − D relies on it) */
+__device__ inline float fa32_p_dp(float* dp, const float* q, const float* k, const float* dout, const float* v, int hs, float scale, float lse) {
+    *dp = fa32_dot(dout, v, hs);
+    return expf(fa32_dot(q, k, hs) * scale - lse);
+}
+
 /* backward D (fp32 path): D_t = Σ_{s<=t} p_ts·dp_ts / Σ_{s<=t} p_ts, p_ts = exp(q_t·k_s·scale − lse_t), dp_ts =
  * dout_t·v_s, summed in double from the very p and dp the dq and dk, dv kernels recompute, and kept as two floats
  * (delta[r] + delta[R + r], R = B·NH·T rows: a double's precision in float-aligned scratch); those kernels form
@@ -803,8 +811,8 @@ __global__ void flash_attention_delta_fp32_kernel(float* delta, const float* dou
     fa32_key_loop(smem, qkv, T, C, hs, [&](int key0, const float* q_own, const float* k_tile, const float* v_tile) {
         int key = key0 + lane;
         if (row < T && key <= row) {
-            float p = expf(fa32_dot(q_own, k_tile + lane * (hs + 1), hs) * scale - row_lse);
-            pdp += (double)p * fa32_dot(do_own, v_tile + lane * (hs + 1), hs);
+            float dp, p = fa32_p_dp(&dp, q_own, k_tile + lane * (hs + 1), do_own, v_tile + lane * (hs + 1), hs, scale, row_lse);
+            pdp += (double)p * dp;
             psum += p;
         }
     });
@@ -836,8 +844,8 @@ __global__ void flash_attention_backward_q_fp32_kernel(float* dqkv, const float*
         int key = key0 + lane;
         float ds = 0.0f;
         if (row < T && key <= row) {
-            float p = expf(fa32_dot(q_own, k_tile + lane * (hs + 1), hs) * scale - row_lse);
-            ds = p * fa32_dp_minus_delta(fa32_dot(do_own, v_tile + lane * (hs + 1), hs), delta_hi, delta_lo);
+            float dp, p = fa32_p_dp(&dp, q_own, k_tile + lane * (hs + 1), do_own, v_tile + lane * (hs + 1), hs, scale, row_lse);
+            ds = p * fa32_dp_minus_delta(dp, delta_hi, delta_lo);
         }
         fa32_accumulate(dq, ds, k_tile, hs);
     });
@@ -876,8 +884,9 @@ __global__ void flash_attention_backward_kv_fp32_kernel(float* dqkv, const float
         int query = m0 + lane;
         float p = 0.0f, ds = 0.0f;
         if (key < T && query >= key && query < T) {
-            p = expf(fa32_dot(k_own, q_tile + lane * (hs + 1), hs) * scale - lse_s[lane]);
-            ds = p * fa32_dp_minus_delta(fa32_dot(v_own, do_tile + lane * (hs + 1), hs), delta_s[0][lane], delta_s[1][lane]);
+            float dp;
+            p = fa32_p_dp(&dp, q_tile + lane * (hs + 1), k_own, do_tile + lane * (hs + 1), v_own, hs, scale, lse_s[lane]);
+            ds = p * fa32_dp_minus_delta(dp, delta_s[0][lane], delta_s[1][lane]);
         }
         fa32_accumulate(dk, ds, q_tile, hs);
         fa32_accumulate(dv, p, do_tile, hs);
