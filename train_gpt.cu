@@ -220,10 +220,11 @@ static int gpt_uses_master(int master_weights) {
 #endif
 }
 
-/* the floats of scratch that the column sums and the encoder backward share */
+/* the floats of scratch that the column sums, the layernorm backward and the encoder backward share */
 static size_t gpt_work_floats(size_t BT, size_t C) {
     size_t colsum = colsum_scratch_floats((long)BT, 4 * (long)C), encoder = encoder_partial_floats((long)BT, (long)C);
-    return colsum > encoder ? colsum : encoder;
+    size_t layernorm = layernorm_scratch_floats((long)BT, (long)C), most = colsum > encoder ? colsum : encoder;
+    return layernorm > most ? layernorm : most;
 }
 
 /* opt_elems: elements of each optimizer array (the parameter count, or a ZeRO-1 shard); comm_bytes: what the
@@ -603,7 +604,9 @@ static void gpt_reduce_bucket(GPT* m, int b) {
  * x the layer's input) or the MLP's ln2 -> fc (mlp = 1, x = residual2). From dout, the matmul output's
  * gradient: recomputes the layernorm output first when -r 2 dropped it (counted as forward), then
  * d->ln = dout·W with the matmul's weight and bias gradients, then the layernorm's backward, which adds
- * its input gradient into d->residual and its weight and bias gradients into m->g. */
+ * its input gradient into d->residual and its weight and bias gradients into m->g, and sums the new d->residual
+ * into the bias gradient of the matmul whose output the residual stream adds just below: the attention
+ * projection's (mlp = 1) or the layer below's MLP projection (mlp = 0, l > 0). */
 static void layernorm_matmul_backward(GPT* m, int l, int mlp, const floatX* x, const floatX* dout, int B, int T) {
     int C = m->config.channels, BT = B * T, OC = mlp ? 4 * C : 3 * C;
     size_t lc = (size_t)BT * C;
@@ -622,9 +625,10 @@ static void layernorm_matmul_backward(GPT* m, int l, int mlp, const floatX* x, c
     GPU_PROFILE(m, mlp ? PROF_MATMUL_FC_BWD : PROF_MATMUL_QKV_BWD,
                 matmul_backward(&m->blas, d->ln, (mlp ? g->fcw : g->qkvw) + W_at, (mlp ? g->fcb : g->qkvb) + b_at, m->scratch, dout, ln,
                                 (mlp ? w->fcw : w->qkvw) + W_at, NULL, BT, C, OC));
+    floatX* dres_bias = mlp ? g->attprojb + l * C : l > 0 ? g->fcprojb + (l - 1) * C : NULL;
     GPU_PROFILE(m, PROF_LAYERNORM_BWD,
-                layernorm_backward(d->residual, (mlp ? g->ln2w : g->ln1w) + l * C, (mlp ? g->ln2b : g->ln1b) + l * C, m->scratch, d->ln, x,
-                                   lnw, mean, rstd, BT, C, m->stream));
+                layernorm_backward(d->residual, (mlp ? g->ln2w : g->ln1w) + l * C, (mlp ? g->ln2b : g->ln1b) + l * C, dres_bias, m->scratch,
+                                   d->ln, x, lnw, mean, rstd, BT, C, m->stream));
 }
 
 /* ----------------------------------------------------------------------------
@@ -649,8 +653,8 @@ static void gpt_backward(GPT* m, const int* inputs, int B, int T, int reduce) {
     nvtxRangePop();
     gpu_profile_begin(m, PROF_LAYERNORM_BWD);
     cudaCheck(cudaMemsetAsync(d->residual, 0, lc * sizeof(floatX), s));
-    layernorm_backward(d->residual, g->lnfw, g->lnfb, colsum, d->ln, a->residual3 + (L - 1) * lc, w->lnfw, a->lnf_mean, a->lnf_rstd,
-                       BT, C, s);
+    layernorm_backward(d->residual, g->lnfw, g->lnfb, g->fcprojb + (L - 1) * C, colsum, d->ln, a->residual3 + (L - 1) * lc, w->lnfw,
+                       a->lnf_mean, a->lnf_rstd, BT, C, s);
     gpu_profile_end(m);
     char range[48];
 
@@ -661,15 +665,16 @@ static void gpt_backward(GPT* m, const int* inputs, int B, int T, int reduce) {
         snprintf(range, sizeof(range), "layer %d backward", l);
         nvtxRangePushA(range);
         /* MLP: residual3 = residual2 + fcproj(gelu(fc(ln2(residual2)))); d->residual flows through unchanged; the GELU's
-         * backward is fused into the fc proj matmul's backward (its time is that matmul's), recomputations count as forward */
+         * backward is fused into the fc proj matmul's backward (its time is that matmul's), recomputations count as forward.
+         * The two projections' bias gradients are sums of d->residual, taken by the layernorm backward that writes it. */
         if (!gelu_stacked) GPU_PROFILE(m, PROF_GELU_FWD, gelu_forward(fch_gelu, fch, 4 * lc, s));
         GPU_PROFILE(m, PROF_MATMUL_FCPROJ_BWD,
-                    matmul_backward(&m->blas, d->fch, g->fcprojw + (size_t)l * 4 * C * C, g->fcprojb + l * C, colsum, d->residual,
+                    matmul_backward(&m->blas, d->fch, g->fcprojw + (size_t)l * 4 * C * C, NULL, colsum, d->residual,
                                     fch_gelu, w->fcprojw + (size_t)l * 4 * C * C, fch, BT, 4 * C, C));
         layernorm_matmul_backward(m, l, 1, residual2, d->fch, B, T);
         /* attention: residual2 = residual + attproj(attention(qkv(ln1(residual)))) */
         GPU_PROFILE(m, PROF_MATMUL_ATTPROJ_BWD,
-                    matmul_backward(&m->blas, d->atty, g->attprojw + (size_t)l * C * C, g->attprojb + l * C, colsum, d->residual,
+                    matmul_backward(&m->blas, d->atty, g->attprojw + (size_t)l * C * C, NULL, colsum, d->residual,
                                     atty, w->attprojw + (size_t)l * C * C, NULL, BT, C, C));
         GPU_PROFILE(m, PROF_ATTENTION_BWD,
                     flash_attention_backward(d->qkv, (float*)d->fch, d->atty, atty, qkv, a->att_lse + (size_t)l * NH * BT, B, T, C,

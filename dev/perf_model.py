@@ -8,7 +8,8 @@ optimizer state in fp32), and turns them into a floor time: max(flops / matrix r
 bandwidth). Kernels that run apart from the matmuls (the classifier's softmax, the bias and LayerNorm
 parameter gradients' column sums, the attention backward's delta) are ops of their own: their bytes do not
 hide under a matmul's flops (the --profile table times them inside an op: the softmax in "classifier
-forward", the bias gradients in each "matmul ... backward", the delta in "attention backward"). The sum
+forward", the qkv and fc bias gradients in their "matmul ... backward", the projections' in "layernorm backward",
+the delta in "attention backward"). The sum
 is the step time this implementation cannot beat; its MFU (the trainer's 6N + 6·L·C·T flops per token
 against the datasheet peak) is the most this configuration can show. Compare the floors with the trainer's
 `--profile` table to see which op is furthest from its floor.
@@ -49,14 +50,15 @@ def model_ops(L, C, H, V, B, T, recompute, deterministic):
     for name, k, n in (("matmul fc proj backward", 4 * C, C), ("matmul fc backward", C, 4 * C),
                        ("matmul attn proj backward", C, C), ("matmul qkv backward", C, 3 * C)):
         yield name, L * 2 * mm(N, n, k), L * (2 * N * n + 2 * N * k + 3 * n * k) * a, "mm"
-    # dbias = column sums of each matmul's dout (widths 3C, C, 4C, C), a pass of their own
-    yield "matmul bias gradients", 0, L * 9 * N * C * a, "mem"
+    # dbias = column sums of the qkv and fc matmuls' dout (widths 3C, 4C), a pass of their own (the two projections'
+    # are summed by the layernorm backward that writes their dout, the residual gradient)
+    yield "matmul bias gradients", 0, L * 7 * N * C * a, "mem"
     # delta = rowsum(dout∘out); the atomic dQ mode (--deterministic 0) also zeroes an fp32 dQ accumulator and
     # converts it to bf16 after the K/V kernel
     yield "attention delta", 0, L * (2 * N * C * a + 4 * N * H + (0 if deterministic else 3 * 4 * N * C + N * C * a)), "mem"
     yield "attention backward", L * 2.5 * att_fwd, L * (8 * N * C * a + 4 * N * H), "att"
-    # dout, inp, residual grad read+write, dinp; the weight and bias gradients' column sums read dout and inp again
-    yield "layernorm backward", 0, L * 2 * (7 * N * C * a + 8 * N), "mem"
+    # dout, inp, residual grad read+write; the column sums (weight, bias, the bias below) kept by the same kernel
+    yield "layernorm backward", 0, L * 2 * (4 * N * C * a + 8 * N), "mem"
     yield "encoder backward", 0, (N * C + T * C + N * C) * a, "mem"
     # optimizer: bf16 param and grad, fp32 master, m, v read; param, master, m, v written; grads zeroed
     yield "adamw", 0, P * (2 + 2 + 3 * 4 + 2 + 3 * 4) + P * 2, "mem"

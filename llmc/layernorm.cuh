@@ -6,16 +6,19 @@
  *           The statistics are taken of x as stored (rounded to floatX), so the backward, which reads
  *           the stored residual, differentiates exactly the function that ran.
  * backward: with n = (x - mean)·rstd and g = dout·weight:
- *           dinp += (g - mean_c(g) - n·mean_c(g·n))·rstd, dweight += Σ_rows dout·n, dbias += Σ_rows dout
- *           (the parameter sums are the deterministic column sums of llmc/column_sums.cuh).
- * Both kernels: one warp per row; lane l owns the packs l, l + 32, l + 64, ... of the row (W channels each,
- * one vector load). W, a template argument, is PACKX (16 bytes: a warp reads 512 contiguous bytes) when
+ *           dinp += (g - mean_c(g) - n·mean_c(g·n))·rstd, dweight += Σ_rows dout·n, dbias += Σ_rows dout, and
+ *           optionally dres_bias += Σ_rows dinp (the new dinp: the bias gradient of the matmul below).
+ *           The parameter sums are deterministic column sums (llmc/column_sums.cuh), kept by the backward
+ *           kernel itself while it holds the rows, when their shared memory fits (then one pass over dout, x
+ *           and dinp in all), else taken by the separate column-sum kernels after it.
+ * Both kernels: a warp per row (the backward's warps take LN_BWD_ROWS rows in turn); lane l owns the packs l,
+ * l + 32, l + 64, ... of the row (W channels each, one vector load). W, a template argument, is PACKX (16 bytes: a warp reads 512 contiguous bytes) when
  * C % PACKX == 0 and the arrays are 16-byte aligned (the trainer's C % 8 == 0), else 1 (any C); the host
  * functions choose (pack_width). The first CACHED of a lane's packs are read once and kept in registers for
  * the later passes; CACHED (a template argument, 1, 2, 4 or LN_MAX_CACHED_PACKS = 8) is the smallest that
  * holds the row, so rows up to 32·8·W channels (2048 in bf16, 1024 in fp32, 256 at W = 1) are read once;
  * packs beyond are re-read from memory in each pass (any larger C). Each lane sums its channels in channel
- * order, then warp_sum. A block holds LN_WARPS warps; warps past the last row exit whole.
+ * order, then warp_sum. A block holds LN_WARPS warps; warps past the last row have no rows to do.
  */
 #ifndef LLMC_LAYERNORM_CUH
 #define LLMC_LAYERNORM_CUH
@@ -25,6 +28,7 @@
 
 #define LN_WARPS 4
 #define LN_MAX_CACHED_PACKS 8
+#define LN_BWD_ROWS 8 /* rows a warp of the backward works in turn (a block's 32 rows: one chunk of its column sums) */
 
 /* calls f(cache[k] or load(c), c) for each pack of the row the lane owns, c its first channel: the first
  * CACHED from the registers of cache (indices known at compile time after unrolling), the rest from
@@ -99,41 +103,69 @@ struct LnGradPack {
     Pack<floatX, W> dout, x;
 };
 
+/* The backward of rows [LN_BWD_ROWS·(LN_WARPS·blockIdx.x + warp), + LN_BWD_ROWS), a warp's rows in turn. With sums > 0 a
+ * warp also keeps running column sums of its rows in shared memory — Σ dout·n and Σ dout (the weight's and bias's
+ * gradients), and with sums = 3 Σ dinp as stored (the bias gradient of the matmul whose output the residual stream
+ * adds just below this layernorm) — and at the end the block adds its warps' sums in order (warp 0 + 1 + 2 + 3) into
+ * partials[blockIdx.x, s, :]: the column sums' stage 1, fused (column_sums_finish is stage 2). A warp's sums sit at
+ * acc[warp][s][k][e][lane] for element e of its lane's k-th pack: every lane its own words, consecutive lanes
+ * consecutive banks, so no barrier until the end and no bank conflicts. */
 template <int W, int CACHED>
-__global__ void layernorm_backward_kernel(floatX* dinp, const floatX* dout, const floatX* inp, const floatX* weight,
-                                          const float* mean, const float* rstd, int rows, int C) {
-    int row = blockIdx.x * LN_WARPS + threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (row >= rows) return;
-    size_t base = (size_t)row * C;
-    auto load_pair = [&](int c) {
-        LnGradPack<W> p;
-        p.dout = load_pack(W, dout + base + c);
-        p.x = load_pack(W, inp + base + c);
-        return p;
-    };
-    LnGradPack<W> cache[CACHED] = {};
-    ln_fill_cache<W, CACHED>(cache, lane, C, load_pair);
-    float m = mean[row], s = rstd[row], g_sum = 0.0f, gn_sum = 0.0f;
-    ln_for_each_pack<W, CACHED>(cache, lane, C, load_pair, [&](const LnGradPack<W>& p, int c) {
-        float w[W];
-        load_floats(W, w, weight + c);
-        for (int k = 0; k < W; k++) {
-            float g = (float)p.dout.v[k] * w[k];
-            g_sum += g;
-            gn_sum += g * ((float)p.x.v[k] - m) * s;
-        }
-    });
-    float g_mean = warp_sum(g_sum) / C, gn_mean = warp_sum(gn_sum) / C;
-    ln_for_each_pack<W, CACHED>(cache, lane, C, load_pair, [&](const LnGradPack<W>& p, int c) {
-        float w[W], dx[W];
-        load_floats(W, w, weight + c);
-        load_floats(W, dx, dinp + base + c);
-        for (int k = 0; k < W; k++) {
-            float g = (float)p.dout.v[k] * w[k];
-            dx[k] += (g - g_mean - ((float)p.x.v[k] - m) * s * gn_mean) * s;
-        }
-        store_floats(W, dinp + base + c, dx);
-    });
+__global__ void layernorm_backward_kernel(floatX* dinp, float* partials, const floatX* dout, const floatX* inp, const floatX* weight,
+                                          const float* mean, const float* rstd, int rows, int C, int sums) {
+    DYNAMIC_SMEM(float, acc);
+    int warp = threadIdx.x / 32, lane = threadIdx.x % 32, packs = (C + 32 * W - 1) / (32 * W); /* a lane's packs, at most */
+    int warp_words = sums * packs * W * 32;
+    float* my = acc + (size_t)warp * warp_words + lane;
+    for (int i = 0; i < warp_words; i += 32) my[i] = 0.0f;
+    int first = (blockIdx.x * LN_WARPS + warp) * LN_BWD_ROWS, last = min(first + LN_BWD_ROWS, rows);
+    for (int row = first; row < last; row++) {
+        size_t base = (size_t)row * C;
+        auto load_pair = [&](int c) {
+            LnGradPack<W> p;
+            p.dout = load_pack(W, dout + base + c);
+            p.x = load_pack(W, inp + base + c);
+            return p;
+        };
+        LnGradPack<W> cache[CACHED] = {};
+        ln_fill_cache<W, CACHED>(cache, lane, C, load_pair);
+        float m = mean[row], s = rstd[row], g_sum = 0.0f, gn_sum = 0.0f;
+        ln_for_each_pack<W, CACHED>(cache, lane, C, load_pair, [&](const LnGradPack<W>& p, int c) {
+            float w[W];
+            load_floats(W, w, weight + c);
+            for (int k = 0; k < W; k++) {
+                float g = (float)p.dout.v[k] * w[k];
+                g_sum += g;
+                gn_sum += g * ((float)p.x.v[k] - m) * s;
+            }
+        });
+        float g_mean = warp_sum(g_sum) / C, gn_mean = warp_sum(gn_sum) / C;
+        ln_for_each_pack<W, CACHED>(cache, lane, C, load_pair, [&](const LnGradPack<W>& p, int c) {
+            float w[W], dx[W];
+            load_floats(W, w, weight + c);
+            load_floats(W, dx, dinp + base + c);
+            float* slot = my + (size_t)(c / (32 * W)) * W * 32; /* this pack's words of sum 0 */
+            for (int k = 0; k < W; k++) {
+                float d = (float)p.dout.v[k], n = ((float)p.x.v[k] - m) * s, g = d * w[k];
+                dx[k] += (g - g_mean - n * gn_mean) * s;
+                if (sums) {
+                    slot[k * 32] += d * n;
+                    slot[packs * W * 32 + k * 32] += d;
+                    if (sums == 3) slot[2 * packs * W * 32 + k * 32] += (float)(floatX)dx[k];
+                }
+            }
+            store_floats(W, dinp + base + c, dx);
+        });
+    }
+    if (!sums) return;
+    __syncthreads();
+    for (int i = threadIdx.x; i < sums * C; i += blockDim.x) {
+        int a = i / C, c = i % C, pack = c / W;
+        const float* src = acc + (((size_t)a * packs + pack / 32) * W + c % W) * 32 + pack % 32;
+        float v = 0.0f;
+        for (int w = 0; w < LN_WARPS; w++) v += src[(size_t)w * warp_words];
+        partials[((size_t)blockIdx.x * sums + a) * C + c] = v;
+    }
 }
 
 /* the register cache a lane needs for a row of C channels in packs of W: its pack count rounded up to a power of
@@ -145,7 +177,7 @@ static inline int ln_cached_packs(int C, int W) {
 }
 
 typedef void (*LnForwardKernel)(floatX*, floatX*, float*, float*, const floatX*, const floatX*, const floatX*, const floatX*, int, int);
-typedef void (*LnBackwardKernel)(floatX*, const floatX*, const floatX*, const floatX*, const float*, const float*, int, int);
+typedef void (*LnBackwardKernel)(floatX*, float*, const floatX*, const floatX*, const floatX*, const float*, const float*, int, int, int);
 typedef struct {
     LnForwardKernel forward;
     LnBackwardKernel backward;
@@ -175,13 +207,53 @@ static inline void residual_layernorm_forward(floatX* residual, floatX* out, flo
                   rows, C);
 }
 
-/* dinp += ..., dweight += ..., dbias += ... (see the top comment); scratch: colsum_scratch_floats(rows, C) floats */
-static inline void layernorm_backward(floatX* dinp, floatX* dweight, floatX* dbias, float* scratch, const floatX* dout,
+/* the backward's shared memory with `sums` column sums fused (rows of C channels in packs of w) */
+static inline size_t layernorm_backward_smem(int C, int w, int sums) {
+    return (size_t)sums * LN_WARPS * ceil_div(C, 32 * w) * w * 32 * sizeof(float);
+}
+
+/* whether the backward keeps its column sums (fused = 1): when their shared memory leaves room for 4 blocks an SM (16
+ * warps; 56 KiB a block on an H100/H200: C <= 1184 with 3 sums), else the separate column-sum kernels run after it */
+static inline int layernorm_backward_fusable(int C, int w, int sums) {
+    int device, per_sm;
+    cudaCheck(cudaGetDevice(&device));
+    cudaCheck(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+    return layernorm_backward_smem(C, w, sums) <= (size_t)(per_sm / 4 - 1024);
+}
+
+/* the scratch floats layernorm_backward needs, either way */
+static inline size_t layernorm_scratch_floats(long rows, long C) {
+    size_t fused = (size_t)ceil_div(rows, LN_WARPS * LN_BWD_ROWS) * COLSUM_MAX_ARRAYS * C, separate = colsum_scratch_floats(rows, C);
+    return fused > separate ? fused : separate;
+}
+
+/* dinp += ..., dweight += ..., dbias += ... (see the top comment), and when dres_bias != NULL dres_bias += Σ_rows dinp
+ * (the sum of dinp after the add, as stored: the bias gradient of the matmul whose output the residual stream adds
+ * here). fused: the column sums in the backward kernel (1) or in the column-sum kernels after it (0);
+ * layernorm_backward chooses. scratch: layernorm_scratch_floats(rows, C) floats. */
+static inline void layernorm_backward_fused(floatX* dinp, floatX* dweight, floatX* dbias, floatX* dres_bias, float* scratch,
+                                            const floatX* dout, const floatX* inp, const floatX* weight, const float* mean,
+                                            const float* rstd, int rows, int C, int fused, cudaStream_t stream) {
+    int w = pack_width(C, dinp, dout, inp, weight), sums = fused ? (dres_bias ? 3 : 2) : 0;
+    int blocks = ceil_div(rows, LN_WARPS * LN_BWD_ROWS);
+    LnBackwardKernel kernel = ln_kernels_for(C, w).backward;
+    size_t smem = layernorm_backward_smem(C, w, sums);
+    cudaCheck(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    launch_kernel(kernel, dim3(blocks), dim3(32 * LN_WARPS), smem, stream, dinp, scratch, dout, inp, weight, mean, rstd, rows, C, sums);
+    if (fused) {
+        ColumnSumOutputs outs = {{dweight, dbias, dres_bias}, sums};
+        column_sums_finish(outs, scratch, blocks, C, stream);
+        return;
+    }
+    column_sums(dweight, dbias, scratch, dout, inp, mean, rstd, rows, C, stream);
+    if (dres_bias) column_sums(dres_bias, NULL, scratch, dinp, NULL, NULL, NULL, rows, C, stream);
+}
+
+static inline void layernorm_backward(floatX* dinp, floatX* dweight, floatX* dbias, floatX* dres_bias, float* scratch, const floatX* dout,
                                       const floatX* inp, const floatX* weight, const float* mean, const float* rstd, int rows, int C,
                                       cudaStream_t stream) {
-    LnBackwardKernel kernel = ln_kernels_for(C, pack_width(C, dinp, dout, inp, weight)).backward;
-    launch_kernel(kernel, dim3(ceil_div(rows, LN_WARPS)), dim3(32 * LN_WARPS), 0, stream, dinp, dout, inp, weight, mean, rstd, rows, C);
-    column_sums(dweight, dbias, scratch, dout, inp, mean, rstd, rows, C, stream);
+    int w = pack_width(C, dinp, dout, inp, weight), fused = layernorm_backward_fusable(C, w, dres_bias ? 3 : 2);
+    layernorm_backward_fused(dinp, dweight, dbias, dres_bias, scratch, dout, inp, weight, mean, rstd, rows, C, fused, stream);
 }
 
 #endif /* LLMC_LAYERNORM_CUH */

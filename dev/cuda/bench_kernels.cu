@@ -71,7 +71,8 @@ int main(int argc, char** argv) {
     floatX* logits = device_random((size_t)BT * Vp, 2.0f);
     float *stats, *scratch, *losses;
     cudaCheck(cudaMalloc(&stats, (size_t)BT * NH * 2 * sizeof(float)));
-    cudaCheck(cudaMalloc(&scratch, colsum_scratch_floats(BT, 4 * C) * sizeof(float) + flash_attention_scratch_bytes(B, T, C, NH)));
+    cudaCheck(cudaMalloc(&scratch, (colsum_scratch_floats(BT, 4 * C) + layernorm_scratch_floats(BT, C)) * sizeof(float) +
+                                        flash_attention_scratch_bytes(B, T, C, NH)));
     cudaCheck(cudaMalloc(&losses, BT * sizeof(float)));
     int *tokens, *host_tokens = (int*)malloc_check(BT * sizeof(int));
     for (int i = 0; i < BT; i++) host_tokens[i] = (int)(hash_u32(i, 3) % V);
@@ -109,11 +110,20 @@ int main(int argc, char** argv) {
     }
     report_bytes("residual_layernorm_forward", time_ms(reps, [&] { residual_layernorm_forward(z, y, stats, stats + BT, x, x + (size_t)BT * C, bias, bias, BT, C, s); }),
                  4 * act, copy);
-    report_bytes("layernorm_backward", time_ms(reps, [&] { layernorm_backward(z, dw, dw + C, scratch, x, y, bias, stats, stats + BT, BT, C, s); }),
-                 4 * act, copy);
+    /* the trainer's case (with Σ dinp for the bias below): the column sums kept by the kernel, and apart */
+    for (int fused = 1; fused >= 0; fused--)
+        report_bytes(fused ? "layernorm_backward (sums fused)" : "layernorm_backward (sums apart)", time_ms(reps, [&] {
+                         layernorm_backward_fused(z, dw, dw + C, dw + 2 * C, scratch, x, y, bias, stats, stats + BT, BT, C, fused, s);
+                     }),
+                     4 * act, copy);
     report_bytes("gelu_forward (4C)", time_ms(reps, [&] { gelu_forward(y, x, (size_t)BT * 4 * C, s); }), 8 * act, copy);
     report_bytes("gelu_backward (4C)", time_ms(reps, [&] { gelu_backward(z, x, y, (size_t)BT * 4 * C, s); }), 12 * act, copy);
+    /* the bytes it must move (read the row once, write its gradient): the row kept in shared memory, and the row read
+     * twice beside it (no columns cached) */
     report_bytes("fused_classifier (training)", time_ms(reps, [&] { fused_classifier(logits, losses, tokens, 1.0f / BT, BT, V, Vp, s); }),
+                 2.0 * BT * Vp * sizeof(floatX), copy);
+    report_bytes("fused_classifier (training, re-read)",
+                 time_ms(reps, [&] { fused_classifier_cached(logits, losses, tokens, 1.0f / BT, BT, V, Vp, 0, s); }),
                  2.0 * BT * Vp * sizeof(floatX), copy);
     float* master;
     size_t n = (size_t)4 * C * C;
@@ -127,6 +137,18 @@ int main(int argc, char** argv) {
     report_flops("matmul_forward fc + GELU", time_ms(reps, [&] { matmul_forward(&blas, y, z, x, w, bias, BT, C, 4 * C); }), 2.0 * BT * C * 4 * C,
                  peak);
     report_flops("matmul_backward fcproj + DGELU", time_ms(reps, [&] { matmul_backward(&blas, y, dw, bias, scratch, x, z, w, pre, BT, 4 * C, C); }),
+                 4.0 * BT * C * 4 * C, peak);
+    /* the same two without cuBLASLt's GELU epilogues (the separate kernels of llmc/gelu.cuh): if these are faster, the
+     * epilogues are not worth it on this GPU (matmul_gelu_fusable decides) */
+    report_flops("matmul_forward fc, GELU apart", time_ms(reps, [&] {
+                     matmul_forward(&blas, z, NULL, x, w, bias, BT, C, 4 * C);
+                     gelu_forward(y, z, (size_t)BT * 4 * C, s);
+                 }),
+                 2.0 * BT * C * 4 * C, peak);
+    report_flops("matmul_backward fcproj, DGELU apart", time_ms(reps, [&] {
+                     matmul_backward(&blas, y, dw, bias, scratch, x, z, w, NULL, BT, 4 * C, C);
+                     gelu_backward(y, pre, y, (size_t)BT * 4 * C, s);
+                 }),
                  4.0 * BT * C * 4 * C, peak);
     report_flops("matmul_forward classifier", time_ms(reps, [&] { matmul_forward(&blas, logits, NULL, x, wte, NULL, BT, C, Vp); }),
                  2.0 * BT * C * Vp, peak);

@@ -151,12 +151,12 @@ static void check_encoder(int B, int T, int C, int V, const int* inputs, const c
 }
 
 /* residual_layernorm_forward (with and without the residual) and layernorm_backward on rows x C against
- * llmc/cpu_ops.h; scratch: colsum_scratch_floats(rows, C) floats at least */
+ * llmc/cpu_ops.h; scratch: layernorm_scratch_floats(rows, C) floats at least */
 static void check_layernorm(int rows, int C, const char* note, float* scratch, cudaStream_t s) {
     size_t n = (size_t)rows * C;
     Buf a = buf_random(n, 1.0f), b = buf_random(n, 1.0f), w = buf_random(C, 1.0f), bias = buf_random(C, 1.0f),
         res = buf_random(n, 1.0f), out = buf_random(n, 1.0f), mean = buf_random(rows, 1.0f), rstd = buf_random(rows, 1.0f),
-        dout = buf_random(n, 1.0f), dinp = buf_random(n, 1.0f), dw = buf_random(C, 1.0f), db = buf_random(C, 1.0f);
+        dout = buf_random(n, 1.0f);
     char what[128];
     residual_layernorm_forward(res.d, out.d, mean.d, rstd.d, a.d, b.d, w.d, bias.d, rows, C, s);
     residual_forward(res.h, a.h, b.h, res.n);
@@ -166,15 +166,31 @@ static void check_layernorm(int rows, int C, const char* note, float* scratch, c
     check("  residual", res.d, res.h, res.n);
     check("  mean", mean.d, mean.h, mean.n);
     check("  rstd", rstd.d, rstd.h, rstd.n);
-    layernorm_backward(dinp.d, dw.d, db.d, scratch, dout.d, res.d, w.d, mean.d, rstd.d, rows, C, s);
-    layernorm_backward(dinp.h, dw.h, db.h, dout.h, res.h, w.h, mean.h, rstd.h, rows, C);
-    check("  layernorm_backward dinp (accumulating)", dinp.d, dinp.h, dinp.n);
-    check("  layernorm_backward dweight", dw.d, dw.h, dw.n);
-    check("  layernorm_backward dbias", db.d, db.h, db.n);
+    /* the backward with its column sums kept by the kernel (with and without the sum of dinp, dres: its own column
+     * sum on the CPU), and by the separate column-sum kernels (the same sums in another order) */
+    for (int variant = 0; variant < 3; variant++) {
+        Buf dinp = buf_random(n, 1.0f), dw = buf_random(C, 1.0f), db = buf_random(C, 1.0f), dres = buf_random(C, 1.0f);
+        int fused = variant < 2, with_dres = variant != 1;
+        layernorm_backward_fused(dinp.d, dw.d, db.d, with_dres ? dres.d : NULL, scratch, dout.d, res.d, w.d, mean.d, rstd.d, rows, C,
+                                 fused, s);
+        layernorm_backward(dinp.h, dw.h, db.h, dout.h, res.h, w.h, mean.h, rstd.h, rows, C);
+        snprintf(what, sizeof(what), "  layernorm_backward dinp (accumulating; column sums %s%s)", fused ? "fused" : "apart",
+                 with_dres ? ", with Σ dinp" : "");
+        check(what, dinp.d, dinp.h, dinp.n);
+        check("  layernorm_backward dweight", dw.d, dw.h, dw.n);
+        check("  layernorm_backward dbias", db.d, db.h, db.n);
+        if (with_dres) {
+            for (int r = 0; r < rows; r++)
+                for (int c = 0; c < C; c++) dres.h[c] += dinp.h[(size_t)r * C + c];
+            check("  layernorm_backward Σ dinp (the bias gradient below)", dres.d, dres.h, dres.n);
+        }
+        Buf* grads[] = {&dinp, &dw, &db, &dres};
+        for (Buf* x : grads) buf_free(x);
+    }
     residual_layernorm_forward(NULL, out.d, mean.d, rstd.d, a.d, NULL, w.d, bias.d, rows, C, s);
     layernorm_forward(out.h, mean.h, rstd.h, a.h, w.h, bias.h, rows, C);
     check("  residual_layernorm_forward without residual", out.d, out.h, out.n);
-    Buf* all[] = {&a, &b, &w, &bias, &res, &out, &mean, &rstd, &dout, &dinp, &dw, &db};
+    Buf* all[] = {&a, &b, &w, &bias, &res, &out, &mean, &rstd, &dout};
     for (Buf* x : all) buf_free(x);
 }
 
@@ -186,7 +202,7 @@ int main(void) {
     BlasContext blas;
     blas_create(&blas, s);
     float* scratch;
-    cudaCheck(cudaMalloc(&scratch, colsum_scratch_floats(BT, 4 * C) * sizeof(float) + flash_attention_scratch_bytes(B, T, C, NH) + 4096));
+    cudaCheck(cudaMalloc(&scratch, (colsum_scratch_floats(BT, 4 * C) + layernorm_scratch_floats(BT, (32 * LN_MAX_CACHED_PACKS + 17) * PACKX)) * sizeof(float) + flash_attention_scratch_bytes(B, T, C, NH) + 4096));
 
     int few_tokens[BT], frequent_tokens[305];
     for (int i = 0; i < BT; i++) few_tokens[i] = (i * 7 + i / 5) % 11;
@@ -207,7 +223,7 @@ int main(void) {
     { /* more row chunks than a column-sum stage-2 block has threads (each thread then sums several) */
         int rows = 2 * COLSUM_FINISH * COLSUM_CHUNK + 37;
         float* big;
-        cudaCheck(cudaMalloc(&big, colsum_scratch_floats(rows, 3 * PACKX) * sizeof(float)));
+        cudaCheck(cudaMalloc(&big, layernorm_scratch_floats(rows, 3 * PACKX) * sizeof(float)));
         check_layernorm(rows, 3 * PACKX, ": 2 x 128 + 1 column-sum chunks", big, s);
         cudaCheck(cudaFree(big));
     }
@@ -356,7 +372,9 @@ int main(void) {
     }
 
     /* fused classifier: losses, then in-place gradients (padded columns zeroed); at V = 10007 each thread
-     * reads 3 packs and the logits rise along the row (+0.002 a column), so the running max moves pack by pack */
+     * reads 3 packs and the logits rise along the row (+0.002 a column), so the running max moves pack by pack.
+     * Each shape with the row kept in shared memory as fused_classifier chooses (here all of it), with none of it,
+     * and with part of it (the tail read from memory twice). */
     {
         const int shapes[][3] = {{BT, V, Vp}, {3, 10007, 10112}}; /* rows, V, Vp */
         for (const auto& shape : shapes) {
@@ -366,29 +384,32 @@ int main(void) {
             int* targets_d;
             cudaCheck(cudaMalloc(&targets_d, rows * sizeof(int)));
             cudaCheck(cudaMemcpy(targets_d, targets, rows * sizeof(int), cudaMemcpyHostToDevice));
-            Buf logits = buf_random((size_t)rows * vp, 5.0f), losses = buf_random(rows, 1.0f);
-            if (v > 4096) {
-                for (size_t i = 0; i < logits.n; i++) logits.h[i] += 0.002f * (float)(i % vp);
-                cudaCheck(cudaMemcpy(logits.d, logits.h, logits.n * sizeof(float), cudaMemcpyHostToDevice));
+            const int cached_choices[] = {classifier_cached_columns(vp), 0, (v / 2) / PACKX * PACKX};
+            for (int cached : cached_choices) {
+                Buf logits = buf_random((size_t)rows * vp, 5.0f), losses = buf_random(rows, 1.0f);
+                if (v > 4096) {
+                    for (size_t i = 0; i < logits.n; i++) logits.h[i] += 0.002f * (float)(i % vp);
+                    cudaCheck(cudaMemcpy(logits.d, logits.h, logits.n * sizeof(float), cudaMemcpyHostToDevice));
+                }
+                char name[128];
+                fused_classifier_cached(logits.d, losses.d, targets_d, 0.0f, rows, v, vp, cached, s);
+                crossentropy_forward(losses.h, logits.h, targets, rows, v, vp);
+                snprintf(name, sizeof(name), "fused_classifier losses (rows=%d, V=%d, Vp=%d, %d columns cached)", rows, v, vp, cached);
+                check(name, losses.d, losses.h, rows);
+                check("  logits untouched without a gradient", logits.d, logits.h, logits.n);
+                float dloss = 1.0f / rows;
+                float* dlosses = (float*)malloc_check(rows * sizeof(float));
+                for (int i = 0; i < rows; i++) dlosses[i] = dloss;
+                fused_classifier_cached(logits.d, losses.d, targets_d, dloss, rows, v, vp, cached, s);
+                crossentropy_backward(logits.h, logits.h, targets, dlosses, rows, v, vp);
+                snprintf(name, sizeof(name), "fused_classifier in-place dlogits (V=%d, %d columns cached)", v, cached);
+                check(name, logits.d, logits.h, logits.n);
+                free(dlosses);
+                buf_free(&logits);
+                buf_free(&losses);
             }
-            char name[96];
-            fused_classifier(logits.d, losses.d, targets_d, 0.0f, rows, v, vp, s);
-            crossentropy_forward(losses.h, logits.h, targets, rows, v, vp);
-            snprintf(name, sizeof(name), "fused_classifier losses (rows=%d, V=%d, Vp=%d)", rows, v, vp);
-            check(name, losses.d, losses.h, rows);
-            check("  logits untouched without a gradient", logits.d, logits.h, logits.n);
-            float dloss = 1.0f / rows;
-            float* dlosses = (float*)malloc_check(rows * sizeof(float));
-            for (int i = 0; i < rows; i++) dlosses[i] = dloss;
-            fused_classifier(logits.d, losses.d, targets_d, dloss, rows, v, vp, s);
-            crossentropy_backward(logits.h, logits.h, targets, dlosses, rows, v, vp);
-            snprintf(name, sizeof(name), "fused_classifier in-place dlogits (V=%d)", v);
-            check(name, logits.d, logits.h, logits.n);
-            free(dlosses);
             free(targets);
             cudaCheck(cudaFree(targets_d));
-            buf_free(&logits);
-            buf_free(&losses);
         }
     }
 
