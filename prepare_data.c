@@ -4,15 +4,19 @@
  *   ./prepare_data --input PATH... --output-dir DIR [--val-fraction 0.005] [--shard-tokens 100000000]
  *                  [--json-field text] [--doc-separator LINE] [--threads N] [--tokenizer PATH]
  *
- * Inputs, in command-line order: a file, or a directory searched recursively (entries in byte order
- * of their paths; hidden entries, symbolic links and files with a NUL byte in their first 8 KiB or a
- * UTF-16 byte order mark skipped). A file named directly with such a NUL byte or mark is an error; for a pipe or a device (<(...),
+ * Inputs, in command-line order: a file ("-": stdin, read as text), or a directory searched recursively
+ * (all its files in byte order of their whole paths, strcmp: d/a-b/y.txt, d/a.txt, d/a/x.txt; hidden
+ * entries, symbolic links and files with a NUL byte in their first 8 KiB or a UTF-16 byte order mark
+ * skipped). A file named directly with such a NUL byte or mark is an error; for a pipe or a device (<(...),
  * /dev/stdin) the 8 KiB are the first ones read. One leading UTF-8 byte order mark of a file is
- * dropped (Python's utf-8-sig). Files named *.jsonl or *.json are JSON lines: one object per line, the
+ * dropped (Python's utf-8-sig). Files named *.jsonl or *.json are JSON lines: one object per line (numbers by
+ * JSON's grammar, as Python's json.loads reads them; NaN, Infinity, -Infinity taken), the
  * document is its string field --json-field (an unpaired surrogate escape becomes U+FFFD); blank
  * lines are skipped. Other files are text: the whole file is one document, or, with --doc-separator
  * LINE, the documents are the runs of lines between lines equal to LINE (e.g. "%" for fortune files;
  * compared without the line's "\r\n" or "\n"; a warning if no line matched); empty documents are skipped.
+ * Bytes outside well-formed UTF-8 sequences (a Latin-1 or cp1252 file) are encoded as byte tokens, as
+ * tiktoken does with surrogateescape, with a warning per file (their count and the first's offset).
  *
  * Output: DIR/train_000000.bin, ... and DIR/val_000000.bin, ...; each document is written as
  * <|endoftext|> followed by its tokens; shards hold --shard-tokens tokens (the last one fewer), and
@@ -32,7 +36,9 @@
  * starts). Each file is read in blocks of 16 MiB (a smaller file in one read of its size); a stretch
  * without a cut point is held whole, read on in doubling reads up to 256 MiB, beyond which the run
  * stops with an error (a line that long, or text without white space, is no corpus: memory stays
- * bounded even for /dev/zero-like input). The threads encode a batch's chunks (OpenMP dynamic schedule) and write
+ * bounded even for /dev/zero-like input). A pre-token piece over 16 MiB (TOKENIZER_MAX_PIECE_BYTES:
+ * merging one takes ~36 bytes of scratch per byte) stops the run with an error naming the file and its
+ * byte offset (the JSON line, for a document field). The threads encode a batch's chunks (OpenMP dynamic schedule) and write
  * each chunk's tokens as soon as all earlier chunks are written (omp ordered), while one of them
  * first reads the next batch: reading and writing overlap encoding instead of running alone.
  */
@@ -101,7 +107,7 @@ static void parse_options(int argc, char** argv, Options* o) {
     o->tokenizer_path = "data/gpt2_tokenizer.bin";
     o->inputs = (const char**)malloc_check((size_t)argc * sizeof(char*));
     const Flag flags[] = {
-        {"input", FLAG_STRINGS, NULL, "PATH: text file, JSON-lines file (*.jsonl, *.json) or directory; repeatable"},
+        {"input", FLAG_STRINGS, NULL, "PATH: text file, JSON-lines file (*.jsonl, *.json), directory, or - (stdin, text); repeatable"},
         {"output-dir", FLAG_STRING, &o->output_dir, "DIR: where train_NNNNNN.bin and val_NNNNNN.bin go (created)"},
         {"val-fraction", FLAG_DOUBLE, &o->val_fraction, "F: one document in every 1/F goes to val (default 0.005)"},
         {"shard-tokens", FLAG_LONG, &o->shard_tokens, "N: tokens per shard (default 100000000)"},
@@ -150,6 +156,8 @@ typedef struct {
     int* is_jsonl;
     int* is_stream; /* not a regular file (a pipe, a device): its binary check is on its first block read */
     long long* sizes;
+    long long* invalid_utf8;  /* bytes of each file outside well-formed UTF-8 sequences (counted as encoded) */
+    long long* first_invalid; /* the byte offset of the first one */
     int count, capacity;
     long long total_bytes;
     int binaries; /* files skipped in directories (a NUL byte in their first 8 KiB) */
@@ -167,13 +175,18 @@ static void file_list_add(FileList* l, const char* path, long long size, int is_
         l->is_jsonl = (int*)realloc(l->is_jsonl, l->capacity * sizeof(int));
         l->is_stream = (int*)realloc(l->is_stream, l->capacity * sizeof(int));
         l->sizes = (long long*)realloc(l->sizes, l->capacity * sizeof(long long));
-        if (!l->paths || !l->is_jsonl || !l->is_stream || !l->sizes) fatalf("out of memory listing input files");
+        l->invalid_utf8 = (long long*)realloc(l->invalid_utf8, l->capacity * sizeof(long long));
+        l->first_invalid = (long long*)realloc(l->first_invalid, l->capacity * sizeof(long long));
+        if (!l->paths || !l->is_jsonl || !l->is_stream || !l->sizes || !l->invalid_utf8 || !l->first_invalid)
+            fatalf("out of memory listing input files");
     }
     l->paths[l->count] = strdup(path);
     if (!l->paths[l->count]) fatalf("out of memory listing input files");
     l->is_jsonl[l->count] = ends_with(path, ".jsonl") || ends_with(path, ".json");
     l->is_stream[l->count] = is_stream;
     l->sizes[l->count] = size;
+    l->invalid_utf8[l->count] = 0;
+    l->first_invalid[l->count] = -1;
     l->total_bytes += size;
     l->count++;
 }
@@ -199,10 +212,24 @@ static int looks_binary(const char* path) {
     return not_text(buf, n);
 }
 
-static int compare_strings(const void* a, const void* b) { return strcmp(*(char* const*)a, *(char* const*)b); }
+/* a directory's text files as found (any order), before they are sorted into the FileList */
+typedef struct {
+    char* path;
+    long long size;
+} FoundFile;
 
-/* adds the text files under dir, recursively, in byte order of their paths; counts skipped binaries */
-static void add_directory(FileList* l, const char* dir, int* binaries) {
+typedef struct {
+    FoundFile* files;
+    int count, capacity;
+} FoundFiles;
+
+static int compare_found_paths(const void* a, const void* b) {
+    return strcmp(((const FoundFile*)a)->path, ((const FoundFile*)b)->path);
+}
+
+/* collects the text files under dir, recursively (in no order); counts skipped binaries. The directory is
+ * read and closed before its subdirectories are opened: a deep tree holds one descriptor at a time. */
+static void find_text_files(FoundFiles* found, const char* dir, int* binaries) {
     DIR* d = opendir(dir);
     if (!d) fatalf("%s: cannot open directory: %s", dir, strerror(errno));
     char** names = NULL;
@@ -220,33 +247,57 @@ static void add_directory(FileList* l, const char* dir, int* binaries) {
         snprintf(names[n++], len, "%s/%s", dir, e->d_name);
     }
     closedir(d);
-    qsort(names, n, sizeof(char*), compare_strings);
     for (int i = 0; i < n; i++) {
         struct stat st;
         if (lstat(names[i], &st) != 0) fatalf("%s: cannot stat: %s", names[i], strerror(errno));
-        if (S_ISDIR(st.st_mode)) add_directory(l, names[i], binaries);
-        else if (S_ISREG(st.st_mode) && !looks_binary(names[i])) file_list_add(l, names[i], st.st_size, 0);
-        else if (S_ISREG(st.st_mode)) (*binaries)++;
+        if (S_ISDIR(st.st_mode)) {
+            find_text_files(found, names[i], binaries);
+        } else if (S_ISREG(st.st_mode) && !looks_binary(names[i])) {
+            if (found->count == found->capacity) {
+                found->capacity = found->capacity ? 2 * found->capacity : 64;
+                found->files = (FoundFile*)realloc(found->files, found->capacity * sizeof(FoundFile));
+                if (!found->files) fatalf("out of memory listing %s", dir);
+            }
+            found->files[found->count].path = names[i]; /* the list owns it now */
+            found->files[found->count++].size = st.st_size;
+            continue;
+        } else if (S_ISREG(st.st_mode)) {
+            (*binaries)++;
+        }
         free(names[i]);
     }
     free(names);
 }
 
+/* adds the text files under dir, recursively, in byte order of their whole paths (strcmp: d/a-b/y.txt,
+ * d/a.txt, d/a/x.txt, as '-' < '.' < '/'); counts skipped binaries */
+static void add_directory(FileList* l, const char* dir, int* binaries) {
+    FoundFiles found = {NULL, 0, 0};
+    find_text_files(&found, dir, binaries);
+    qsort(found.files, found.count, sizeof(FoundFile), compare_found_paths);
+    for (int i = 0; i < found.count; i++) {
+        file_list_add(l, found.files[i].path, found.files[i].size, 0);
+        free(found.files[i].path);
+    }
+    free(found.files);
+}
+
 static void gather_inputs(FileList* l, const Options* o) {
     memset(l, 0, sizeof(*l));
     for (int i = 0; i < o->num_inputs; i++) {
+        const char* input = strcmp(o->inputs[i], "-") == 0 ? "/dev/stdin" : o->inputs[i]; /* "-": stdin, as ./tokenize */
         struct stat st;
-        if (stat(o->inputs[i], &st) != 0) fatalf("%s: cannot read input: %s", o->inputs[i], strerror(errno));
+        if (stat(input, &st) != 0) fatalf("%s: cannot read input: %s", input, strerror(errno));
         if (S_ISDIR(st.st_mode)) {
             int before = l->count, binaries_before = l->binaries;
-            add_directory(l, o->inputs[i], &l->binaries);
+            add_directory(l, input, &l->binaries);
             if (l->count == before)
-                fatalf("%s: directory has no text files (%d binary files skipped)", o->inputs[i], l->binaries - binaries_before);
+                fatalf("%s: directory has no text files (%d binary files skipped)", input, l->binaries - binaries_before);
         } else {
-            if (access(o->inputs[i], R_OK) != 0) fatalf("%s: cannot read input: %s", o->inputs[i], strerror(errno));
+            if (access(input, R_OK) != 0) fatalf("%s: cannot read input: %s", input, strerror(errno));
             /* a pipe or a device can be read once: read_block checks its first block instead */
-            if (S_ISREG(st.st_mode) && looks_binary(o->inputs[i])) fatalf("%s: " NOT_TEXT, o->inputs[i]);
-            file_list_add(l, o->inputs[i], st.st_size, !S_ISREG(st.st_mode));
+            if (S_ISREG(st.st_mode) && looks_binary(input)) fatalf("%s: " NOT_TEXT, input);
+            file_list_add(l, input, st.st_size, !S_ISREG(st.st_mode));
         }
     }
 }
@@ -345,7 +396,31 @@ static int json_string(JsonCursor* c, unsigned char* out, size_t* len) {
     if (len) *len = used;
     return 1;
 }
-/* Skips any JSON value (checked loosely: brackets must match, literals and numbers are scanned). */
+static int json_digits(JsonCursor* c) { /* [0-9]+: returns how many */
+    size_t start = c->i;
+    while (c->i < c->n && c->s[c->i] >= '0' && c->s[c->i] <= '9') c->i++;
+    return c->i > start;
+}
+/* A number at c->i, by JSON's grammar -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? (RFC 8259, as Python's
+ * json.loads); one that runs on past it ("01", "1.", ".5", "+1", "1e5.0") is an error. */
+static int json_number(JsonCursor* c) {
+    const char* bad = "a number outside JSON's grammar -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?";
+    if (c->i < c->n && c->s[c->i] == '-') c->i++;
+    if (c->i < c->n && c->s[c->i] == '0') c->i++;
+    else if (c->i >= c->n || !json_digits(c)) return json_fail(c, bad);
+    if (c->i < c->n && c->s[c->i] == '.') {
+        c->i++;
+        if (!json_digits(c)) return json_fail(c, bad);
+    }
+    if (c->i < c->n && (c->s[c->i] == 'e' || c->s[c->i] == 'E')) {
+        c->i++;
+        if (c->i < c->n && (c->s[c->i] == '+' || c->s[c->i] == '-')) c->i++;
+        if (!json_digits(c)) return json_fail(c, bad);
+    }
+    if (c->i < c->n && c->s[c->i] && strchr("+-.eE0123456789", c->s[c->i])) return json_fail(c, bad);
+    return 1;
+}
+/* Skips any JSON value, checked as Python's json.loads does (brackets, literals, numbers, strings). */
 static int json_skip_value(JsonCursor* c, int depth) {
     json_ws(c);
     if (c->i >= c->n) return json_fail(c, "missing value");
@@ -382,17 +457,17 @@ static int json_skip_value(JsonCursor* c, int depth) {
             return json_fail(c, close == '}' ? "expected ',' or '}' in an object" : "expected ',' or ']' in an array");
         }
     }
-    static const char* literals[] = {"true", "false", "null"};
-    for (int k = 0; k < 3; k++) {
+    /* NaN, Infinity and -Infinity are not JSON, but Python's json.loads takes them (and writes them) */
+    static const char* literals[] = {"true", "false", "null", "NaN", "Infinity", "-Infinity"};
+    for (int k = 0; k < 6; k++) {
         size_t m = strlen(literals[k]);
         if (c->i + m <= c->n && memcmp(c->s + c->i, literals[k], m) == 0) {
             c->i += m;
             return 1;
         }
     }
-    size_t start = c->i;
-    while (c->i < c->n && (strchr("+-.eE", c->s[c->i]) || (c->s[c->i] >= '0' && c->s[c->i] <= '9'))) c->i++;
-    return c->i > start ? 1 : json_fail(c, "unexpected character where a value should be");
+    if (ch && strchr("-0123456789+.", ch)) return json_number(c);
+    return json_fail(c, "unexpected character where a value should be");
 }
 static const char JSON_NO_FIELD[] = "the object has no string field named";
 
@@ -450,6 +525,7 @@ typedef struct {
     const unsigned char* data;
     size_t len;
     int file;
+    long long offset;     /* byte offset of data[0] in the file */
     int starts_document; /* text files: the chunk begins a new document */
     long long first_line; /* JSON lines: line number of the chunk's first line */
 } Chunk;
@@ -469,7 +545,9 @@ typedef struct {
     unsigned char* json_text; /* JSON lines: the decoded document field */
     size_t json_capacity;
     long long separators;     /* --doc-separator lines in the chunk */
-    char error[256];          /* the chunk's first error (a broken JSON line), or "" */
+    size_t invalid_utf8;      /* bytes of the chunk outside well-formed UTF-8 sequences */
+    size_t first_invalid;     /* the offset in the chunk of the first one */
+    char error[1024];         /* the chunk's first error (a broken JSON line, a piece over 16 MiB), or "" */
 } Encoded;
 
 static void encoded_free(Encoded* e) {
@@ -479,8 +557,10 @@ static void encoded_free(Encoded* e) {
     memset(e, 0, sizeof(*e));
 }
 
-static void encoded_add_segment(Encoded* e, const Tokenizer* t, const unsigned char* s, size_t n, int starts_document) {
-    if (n == 0) return;
+/* Appends the segment s[0..n); returns n, or the offset in s of a pre-token piece over TOKENIZER_MAX_PIECE_BYTES
+ * (then the segment holds the tokens before it) */
+static size_t encoded_add_segment(Encoded* e, const Tokenizer* t, const unsigned char* s, size_t n, int starts_document) {
+    if (n == 0) return 0;
     if (e->num_segments == e->cap_segments) {
         e->cap_segments = e->cap_segments ? 2 * e->cap_segments : 16;
         e->segments = (Segment*)realloc(e->segments, e->cap_segments * sizeof(Segment));
@@ -489,8 +569,16 @@ static void encoded_add_segment(Encoded* e, const Tokenizer* t, const unsigned c
     Segment* sg = &e->segments[e->num_segments++];
     sg->starts_document = starts_document;
     sg->first = e->output.count;
-    tokenizer_encode_append(t, s, n, &e->output);
+    size_t done = tokenizer_encode_append(t, s, n, &e->output);
     sg->count = e->output.count - sg->first;
+    return done;
+}
+
+/* Sets e->error for a text file's piece over TOKENIZER_MAX_PIECE_BYTES at s[at] (s: the segment, inside the chunk) */
+static void long_piece_error(Encoded* e, const Chunk* ch, const FileList* files, const unsigned char* s, size_t n, size_t at) {
+    snprintf(e->error, sizeof(e->error), "%s: " TOKENIZER_LONG_PIECE_FMT, files->paths[ch->file],
+             tokenizer_next_piece(s, n, at) - at, ch->offset + (long long)(s - ch->data) + (long long)at,
+             TOKENIZER_MAX_PIECE_BYTES >> 20);
 }
 
 /* length of the line starting at s[i] without its '\n' (and a '\r' before it), and where the next starts */
@@ -507,7 +595,8 @@ static int is_separator_line(const unsigned char* s, size_t n, size_t i, const c
     return end - i == m && memcmp(s + i, sep, m) == 0;
 }
 
-/* Encodes one chunk into e's segments (replacing what e held); errors (broken JSON lines) go to e->error. */
+/* Encodes one chunk into e's segments (replacing what e held); errors (broken JSON lines, a piece over
+ * TOKENIZER_MAX_PIECE_BYTES) go to e->error. Counts its bytes of invalid UTF-8. */
 static void encode_chunk(const Chunk* ch, Encoded* e, const Tokenizer* t, const Options* o, const FileList* files) {
     const unsigned char* s = ch->data;
     size_t n = ch->len;
@@ -515,6 +604,9 @@ static void encode_chunk(const Chunk* ch, Encoded* e, const Tokenizer* t, const 
     e->num_segments = 0;
     e->separators = 0;
     e->error[0] = 0;
+    /* chunks end where a character does (after a '\n', before a White_Space character), so the count of
+     * each chunk is the file's count over its bytes */
+    e->invalid_utf8 = tokenizer_invalid_utf8(s, n, &e->first_invalid);
     if (files->is_jsonl[ch->file]) {
         if (e->json_capacity < n) { /* a decoded field is never longer than its line */
             free(e->json_text);
@@ -536,22 +628,34 @@ static void encode_chunk(const Chunk* ch, Encoded* e, const Tokenizer* t, const 
                 break;
             }
             if (len == 0) continue;
-            encoded_add_segment(e, t, text, len, 1);
+            size_t done = encoded_add_segment(e, t, text, len, 1);
+            if (done < len) {
+                snprintf(e->error, sizeof(e->error), "%s:%lld: the document field holds " TOKENIZER_LONG_PIECE_FMT,
+                         files->paths[ch->file], line, tokenizer_next_piece(text, len, done) - done, (long long)done,
+                         TOKENIZER_MAX_PIECE_BYTES >> 20);
+                break;
+            }
         }
     } else if (o->doc_separator) {
         int starts = ch->starts_document;
         size_t doc = 0, next;
         for (size_t i = 0; i < n; i = next) {
             if (is_separator_line(s, n, i, o->doc_separator, &next)) {
-                encoded_add_segment(e, t, s + doc, i - doc, starts);
+                size_t done = encoded_add_segment(e, t, s + doc, i - doc, starts);
+                if (done < i - doc) {
+                    long_piece_error(e, ch, files, s + doc, i - doc, done);
+                    return;
+                }
                 e->separators++;
                 doc = next;
                 starts = 1;
             }
         }
-        encoded_add_segment(e, t, s + doc, n - doc, starts);
+        size_t done = encoded_add_segment(e, t, s + doc, n - doc, starts);
+        if (done < n - doc) long_piece_error(e, ch, files, s + doc, n - doc, done);
     } else {
-        encoded_add_segment(e, t, s, n, ch->starts_document);
+        size_t done = encoded_add_segment(e, t, s, n, ch->starts_document);
+        if (done < n) long_piece_error(e, ch, files, s, n, done);
     }
 }
 
@@ -706,11 +810,16 @@ typedef struct {
     long long documents, val_documents, bytes_done, separators;
 } Output;
 
-/* Appends an encoded chunk's documents to their splits; chunks must come in input order. Exits with
- * the chunk's error (a broken JSON line), if any. */
-static void write_chunk(Output* out, const Encoded* e, size_t chunk_bytes, int eot_token, double val_fraction) {
+/* Appends chunk c's documents (encoded in e) to their splits and adds its invalid UTF-8 to its file's;
+ * chunks must come in input order. Exits with the chunk's error (a broken JSON line, a piece over
+ * TOKENIZER_MAX_PIECE_BYTES), if any. */
+static void write_chunk(Output* out, const Encoded* e, const Chunk* c, FileList* files, int eot_token, double val_fraction) {
     stop_if_signalled();
     if (e->error[0]) fatalf("%s", e->error);
+    if (e->invalid_utf8) {
+        if (!files->invalid_utf8[c->file]) files->first_invalid[c->file] = c->offset + (long long)e->first_invalid;
+        files->invalid_utf8[c->file] += (long long)e->invalid_utf8;
+    }
     for (int k = 0; k < e->num_segments; k++) {
         const Segment* sg = &e->segments[k];
         if (sg->starts_document) {
@@ -723,7 +832,7 @@ static void write_chunk(Output* out, const Encoded* e, size_t chunk_bytes, int e
         shard_write(out->current, e->output.ids + sg->first, sg->count);
     }
     out->separators += e->separators;
-    out->bytes_done += (long long)chunk_bytes;
+    out->bytes_done += (long long)c->len;
 }
 
 /* removes w's DIR/<name>_NNNNNN.bin (and .bin.tmp: a killed run's) beyond the shards this run wrote,
@@ -752,6 +861,7 @@ typedef struct {
     size_t read_size;
     int starts_document;
     long long line;
+    long long offset; /* the byte offset in the file of the carry's first byte (of the next block's, if none) */
 } Reader;
 
 typedef struct {
@@ -799,6 +909,7 @@ static int read_block(Reader* r, Batch* b, const FileList* files, const Options*
         r->f = fopen_check(files->paths[r->file], "rb");
         r->starts_document = 1;
         r->line = 1;
+        r->offset = 0;
         long long size = files->sizes[r->file]; /* one read for a small file (+ 1 byte: its end is seen) */
         r->read_size = size > 0 && size < READ_BYTES ? (size_t)size + 1 : READ_BYTES;
     }
@@ -813,6 +924,7 @@ static int read_block(Reader* r, Batch* b, const FileList* files, const Options*
     if (first && got >= 3 && memcmp(block, "\xEF\xBB\xBF", 3) == 0) { /* a UTF-8 byte order mark (as Python's utf-8-sig) */
         memmove(block, block + 3, got - 3);
         got -= 3;
+        r->offset = 3;
     }
     size_t n = r->carry_len + got;
     r->carry = NULL;
@@ -827,6 +939,7 @@ static int read_block(Reader* r, Batch* b, const FileList* files, const Options*
         c->data = block + pos;
         c->len = cut - pos;
         c->file = r->file;
+        c->offset = r->offset + (long long)pos;
         c->starts_document = r->starts_document;
         c->first_line = r->line;
         if (jsonl) r->line += count_lines(block + pos, cut - pos);
@@ -847,6 +960,7 @@ static int read_block(Reader* r, Batch* b, const FileList* files, const Options*
     } else {
         if (n > 0) batch_add_block(b, block);
         else free(block); /* an empty file: nothing points into it */
+        r->offset += (long long)pos;
         if (pos < n) {
             r->carry_len = n - pos;
             r->carry = (unsigned char*)malloc_check(r->carry_len);
@@ -875,6 +989,8 @@ static void batch_free(Batch* b) {
     free(b->chunks);
     memset(b, 0, sizeof(*b));
 }
+
+#define MAX_UTF8_WARNINGS 20 /* files named in invalid-UTF-8 warnings; the rest are counted */
 
 static double now_seconds(void) {
     struct timespec ts;
@@ -921,7 +1037,7 @@ int main(int argc, char** argv) {
 
     int progress_tty = isatty(2);
     double start = now_seconds(), last_report = start;
-    Reader reader = {NULL, -1, NULL, 0, READ_BYTES, 1, 1};
+    Reader reader = {NULL, -1, NULL, 0, READ_BYTES, 1, 1, 0};
     Batch batches[2];
     int more = read_batch(&reader, &batches[0], &files, &o);
     for (int cur = 0, last = 0; !last; cur = 1 - cur) {
@@ -939,7 +1055,7 @@ int main(int argc, char** argv) {
             for (int c = 0; c < b->num_chunks; c++) {
                 encode_chunk(&b->chunks[c], &encoded, &t, &o, &files);
 #pragma omp ordered
-                write_chunk(&out, &encoded, b->chunks[c].len, t.eot_token, o.val_fraction);
+                write_chunk(&out, &encoded, &b->chunks[c], &files, t.eot_token, o.val_fraction);
             }
             encoded_free(&encoded);
         }
@@ -980,11 +1096,23 @@ int main(int argc, char** argv) {
     if (o.doc_separator && out.separators == 0 && text_files > 0)
         fprintf(stderr, "warning: --doc-separator '%s' matched no line of the inputs: each text file was one document "
                         "(a typo? other characters on the separator lines, such as white space?)\n", o.doc_separator);
+    int invalid_files = 0;
+    for (int i = 0; i < files.count; i++) {
+        if (!files.invalid_utf8[i]) continue;
+        if (invalid_files++ < MAX_UTF8_WARNINGS)
+            fprintf(stderr, "warning: %s: %lld byte%s of invalid UTF-8 (first at byte offset %lld); the tokenizer keeps each as a "
+                            "byte token (convert a Latin-1/cp1252 file with iconv -f cp1252 -t utf-8)\n",
+                    files.paths[i], files.invalid_utf8[i], files.invalid_utf8[i] == 1 ? "" : "s", files.first_invalid[i]);
+    }
+    if (invalid_files > MAX_UTF8_WARNINGS)
+        fprintf(stderr, "warning: and %d more files with invalid UTF-8\n", invalid_files - MAX_UTF8_WARNINGS);
     for (int i = 0; i < files.count; i++) free(files.paths[i]);
     free(files.paths);
     free(files.is_jsonl);
     free(files.is_stream);
     free(files.sizes);
+    free(files.invalid_utf8);
+    free(files.first_invalid);
     free(o.inputs);
     tokenizer_free(&t);
     return 0;

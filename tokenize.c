@@ -4,6 +4,7 @@
  *   ./tokenize --text       reads whitespace-separated ids on stdin, writes their bytes to stdout
  *   --tokenizer PATH        GBPE file (default data/gpt2_tokenizer.bin)
  * No special-token parsing: "<|endoftext|>" in the text is ordinary text; id 50256 decodes to it.
+ * A pre-token piece over 16 MiB (TOKENIZER_MAX_PIECE_BYTES) is an error naming its byte offset, as in prepare_data.
  */
 #include "llmc/tokenizer.h"
 
@@ -74,7 +75,7 @@ int main(int argc, char** argv) {
     if ((ids_path != NULL) == text_mode) usage("give exactly one of --ids FILE and --text", "");
     Tokenizer t;
     tokenizer_load(&t, tokenizer_path);
-    const char* in_path = text_mode ? "stdin" : ids_path;
+    const char* in_path = text_mode || strcmp(ids_path, "-") == 0 ? "stdin" : ids_path;
     FILE* f = (text_mode || strcmp(ids_path, "-") == 0) ? stdin : fopen_check(ids_path, "rb");
     size_t n;
     unsigned char* input = tokenizer_read_all(f, in_path, &n);
@@ -82,10 +83,14 @@ int main(int argc, char** argv) {
     if (text_mode) {
         print_text(&t, input, n);
     } else {
-        int* ids;
-        size_t count = tokenizer_encode(&t, input, n, &ids);
-        print_ids(ids, count);
-        free(ids);
+        TokenizerOutput out;
+        memset(&out, 0, sizeof(out));
+        size_t long_piece = tokenizer_encode_append(&t, input, n, &out);
+        if (long_piece < n)
+            fatalf("%s: " TOKENIZER_LONG_PIECE_FMT, in_path, tokenizer_next_piece(input, n, long_piece) - long_piece,
+                   (long long)long_piece, TOKENIZER_MAX_PIECE_BYTES >> 20);
+        print_ids(out.ids, out.count);
+        tokenizer_output_free(&out);
     }
     fclose_check(stdout, "stdout");
     free(input);

@@ -19,6 +19,13 @@
     "not text" names UTF-16/UTF-32, and a UTF-16 byte order mark (CJK text has no NUL byte) is not text;
     a second run on a directory that one is writing stops at once and touches nothing; --doc-separator
     with '\r' is refused, and one that matched no line is warned about;
+  * one pre-token piece over 16 MiB (260 MB of 'x' through a pipe under ulimit -v 2 GB; 16 MiB + 1 after
+    12000 bytes, with and without --doc-separator, in a JSON field; ./tokenize too) stops the run naming the
+    file and the byte offset (the line, for JSON), and a piece of exactly 16 MiB is merged;
+  * "--input -" reads stdin; a directory's files come in byte order of their whole paths (a-b/y, a.txt,
+    a/x); JSON numbers follow JSON's grammar as json.loads does (01, 1., .5, +1 are broken lines; NaN and
+    Infinity are taken); invalid UTF-8 gets one warning a file with its count and first byte offset
+    (Python's surrogateescape count on the adversarial text, with tiny and default buffers), shards unchanged;
   * build/prepare_data_small (64-byte chunks, 256-byte reads, 1 KiB batches, 1 MiB uncut at most; ASan)
     crosses every boundary thousands of times: its shards equal ./prepare_data's on the fortunes, on
     adversarial text (separator lines, CRLF, lone CR, invalid UTF-8, long runs; also against tiktoken
@@ -335,6 +342,102 @@ def main():
         r = bash(f"ulimit -v 3000000; ./prepare_data --input <(head -c 400000000 /dev/zero | tr '\\0' x) --output-dir {tmp}/uncut "
                  "--threads 1")
         expect_failure("400 MB without a cut point through a pipe", r, "no cut point in 256 MiB")
+        # one pre-token piece over 16 MiB is refused, naming the file and its byte offset, before its merge
+        # scratch (~36 bytes a byte: 260 MB of x took 5.5 GB) is allocated; ./tokenize says the same
+        r = bash(f"ulimit -v 2000000; ./prepare_data --input <(head -c 260000000 /dev/zero | tr '\\0' x) --output-dir {tmp}/x260 "
+                 "--threads 2")
+        expect_failure("260 MB of 'x' (one piece) through a pipe under ulimit -v 2 GB", r,
+                       "a pre-token piece of 260000000 bytes at byte offset 0, over the tokenizer's 16 MiB")
+        check("/dev/fd/" in r.stderr and not glob.glob(os.path.join(tmp, "x260", "*.bin")),
+              f"the 260 MB piece's error names the pipe, no shard written: {r.stderr.strip()[-100:]!r}")
+        piece = b"x" * ((16 << 20) + 1)
+        long_piece = os.path.join(tmp, "long_piece.txt")
+        open(long_piece, "wb").write(b"hello world\n" * 1000 + piece + b"\n")
+        for name, r in [("prepare_data", prepare("--input", long_piece, "--output-dir", os.path.join(tmp, "long_piece"))),
+                        ("prepare_data --doc-separator", prepare("--input", long_piece, "--output-dir", os.path.join(tmp, "long_piece"),
+                                                                 "--doc-separator", "%")),
+                        ("tokenize", subprocess.run(["./tokenize", "--ids", long_piece], capture_output=True, cwd=ROOT, text=True))]:
+            expect_failure(f"{name}: a piece of 16 MiB + 1 after 12000 bytes", r,
+                           "long_piece.txt: a pre-token piece of 16777217 bytes at byte offset 12000")
+        long_field = os.path.join(tmp, "long_field.jsonl")
+        open(long_field, "wb").write(b'{"text": "a"}\n{"text": "ab ' + piece + b'"}\n')
+        expect_failure("a JSON document field holding a piece of 16 MiB + 1", prepare("--input", long_field, "--output-dir", tmp),
+                       "long_field.jsonl:2: the document field holds a pre-token piece of 16777218 bytes at byte offset 2")
+        open(long_piece, "wb").write(piece[1:])
+        r = subprocess.run(["./tokenize", "--ids", long_piece], capture_output=True, cwd=ROOT, text=True)
+        check(r.returncode == 0 and len(r.stdout.split()) > 1000, f"tokenize: a piece of exactly 16 MiB is merged: exit {r.returncode}, "
+                                                                   f"{len(r.stdout.split())} tokens {r.stderr.strip()[-100:]!r}")
+        os.remove(long_piece)
+        os.remove(long_field)
+
+        # "-" is stdin (as for ./tokenize), read as text, from a redirected file or a pipe
+        fortune = fortune_files(src)[0]
+        want = {"train": [EOT] + text_file_tokens(open(fortune, "rb").read()), "val": []}
+        for how in ("<", "cat {} |"):
+            script = f"./prepare_data --input - --output-dir {tmp}/stdin --val-fraction 0 < {fortune}" if how == "<" else \
+                     f"cat {fortune} | ./prepare_data --input - --output-dir {tmp}/stdin --val-fraction 0"
+            r = bash(script)
+            check(r.returncode == 0, f"--input - ({'a redirected file' if how == '<' else 'a pipe'}): exit {r.returncode} "
+                                     f"{r.stderr.strip()[-150:]!r}")
+            compare_splits(f"--input - from {'a redirected file' if how == '<' else 'a pipe'}", os.path.join(tmp, "stdin"), want)
+
+        # a directory's files are taken in byte order of their whole paths (strcmp), not directory by directory:
+        # d/a-b/y.txt < d/a.txt < d/a/x.txt ('-' < '.' < '/'); depth first per directory gave a/x, a-b/y, a.txt
+        order = os.path.join(tmp, "order")
+        for rel in ["a/x.txt", "a-b/y.txt", "a.txt", "a/b/z.txt", "a0.txt", "B.txt"]:
+            os.makedirs(os.path.dirname(os.path.join(order, rel)), exist_ok=True)
+            open(os.path.join(order, rel), "w").write(f"file {rel}\n")
+        paths = sorted(os.path.join(order, rel) for rel in ["a/x.txt", "a-b/y.txt", "a.txt", "a/b/z.txt", "a0.txt", "B.txt"])
+        r = prepare("--input", order, "--output-dir", os.path.join(tmp, "order_out"), "--val-fraction", "0")
+        check(r.returncode == 0, f"a directory with a, a-b, a.txt: exit {r.returncode} {r.stderr.strip()[-150:]!r}")
+        compare_splits("a directory's files in byte order of their paths (" + ", ".join(os.path.relpath(p, order) for p in paths) + ")",
+                       os.path.join(tmp, "order_out"), expected_split([open(p, "rb").read() for p in paths], 0))
+
+        # JSON numbers by JSON's grammar, as Python's json.loads: these are taken, the others are broken lines
+        taken = ["0", "-0", "12", "-3.25", "1e9", "2.5E-3", "-0.0e+5", "NaN", "Infinity", "-Infinity", "[1, -2.0e1, {\"n\": 0}]"]
+        numbers = os.path.join(tmp, "numbers.jsonl")
+        open(numbers, "w").write("".join('{"n": %s, "text": "doc %d"}\n' % (v, i) for i, v in enumerate(taken)))
+        r = prepare("--input", numbers, "--output-dir", os.path.join(tmp, "numbers_out"), "--val-fraction", "0")
+        check(r.returncode == 0, f"JSON numbers json.loads takes ({', '.join(taken)}): exit {r.returncode} {r.stderr.strip()[-150:]!r}")
+        compare_splits("JSON lines with numbers json.loads takes", os.path.join(tmp, "numbers_out"),
+                       expected_split([json.loads(line)["text"].encode() for line in open(numbers)], 0))
+        refused = ["01", "1.", ".5", "+1", "1e", "1e+", "-", "--1", "1.2.3", "1e5.0", "00", "-NaN", "[1, 2.]", "{\"m\": -}"]
+        bad_numbers = []
+        for v in refused:
+            line = '{"n": %s, "text": "x"}' % v
+            try:
+                json.loads(line)
+                bad_numbers.append(f"{v} (json.loads takes it: a wrong test)")
+                continue
+            except ValueError:
+                pass
+            open(numbers, "w").write('{"text": "first"}\n' + line + "\n")
+            r = prepare("--input", numbers, "--output-dir", os.path.join(tmp, "numbers_out"))
+            last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ""
+            if not (r.returncode != 0 and "numbers.jsonl:2: broken JSON line: a number outside JSON's grammar" in last):
+                bad_numbers.append(f"{v}: exit {r.returncode} {last[-100:]!r}")
+        check(not bad_numbers, f"{len(refused)} numbers json.loads refuses are broken lines naming line 2: {bad_numbers or 'all'}")
+
+        # invalid UTF-8: one warning a file (the count, the first one's byte offset), the shards as without it
+        latin1 = os.path.join(tmp, "latin1.txt")
+        latin1_text = "caf\u00e9 na\u00efve\n".encode("latin-1") * 3 + "r\u00e9sum\u00e9\n".encode("utf-8")
+        open(latin1, "wb").write(latin1_text)
+        r = prepare("--input", latin1, "--input", fortune, "--output-dir", os.path.join(tmp, "latin1_out"), "--val-fraction", "0")
+        warned = [line for line in r.stderr.splitlines() if "invalid UTF-8" in line]
+        check(r.returncode == 0 and warned == [f"warning: {latin1}: 6 bytes of invalid UTF-8 (first at byte offset 3); the tokenizer "
+                                               "keeps each as a byte token (convert a Latin-1/cp1252 file with iconv -f cp1252 -t utf-8)"],
+              f"a Latin-1 file (and a UTF-8 one): exit {r.returncode}, one warning naming it: {warned}")
+        compare_splits("a Latin-1 file's shards are its bytes' tokens (as tiktoken with surrogateescape)", os.path.join(tmp, "latin1_out"),
+                       {"train": [EOT] + text_file_tokens(latin1_text) + [EOT] + text_file_tokens(open(fortune, "rb").read()), "val": []})
+        open(latin1, "wb").write(b"\xef\xbb\xbf" + b"ok " * 5 + b"\xe2\x82 \xff\n")  # offsets count the dropped byte order mark
+        r = prepare("--input", latin1, "--output-dir", os.path.join(tmp, "latin1_out"), "--val-fraction", "0")
+        check(r.returncode == 0 and f"{latin1}: 3 bytes of invalid UTF-8 (first at byte offset 18)" in r.stderr,
+              f"after a byte order mark, a truncated sequence and 0xFF: 3 bytes, the first at 18: {r.stderr.strip()[-230:]!r}")
+        raw = os.path.join(tmp, "raw.jsonl")
+        open(raw, "wb").write(b'{"text": "fine"}\n{"text": "caf\xe9"}\n')
+        r = prepare("--input", raw, "--output-dir", os.path.join(tmp, "raw_out"), "--val-fraction", "0")
+        check(r.returncode == 0 and f"{raw}: 1 byte of invalid UTF-8 (first at byte offset 30)" in r.stderr,
+              f"a raw Latin-1 byte in a JSON string: warned: {r.stderr.strip()[-200:]!r}")
         # "not text" of a file named directly says what it may be: compressed, or UTF-16/UTF-32
         utf16 = os.path.join(tmp, "utf16.txt")
         open(utf16, "wb").write("some text\n".encode("utf-16"))
@@ -390,6 +493,13 @@ def main():
                             "--doc-separator", "%", "--val-fraction", "0"], capture_output=True, cwd=ROOT, text=True, errors="replace")
         compare_splits("tiny buffers, adversarial text with separators, against tiktoken per document", os.path.join(tmp, "small_bufs"),
                        expected_split(common.split_documents(adversarial[3:], b"%"), 0))
+        # the invalid-UTF-8 warning counts over thousands of chunks and carries: Python's surrogateescape count and offset
+        decoded = adversarial[3:].decode("utf-8", "surrogateescape")
+        escapes = [i for i, ch in enumerate(decoded) if "\udc80" <= ch <= "\udcff"]
+        first = 3 + len(decoded[:escapes[0]].encode("utf-8", "surrogateescape"))
+        want = f"{adv}: {len(escapes)} bytes of invalid UTF-8 (first at byte offset {first})"
+        r_big = prepare("--input", adv, "--output-dir", os.path.join(tmp, "big_bufs"), "--val-fraction", "0")
+        check(want in r.stderr and want in r_big.stderr, f"adversarial text, tiny and default buffers: {want!r}")
         long_line = os.path.join(tmp, "long_line.jsonl")
         with open(long_line, "w") as f:
             f.write('{"text": "a"}\n{"text": "b"}\n{"text": "' + "y " * (1 << 20) + '"}\n')

@@ -5,7 +5,11 @@
  *  2. the heap merge (large pieces) equals the linear-scan merge (tiktoken's algorithm) on the
  *     same pieces, run both ways on random pieces of 2..1500 bytes;
  *  3. cutting a text where tokenizer_can_cut holds and encoding the parts gives the tokens of the whole;
- *  4. the tokenizer file's byte tokens and merges are consistent (each byte decodes to itself).
+ *  4. the tokenizer file's byte tokens and merges are consistent (each byte decodes to itself);
+ *  5. a piece over TOKENIZER_MAX_PIECE_BYTES is refused: tokenizer_encode_append returns its offset,
+ *     with the tokens before it appended;
+ *  6. tokenizer_invalid_utf8 (8 bytes at a time where ASCII) counts the bytes tokenizer_char_class takes
+ *     one at a time as invalid, on known sequences and on random text.
  * Exactness against tiktoken is dev/test_tokenizer_exact.py.
  */
 #include "llmc/tokenizer.h"
@@ -171,6 +175,56 @@ int main(int argc, char** argv) {
         const unsigned char* eot = tokenizer_token_bytes(&t, t.eot_token, &len);
         check(bad == 0 && t.vocab_size == 50257 && t.eot_token == 50256 && len == 13 && memcmp(eot, "<|endoftext|>", 13) == 0,
               "256 byte tokens decode to their byte; vocab 50257; <|endoftext|> is 50256");
+    }
+    /* 5. the longest piece: "ab" then " " + 16 MiB + 1 of 'x' (one piece, the space prefixing the letters) */
+    {
+        size_t n = 3 + TOKENIZER_MAX_PIECE_BYTES;
+        unsigned char* text = (unsigned char*)malloc_check(n);
+        memcpy(text, "ab ", 3);
+        memset(text + 3, 'x', n - 3);
+        TokenizerOutput o;
+        memset(&o, 0, sizeof(o));
+        size_t at = tokenizer_encode_append(&t, text, n, &o);
+        size_t piece = tokenizer_next_piece(text, n, at) - at;
+        char what[200];
+        snprintf(what, sizeof(what), "a piece of %zu bytes (limit %zu) is refused at offset %zu (want 2), %zu tokens before it (want 1: \"ab\")",
+                 piece, TOKENIZER_MAX_PIECE_BYTES, at, o.count);
+        check(at == 2 && piece == TOKENIZER_MAX_PIECE_BYTES + 1 && o.count == 1 && o.ids[0] == tokenizer_lookup_piece(&t, text, 2), what);
+        tokenizer_output_free(&o);
+        free(text);
+    }
+
+    /* 6. invalid UTF-8 counts */
+    {
+        static const struct { const char* s; size_t n, count, first; } known[] = {
+            {"caf\xe9 na\xefve", 10, 2, 3},         /* Latin-1 */
+            {"\xf0\x9f\x98\x80 ok \xc3\xa9", 10, 0, 10}, /* valid: none (first = n) */
+            {"abcdefgh\xe2\x82", 10, 2, 8},          /* a truncated sequence after 8 ASCII bytes */
+            {"\xed\xa0\x80", 3, 3, 0},                /* a surrogate */
+            {"12345678\xc0\xaf", 10, 2, 8},          /* overlong */
+            {"\xf4\x90\x80\x80", 4, 4, 0},           /* above U+10FFFF */
+        };
+        int bad = 0;
+        for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++) {
+            size_t first, count = tokenizer_invalid_utf8((const unsigned char*)known[k].s, known[k].n, &first);
+            bad += count != known[k].count || first != known[k].first;
+        }
+        int texts = 2000, random_bad = 0;
+        size_t total = 0;
+        for (int c = 0; c < texts; c++) {
+            size_t n = random_text(&rng, buf, 600, c % 2), want = 0, want_first = n, len;
+            for (size_t i = 0; i < n; i += len) {
+                tokenizer_char_class(buf, n, i, &len);
+                if (buf[i] >= 0x80 && len == 1 && want++ == 0) want_first = i;
+            }
+            size_t first, count = tokenizer_invalid_utf8(buf, n, &first);
+            random_bad += count != want || first != want_first;
+            total += want;
+        }
+        char what[200];
+        snprintf(what, sizeof(what), "invalid UTF-8 counts: %d of 6 known sequences wrong; %d of %d random texts (%zu invalid bytes) "
+                 "differ from a byte-at-a-time count", bad, random_bad, texts, total);
+        check(bad == 0 && random_bad == 0 && total > 1000, what);
     }
     free(buf);
     free(out);

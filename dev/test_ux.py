@@ -22,7 +22,8 @@ dev/test_ux.py — tests of what a user sees after a run: metrics.jsonl, scripts
             printed step times
   plot      plot.py on that run and a second one (another lr): exit 0, nothing on stderr (matplotlib
             raised and warned nothing), a PNG (signature, IHDR 1300x850, > 30 KB) whose pixels hold
-            lines of both runs' colours; its summary line's final loss is the file's; a repeated step
+            lines of both runs' colours; its summary line's final loss is the file's; runs in directories
+            of one name (x/run, y/run, and x/run again) are labelled x/run (1), y/run, x/run (2); a repeated step
             (as after a resume) takes the last record; a missing file and a malformed line are one-line
             errors
   sweep     sweep.py with 3 tiny trials: a table of 3 rows, the best lr is the one whose last val loss
@@ -401,6 +402,24 @@ def run_tests(tmp):
     import plot as plot_module
     smooth = plot_module.moving_average([1.0, math.nan, 3.0, 5.0], 2)
     check(smooth[:2] == [1.0, 1.0] and smooth[2:] == [3.0, 4.0], f"--smooth skips a NaN loss in its window: {smooth}")
+    # runs whose directories share a name: the shortest tail of their paths that tells them apart
+    cases = [(["/o/a/run/metrics.jsonl", "/o/b/run/metrics.jsonl"], ["a/run", "b/run"]),
+             (["/p/x/run/metrics.jsonl", "/q/y/x/run/metrics.jsonl"], ["p/x/run", "y/x/run"]),
+             (["/o/run/metrics.jsonl", "/o/run/old.jsonl"], ["run/metrics.jsonl", "run/old.jsonl"]),
+             (["/a/r1/metrics.jsonl", "/b/r2/metrics.jsonl"], ["r1", "r2"])]
+    wrong = [(paths, plot_module.run_names(paths), want) for paths, want in cases if plot_module.run_names(paths) != want]
+    check(not wrong, f"run names: the shortest distinguishing tail of the paths ({len(cases)} cases): {wrong or 'all as expected'}")
+    same = []
+    for parent in ("x", "y"):
+        d = os.path.join(tmp, "same_name", parent, "run")
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "metrics.jsonl"), "w") as f:
+            f.write(text)
+        same.append(d)
+    r = run([PY, "scripts/plot.py", same[0], os.path.join(same[1], "metrics.jsonl"), same[0], "-o", os.path.join(tmp, "same.png")])
+    labels = [line.split(": ")[0] for line in r.stdout.splitlines() if " steps | " in line]
+    check(r.returncode == 0 and labels == ["x/run (1)", "y/run", "x/run (2)"],
+          f"plot.py of x/run, y/run and x/run again: labels {labels} (want x/run (1), y/run, x/run (2)) {r.stderr.strip()[-150:]}")
     bad = os.path.join(tmp, "bad.jsonl")
     with open(bad, "w") as f:
         f.write(text.splitlines()[0] + "\n{\"step\": 3, \"loss\": \n")

@@ -15,6 +15,10 @@
  *     no overlongs, no surrogates, nothing above U+10FFFF) is one character of class "other". This is
  *     what tiktoken's pattern does to a Python str decoded with errors="surrogateescape" (each such
  *     byte becomes a lone surrogate, category Cs). Bytes are never replaced, so decode(encode(x)) == x.
+ *     A piece longer than TOKENIZER_MAX_PIECE_BYTES (16 MiB: a run of one class that long, such as
+ *     text without white space) is refused, not merged: merging takes ~36 bytes of scratch per byte of
+ *     the piece (~0.6 GB at the limit), and no text has one (tiktoken's own merge is quadratic in it).
+ *     tokenizer_encode_append returns where such a piece starts; tokenizer_encode exits naming it.
  *  2. Byte-pair merging of each piece: a piece that is itself a token is that token; otherwise the
  *     piece starts as its bytes' tokens and, while some adjacent pair (a, b) concatenates to a
  *     mergeable token, the pair of lowest rank (the leftmost if tied) is replaced by that token.
@@ -528,6 +532,12 @@ static inline size_t bpe_merge(const Tokenizer* t, BpeScratch* w, size_t n, size
     return out;
 }
 
+/* The longest pre-token piece merged (see the file comment): its scratch is ~36 bytes per byte. */
+#define TOKENIZER_MAX_PIECE_BYTES ((size_t)16 << 20)
+/* the tools' message for one (its length, its byte offset as long long, the limit in MiB) */
+#define TOKENIZER_LONG_PIECE_FMT "a pre-token piece of %zu bytes at byte offset %lld, over the tokenizer's %zu MiB " \
+                                 "(a run of letters, digits, symbols or white space that long: not a text corpus?)"
+
 /* A growing token array plus the merge scratch space, reused across encode calls by one thread. */
 typedef struct {
     int* ids;
@@ -561,8 +571,10 @@ static inline void tokenizer_encode_piece(const Tokenizer* t, const unsigned cha
     out->count += m;
 }
 
-/* Appends the tokens of text[0..n) (any bytes) to out, growing it as needed. */
-static inline void tokenizer_encode_append(const Tokenizer* t, const unsigned char* text, size_t n, TokenizerOutput* out) {
+/* Appends the tokens of text[0..n) (any bytes) to out, growing it as needed. Returns n, or the offset
+ * of the first piece longer than TOKENIZER_MAX_PIECE_BYTES: the tokens before it are appended, none
+ * from it on (the caller reports it; tokenizer_next_piece(text, n, offset) is its end). */
+static inline size_t tokenizer_encode_append(const Tokenizer* t, const unsigned char* text, size_t n, TokenizerOutput* out) {
     if (out->count + n + 1 > out->capacity) { /* at most one token per byte */
         size_t cap = out->capacity * 2 > out->count + n + 1 ? out->capacity * 2 : out->count + n + 1;
         int* grown = (int*)realloc(out->ids, cap * sizeof(int));
@@ -572,16 +584,48 @@ static inline void tokenizer_encode_append(const Tokenizer* t, const unsigned ch
     }
     for (size_t i = 0; i < n;) {
         size_t end = tokenizer_next_piece(text, n, i);
+        if (end - i > TOKENIZER_MAX_PIECE_BYTES) return i;
         tokenizer_encode_piece(t, text + i, end - i, out);
         i = end;
     }
+    return n;
 }
 
-/* Encodes text[0..n) (any bytes) into *ids_out (malloc'd; the caller frees it); returns the count. */
+/* Count of the bytes of s[0..n) that are not part of a well-formed UTF-8 sequence (each one is a
+ * character of its own to the encoder, a byte token), and the offset of the first in *first (n if none). */
+static inline size_t tokenizer_invalid_utf8(const unsigned char* s, size_t n, size_t* first) {
+    size_t count = 0, i = 0, len;
+    *first = n;
+    while (i < n) {
+        uint64_t w;
+        if (i + 8 <= n && (memcpy(&w, s + i, 8), (w & 0x8080808080808080ull) == 0)) { /* 8 ASCII bytes */
+            i += 8;
+            continue;
+        }
+        if (s[i] < 0x80) {
+            i++;
+            continue;
+        }
+        tokenizer_char_class(s, n, i, &len);
+        if (len == 1) {
+            if (!count) *first = i;
+            count++;
+        }
+        i += len;
+    }
+    return count;
+}
+
+/* Encodes text[0..n) (any bytes) into *ids_out (malloc'd; the caller frees it); returns the count.
+ * Exits with an error on a piece over TOKENIZER_MAX_PIECE_BYTES (callers that name a file use
+ * tokenizer_encode_append). */
 static inline size_t tokenizer_encode(const Tokenizer* t, const unsigned char* text, size_t n, int** ids_out) {
     TokenizerOutput out;
     memset(&out, 0, sizeof(out));
-    tokenizer_encode_append(t, text, n, &out);
+    size_t long_piece = tokenizer_encode_append(t, text, n, &out);
+    if (long_piece < n)
+        fatalf("text of %zu bytes: " TOKENIZER_LONG_PIECE_FMT, n, tokenizer_next_piece(text, n, long_piece) - long_piece,
+               (long long)long_piece, TOKENIZER_MAX_PIECE_BYTES >> 20);
     int* shrunk = (int*)realloc(out.ids, (out.count + 1) * sizeof(int));
     *ids_out = shrunk ? shrunk : out.ids;
     size_t count = out.count;

@@ -5,7 +5,9 @@ scripts/plot.py — training curves of one or more runs, side by side, from thei
     python3 scripts/plot.py out/run_a out/run_b/metrics.jsonl -o curves.png [--names a,b] [--log] [--smooth 20]
 
 Each argument is a metrics.jsonl written by the trainers (llmc/logger.h), or a directory holding one;
-a run is named after its directory unless --names says otherwise. The PNG has four panels:
+a run is named after its directory unless --names says otherwise: runs whose directories share a name
+take the shortest tail of their paths that tells them apart (out/a/run and out/b/run: a/run, b/run),
+files of one directory add the file name, and a file given twice its count (run (1), run (2)). The PNG has four panels:
     loss vs step      training loss (thin; with --smooth N, a moving average over N steps on top) and
                       validation loss (dots), one colour per run
     loss vs tokens    the same against tokens seen: the step records' "tokens"; in files without it,
@@ -34,6 +36,29 @@ class MetricsError(ValueError):
 
 def metrics_path(arg):
     return os.path.join(arg, "metrics.jsonl") if os.path.isdir(arg) else arg
+
+
+def run_names(paths):
+    """Each metrics file's run name: its directory's name, or, where other runs' directories share that
+    name, the shortest tail of its directory's path that no other directory's path ends with (out/a/run,
+    out/b/run: a/run, b/run); files in one directory add the file name (run/old.jsonl), and a file given
+    more than once is numbered (run (1), run (2))."""
+    full = [os.path.abspath(p) for p in paths]
+    dirs = [os.path.dirname(p).split(os.sep)[1:] or [""] for p in full]
+    names = []
+    for i, d in enumerate(dirs):
+        others = [o for o in dirs if o != d]
+        k = 1
+        while k < len(d) and any(o[-k:] == d[-k:] for o in others):
+            k += 1
+        name = "/".join(d[-k:]) or "/"
+        if any(dirs[j] == d and full[j] != full[i] for j in range(len(full))):
+            name += "/" + os.path.basename(full[i])
+        names.append(name)
+    for i, p in enumerate(full):
+        if full.count(p) > 1:
+            names[i] += f" ({full[:i + 1].count(p)})"
+    return names
 
 
 NUMBER_FIELDS = ("loss", "lr", "norm", "ms", "tok_s", "tokens", "elapsed_s", "mfu", "val_loss")
@@ -192,13 +217,14 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("metrics", nargs="+", help="metrics.jsonl files, or directories holding one")
     p.add_argument("-o", "--output", default="metrics.png", help="PNG to write (default metrics.png)")
-    p.add_argument("--names", help="comma-separated run names, one per metrics file (default: directory names)")
+    p.add_argument("--names", help="comma-separated run names, one per metrics file (default: directory names, "
+                                   "with as much of their paths as tells them apart)")
     p.add_argument("--log", action="store_true", help="log-scale loss axes")
     p.add_argument("--smooth", type=int, default=0, help="also draw a moving average of the training loss over N steps")
     args = p.parse_args(argv)
     try:
         paths = [metrics_path(m) for m in args.metrics]
-        names = args.names.split(",") if args.names else [os.path.basename(os.path.dirname(os.path.abspath(x))) for x in paths]
+        names = args.names.split(",") if args.names else run_names(paths)
         if len(names) != len(paths):
             raise MetricsError(f"--names gives {len(names)} names for {len(paths)} metrics files")
         if args.smooth < 0:
