@@ -213,7 +213,8 @@ static inline size_t layernorm_backward_smem(int C, int w, int sums) {
 }
 
 /* whether the backward keeps its column sums (fused = 1): when their shared memory leaves room for 4 blocks an SM (16
- * warps; 56 KiB a block on an H100/H200: C <= 1184 with 3 sums), else the separate column-sum kernels run after it */
+ * warps; 56 KiB a block on an H100/H200: with 3 sums C <= 1024 in bf16, 1152 in fp32, as C rounds up to 32 packs), else
+ * the separate column-sum kernels run after it */
 static inline int layernorm_backward_fusable(int C, int w, int sums) {
     int device, per_sm;
     cudaCheck(cudaGetDevice(&device));

@@ -372,11 +372,12 @@ int main(void) {
     }
 
     /* fused classifier: losses, then in-place gradients (padded columns zeroed); at V = 10007 each thread
-     * reads 3 packs and the logits rise along the row (+0.002 a column), so the running max moves pack by pack.
+     * reads 3 packs and the logits rise along the row (+0.002 a column), so the running max moves pack by pack;
+     * GPT-2's vocabulary takes 4 batches of loads a thread, the last partial.
      * Each shape with the row kept in shared memory as fused_classifier chooses (here all of it), with none of it,
      * and with part of it (the tail read from memory twice). */
     {
-        const int shapes[][3] = {{BT, V, Vp}, {3, 10007, 10112}}; /* rows, V, Vp */
+        const int shapes[][3] = {{BT, V, Vp}, {3, 10007, 10112}, {4, 50257, 50304}}; /* rows, V, Vp (the last GPT-2's) */
         for (const auto& shape : shapes) {
             int rows = shape[0], v = shape[1], vp = shape[2];
             int* targets = (int*)malloc_check(rows * sizeof(int));

@@ -148,7 +148,7 @@ constexpr size_t kSmemDefaultMax = 48 * 1024;   /* dynamic smem without cudaFunc
  * is available and the total can still be killed: set CUDASIM_MEM_BYTES there) and per-block
  * shared-memory opt-in maximum (default the H100's 227 KiB), or a smaller GPU's: CUDASIM_MEM_BYTES,
  * CUDASIM_SMEM_OPTIN (bytes; an A100 has 166912, sm_86/89 parts 101376), so tests can check how a program meets
- * these limits. */
+ * these limits. An SM's shared memory is the opt-in maximum plus the 1 KiB a block reserves (the H100's 228 KiB). */
 inline size_t env_bytes(const char* name, size_t fallback) {
     const char* s = getenv(name);
     if (!s || !*s) return fallback;
@@ -456,7 +456,7 @@ inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int dev) {
     p->totalGlobalMem = cudasim::global_mem_bytes();
     p->sharedMemPerBlock = cudasim::kSmemDefaultMax;
     p->sharedMemPerBlockOptin = cudasim::smem_optin_max();
-    p->sharedMemPerMultiprocessor = 228 * 1024;
+    p->sharedMemPerMultiprocessor = cudasim::smem_optin_max() + 1024;
     p->regsPerBlock = 65536;
     p->warpSize = 32;
     p->maxThreadsPerBlock = (int)cudasim::kMaxThreadsPerBlock;
