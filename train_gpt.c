@@ -11,6 +11,7 @@
  * test_gpt.c includes this file with TESTING defined, to reuse the model
  * without main().
  */
+#include <float.h>
 #include <math.h>
 #include <omp.h>
 
@@ -314,7 +315,13 @@ static void gpt_backward(GPT* m, const int* inputs, const int* targets, int B, i
 /* ----------------------------------------------------------------------------
  * AdamW update with global-norm clipping, given the gradient's global L2 norm
  * (gpt_grad_norm). t is the 1-based step count for bias correction. */
-static float gpt_grad_norm(const GPT* m) { return (float)sqrt(global_norm_squared(m->grads, m->num_params)); }
+/* A squared norm above FLT_MAX is inf, as the GPU trainer's float sum makes it (llmc/global_norm.cuh), although the
+ * double sum here is finite: AdamW squares each gradient in float (llmc/cpu_ops.h), so a gradient of such a norm
+ * (|g| up to 1.8e19 and past) would make the second moment inf; the health guard skips the update instead. */
+static float gpt_grad_norm(const GPT* m) {
+    double squared = global_norm_squared(m->grads, m->num_params);
+    return squared > (double)FLT_MAX ? INFINITY : (float)sqrt(squared);
+}
 
 static void gpt_update_with_norm(GPT* m, const OptimizerConfig* oc, float lr, int t, float norm) {
     if (!m->adam_m) {
@@ -474,6 +481,7 @@ int main(int argc, char** argv) {
             saved_val_every = st.val_every;
             same_validation = train_same_validation(&st, &run);
             train_resume_say(&args, start_step, saved_world, 1);
+            train_resume_retain(&args, last);
         }
     }
 
@@ -484,7 +492,7 @@ int main(int argc, char** argv) {
     if (args.early_stop > 0 && args.output_dir[0]) {
         early_stop_dir(best_dir, sizeof(best_dir), args.output_dir);
         make_dir_check(best_dir);
-        if (start_step > 0) early_stop_resume(&early, best_dir, start_step, max_steps, args.val_every, saved_val_every, same_validation,
+        if (start_step > 0) early_stop_resume(&early, best_dir, start_step, max_steps, args.val_every, saved_val_every, same_validation, 1,
                                                stdout);
     }
 
@@ -624,7 +632,7 @@ int main(int argc, char** argv) {
         sample_generate(&samples, next_logits_cpu, &model, args.sample_tokens, T, args.temperature, args.top_k, &rng);
     }
 
-    logger_free(&logger);
+    exit_status = train_log_close(&logger, save_error_continue, exit_status);
     sample_setup_free(&samples);
     dataloader_free(&train);
     if (have_val) dataloader_free(&val);

@@ -1088,6 +1088,7 @@ int main(int argc, char** argv) {
             saved_val_every = st.val_every;
             same_validation = train_same_validation(&st, &run);
             train_resume_say(&args, start_step, saved_world, world);
+            if (rank == 0) train_resume_retain(&args, last);
         }
     }
     gpt_set_weights(&model, init, start_step - health.skipped); /* the bf16 rounding of the last update applied */
@@ -1102,8 +1103,12 @@ int main(int argc, char** argv) {
         early_stop_dir(best_dir, sizeof(best_dir), args.output_dir);
         if (rank == 0) make_dir_check(best_dir);
         dist_mean(&dist, 0.0f, model.stream); /* barrier: the directory exists */
-        if (start_step > 0) early_stop_resume(&early, best_dir, start_step, max_steps, args.val_every, saved_val_every, same_validation,
-                                               stdout);
+        if (start_step > 0) {
+            /* rank 0 verifies best_dir's checkpoint (every byte) and keeps only it; its verdict is every rank's */
+            early_stop_resume(&early, best_dir, start_step, max_steps, args.val_every, saved_val_every, same_validation, rank == 0,
+                              stdout);
+            dist_broadcast_bytes(&dist, &early, sizeof(early), model.stream);
+        }
     }
 
     /* the run header (llmc/progress.h), on stdout and as the first record of this run in metrics.jsonl (rank 0 logs) */
@@ -1167,7 +1172,9 @@ int main(int argc, char** argv) {
             if (verdict == EARLY_STOP_IMPROVED && best_dir[0]) {
                 TrainState st = train_state_at(&run, step, &rng, &health, &train, &start.loader);
                 process_group_watchdog_hold(&pg);
-                int failed = !train_best_saved(best_dir, args.output_dir, step, start_step) && save_checkpoint(&model, best_dir, &st, 0, 0) != 0;
+                int best_saved = rank == 0 && train_best_saved(best_dir, args.output_dir, step, start_step); /* rank 0 reads it */
+                dist_broadcast_bytes(&dist, &best_saved, sizeof(best_saved), model.stream);
+                int failed = !best_saved && save_checkpoint(&model, best_dir, &st, 0, 0) != 0;
                 if (!failed && rank == 0) failed = train_record_best(&early, best_dir, step) != 0;
                 int agreed_failed = dist_any(&model, failed); /* every rank takes the same branch */
                 process_group_heartbeat(&pg);
@@ -1277,7 +1284,7 @@ int main(int argc, char** argv) {
 
     train_profile_finish(&profiling, &profiler.table);
     gpu_profile_free(&profiler);
-    logger_free(&logger);
+    exit_status = train_log_close(&logger, save_error_continue, exit_status);
     sample_setup_free(&samples);
     dataloader_free(&train);
     if (have_val) dataloader_free(&val);

@@ -148,7 +148,7 @@ static void test_early_stop_resume(void) {
                 EarlyStop r;
                 early_stop_init(&r, 3);
                 FILE* sink = fopen_check("/dev/null", "w");
-                int restored = rc == 0 && early_stop_resume(&r, dir, start, max_steps, every, saved_periods[k], 1, sink);
+                int restored = rc == 0 && early_stop_resume(&r, dir, start, max_steps, every, saved_periods[k], 1, 0, sink);
                 fclose_check(sink, "/dev/null");
                 remove(done);
                 cases++;
@@ -160,7 +160,7 @@ static void test_early_stop_resume(void) {
     EarlyStop r;
     early_stop_init(&r, 3);
     FILE* sink = fopen_check("/dev/null", "w");
-    int without_checkpoint = early_stop_resume(&r, dir, 40, max_steps, 5, -1, 1, sink); /* best.txt names a step with no marker */
+    int without_checkpoint = early_stop_resume(&r, dir, 40, max_steps, 5, -1, 1, 0, sink); /* best.txt names a step with no marker */
     /* a complete best of step 7: restored when the saved run's evaluations are comparable with this run's, not otherwise */
     EarlyStop seven, same, other;
     early_stop_init(&seven, 3);
@@ -173,8 +173,8 @@ static void test_early_stop_resume(void) {
     FILE* marker = fopen_check(done, "wb");
     fclose_check(marker, done);
     int written = early_stop_try_write(&seven, dir, err, sizeof(err)) == 0;
-    int restored_same = early_stop_resume(&same, dir, 10, max_steps, 5, 5, 1, sink);
-    int restored_other = early_stop_resume(&other, dir, 10, max_steps, 5, 5, 0, sink);
+    int restored_same = early_stop_resume(&same, dir, 10, max_steps, 5, 5, 1, 0, sink);
+    int restored_other = early_stop_resume(&other, dir, 10, max_steps, 5, 5, 0, 0, sink);
     remove(done);
     fclose_check(sink, "/dev/null");
     remove(path);

@@ -19,15 +19,18 @@
 #     the previous checkpoint stays valid and no .tmp is left; --on-save-error continue trains on, but
 #     a failed final checkpoint still exits 74, and the failed saves leave no files (a model file written
 #     before its state file failed is deleted); a metrics.jsonl write failure follows --on-save-error;
-#   - -y 1 deletes the debris of interrupted writes (.tmp files, files of a step without a marker);
+#   - -y 1 deletes the debris of interrupted writes (.tmp files, files of a step without a marker), and applies the
+#     retention (--keep-last, --keep-every) that a run killed after its last checkpoint's marker did not;
 #   - a new run (no -y) in a directory holding checkpoints stops (exit 1) and writes nothing;
 #   - --early-stop: a best checkpoint newer than the last regular one (a failed save in between) resumes,
 #     and the run stops early where the uninterrupted one does; a best that could not be saved is named as
 #     such in the early stop's line; a resumed run whose first evaluation is the best again (at the step best/
-#     holds) keeps best/'s checkpoint instead of rewriting it;
+#     holds) keeps best/'s checkpoint instead of rewriting it; -y 1 keeps only best.txt's checkpoint in best/, and
+#     skips a corrupt one (verified in full), writing it again from the weights in memory;
 #   - a stop signal during a long in-run sample (-g 16M) cuts it short: checkpoint, exit 75 at once;
 #   - divergence (a huge learning rate): the run stops with exit 65 and a message, also when it samples every
-#     step (the samples stop at the non-finite logits);
+#     step (the samples stop at the non-finite logits); a gradient norm past sqrt(FLT_MAX) (a weight of 1e30) is inf
+#     and skips the update;
 #   - a training shard rewritten, truncated or deleted during the run: the step that reaches it is dropped,
 #     the error named, the completed steps checkpointed, exit 66; with the shard restored, -y 1 ends
 #     bit-identical to an uninterrupted run (the same step lines too); if that checkpoint cannot be written,
@@ -320,6 +323,19 @@ else
     bad "resuming past --max-steps: exit $rc: $(grep -m2 -E '^(resume|error)' "$tmp/past.log")"
 fi
 
+# a run killed between its last checkpoint's marker and that save's retention (--keep-last 2 --keep-every 4: step 6
+# still there after 10 was written): -y 1, with nothing left to train, applies the retention the save did not
+"${short[@]}" -o "$tmp/keep_ref" -n 2 --keep-last 2 --keep-every 4 >/dev/null 2>&1 || bad "uninterrupted retention-test run failed"
+cp -r "$tmp/keep_ref" "$tmp/keep_kill"
+cp "$tmp/ref"/*_00000006*.* "$tmp/keep_kill/"
+"${short[@]}" -o "$tmp/keep_kill" -n 2 --keep-last 2 --keep-every 4 -y 1 >"$tmp/keep_kill.log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && [ "$(ls "$tmp/keep_kill")" = "$(ls "$tmp/keep_ref")" ] && grep -q '^checkpoint: deleted step 6 ' "$tmp/keep_kill.log"; then
+    ok "killed before its last save's retention: -y 1 (nothing left to train) deletes step 6, leaves the uninterrupted run's checkpoints ($(checkpoint_steps "$tmp/keep_kill" | tr '\n' ' '))"
+else
+    bad "retention on resume: exit $rc, checkpoints $(checkpoint_steps "$tmp/keep_kill" | tr '\n' ' '), the uninterrupted run's $(checkpoint_steps "$tmp/keep_ref" | tr '\n' ' ')"
+fi
+
 mkdir -p "$tmp/torn"
 cp "$tmp/ref"/*_00000008*.* "$tmp/ref/metrics.jsonl" "$tmp/torn/"
 printf '{"step":9,"loss":3.1' >>"$tmp/torn/metrics.jsonl" # a record cut short by a kill or a full disk
@@ -508,6 +524,30 @@ else
     bad "resumed at its best's step: exit $rc: $(grep -E '^(resume|error)' "$tmp/best_again2.log" | head -3); best/: $(ls "$tmp/best_again/best" | tr '\n' ' ')"
 fi
 
+# a run killed after best.txt named its new best but before the previous best was deleted: best/ holds two
+# checkpoints (here step 3's beside the best); -y 1 keeps only the one best.txt names
+cp -r "$tmp/early_ref" "$tmp/best_two"
+cp "$tmp/early_ref"/*_00000003*.* "$tmp/best_two/best/"
+"${early[@]}" -o "$tmp/best_two" -y 1 >"$tmp/best_two.log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && [ "$(ls "$tmp/best_two/best")" = "$(ls "$tmp/early_ref/best")" ] && grep -q '^checkpoint: deleted step 3 of .*best' "$tmp/best_two.log"; then
+    ok "two checkpoints in best/ (a kill before the previous best was deleted): -y 1 keeps only best.txt's ($(ls "$tmp/best_two/best" | tr '\n' ' '))"
+else
+    bad "two checkpoints in best/: exit $rc, best/ holds $(ls "$tmp/best_two/best" | tr '\n' ' '), the uninterrupted run's $(ls "$tmp/early_ref/best" | tr '\n' ' ')"
+fi
+# a flipped byte in best/'s model file: -y 1 verifies best/'s checkpoint in full, skips it (naming why), and the
+# resumed run's first evaluation, of the same step, writes it again from the weights in memory
+"${early[@]}" -o "$tmp/best_bad" -x 4 >/dev/null 2>&1
+printf '\xff' | dd of="$tmp/best_bad/best/model_00000004.bin" bs=1 seek=2000 conv=notrunc status=none
+"${early[@]}" -o "$tmp/best_bad" -x 8 -y 1 >"$tmp/best_bad.log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q '^resume: skipping best checkpoint of step 4: .*model_00000004.bin: model file is corrupt' "$tmp/best_bad.log" &&
+    grep -q '^step 4$' "$tmp/best_bad/best/best.txt" && cmp -s "$tmp/best_bad/model_00000004.bin" "$tmp/best_bad/best/model_00000004.bin"; then
+    ok "a flipped byte in best/'s model file: skipped on resume, rewritten from the weights in memory: $(grep -m1 '^resume: skipping best' "$tmp/best_bad.log" | cut -c1-60)..."
+else
+    bad "a corrupt best/ model file: exit $rc: $(grep -E '^(resume|error|early)' "$tmp/best_bad.log" | head -3); best/ model $(cmp -s "$tmp/best_bad/model_00000004.bin" "$tmp/best_bad/best/model_00000004.bin" && echo rewritten || echo 'still corrupt')"
+fi
+
 # ---------------------------------------------------------------- a stop signal during a long in-run sample
 "${base[@]}" -x 5 -s 1 -g 16000000 -o "$tmp/sampling" -n 1 >"$tmp/sampling.log" 2>&1 &
 pid=$!
@@ -533,6 +573,26 @@ if [ $rc -eq 65 ] && grep -qE '^error: step [0-9]+: (3 updates skipped in a row|
     ok "learning rate 1e30: exit 65: $(head -1 "$tmp/div.err")"
 else
     bad "learning rate 1e30: exit $rc: $(head -c 300 "$tmp/div.err")"
+fi
+# a weight of 1e30 (CRC valid), no clipping: the gradient's norm is past sqrt(FLT_MAX) (a double sum of its squares is
+# finite, but AdamW squares each gradient in float): inf, as the GPU trainer's float sum gives it, so the update is
+# skipped, instead of a second moment of inf that failed the next save (exit 74)
+"${base[@]}" -x 1 -o "$tmp/huge_src" -n 1 >/dev/null 2>&1
+"$PYTHON" - "$tmp/huge_src/model_00000001.bin" "$tmp/huge.bin" <<'PYEOF' || bad "writing a model file with a weight of 1e30"
+import struct, sys, zlib
+b = bytearray(open(sys.argv[1], "rb").read())
+b[1024:1028] = struct.pack("<f", 1e30)  # parameter 0: wte[0]
+b[8:12] = struct.pack("<I", zlib.crc32(bytes(b[1024:])))  # header word 2: the payload CRC-32
+open(sys.argv[2], "wb").write(b)
+PYEOF
+"$trainer" -b "$B" -t "$T" -i "$tmp/train_*.bin" -s 0 -v 0 -l 1e-3 -u 2 --seed 3 -x 3 -e "$tmp/huge.bin" --grad-clip 0 -o "$tmp/huge" -n 1 \
+    >"$tmp/huge.log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && [ "$(grep -c 'update skipped: non-finite loss or gradient norm' "$tmp/huge.log")" -eq 3 ] &&
+    grep -qE '^step +[0-9]+/3 \| loss [0-9.]+ \| lr [0-9.e+-]+ \| norm inf \|' "$tmp/huge.log" && [ -e "$tmp/huge/done_00000003.txt" ]; then
+    ok "a weight of 1e30, --grad-clip 0: norm inf (or nan), the 3 updates skipped, every checkpoint written, exit 0"
+else
+    bad "a weight of 1e30: exit $rc: $(grep -E '^step +[0-9]+/3 \| loss|^error' "$tmp/huge.log" | sed 's/ | [0-9.]* ms .*//' | head -4)"
 fi
 # sampling every step: the diverged model's samples stop at its non-finite logits, the health guard still ends the run
 "${base[@]}" -x 20 -l 1e30 -u 0 --grad-clip 0 --max-bad-steps 3 -s 1 -g 5 >"$tmp/div_sample.log" 2>"$tmp/div_sample.err"

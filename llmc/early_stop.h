@@ -95,13 +95,19 @@ static inline int early_stop_evals(int a, int b, int val_every, int max_steps) {
  * written after the last regular checkpoint: a kill or a failed save in between): the resumed run
  * then repeats the evaluations up to S, none of which improves on L (the one at S equals it), so the
  * count starts that many below zero and reaches 0 at S, as in the uninterrupted run (a run whose
- * --max-steps now ends before S does not stop early). Returns 1 if
- * restored; 0 if there is no best.txt, if best_dir holds no complete checkpoint of S (a write cut
- * short), or if the saved run's evaluations are not comparable with this run's (comparable 0: other
- * validation data, tokens, sequence length or precision; this run's first evaluation then becomes the best), with the reason
- * printed to report. */
+ * --max-steps now ends before S does not stop early). With `writer` (rank 0, which alone writes
+ * best_dir), the checkpoint of S is verified in full (checkpoint_verify: a flipped byte is caught here,
+ * not left as the best a finished run names), and once it verifies every other checkpoint of best_dir
+ * is deleted (checkpoint_keep_only: a run killed after best.txt named a new best but before the
+ * previous one was deleted left two); without it (other ranks: rank 0's verdict is broadcast) only its
+ * marker is looked for. Returns 1 if restored; 0 if there is no best.txt, if best_dir holds no complete
+ * checkpoint of S (a write cut short), if it does not verify ("resume: skipping best checkpoint of step
+ * S: why"; this run's first evaluation then becomes the best, and best_dir's checkpoint is written again,
+ * from the weights in memory when that evaluation is of step S), or if the saved run's evaluations are not
+ * comparable with this run's (comparable 0: other validation data, tokens, sequence length or precision;
+ * this run's first evaluation then becomes the best), with the reason printed to report. */
 static inline int early_stop_resume(EarlyStop* e, const char* best_dir, int start_step, int max_steps, int val_every, int saved_val_every,
-                                    int comparable, FILE* report) {
+                                    int comparable, int writer, FILE* report) {
     int step;
     float loss;
     int found = early_stop_read(best_dir, &step, &loss);
@@ -114,6 +120,15 @@ static inline int early_stop_resume(EarlyStop* e, const char* best_dir, int star
         fprintf(report, "resume: early stop: %s names step %d but %s has no complete checkpoint of it; the best restarts\n", path,
                 step, best_dir);
         return 0;
+    }
+    if (writer) {
+        char err[4600];
+        if (checkpoint_verify(best_dir, step, err, sizeof(err)) != 0) {
+            fprintf(report, "resume: skipping best checkpoint of step %d: %s\n", step, err);
+            fprintf(report, "resume: early stop: the best restarts: this run's first evaluation replaces it\n");
+            return 0;
+        }
+        checkpoint_keep_only(best_dir, step, report);
     }
     if (!comparable) {
         fprintf(report, "resume: early stop: the best so far (val loss %.6f at step %d) was measured otherwise (validation data, "

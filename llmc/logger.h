@@ -10,7 +10,7 @@
  * step twice (the crashed run's tail); readers keep the last record per step. A last line without
  * its newline (a run killed or out of space mid-write) is cut off when a resumed run appends, so
  * every line stays one whole record. A write that fails sets `failed` (the trainers then act by
- * --on-save-error, as for a checkpoint) and ends the logging.
+ * --on-save-error, as for a checkpoint) and ends the logging; so does a failed close (logger_free returns -1).
  */
 #ifndef LLMC_LOGGER_H
 #define LLMC_LOGGER_H
@@ -142,9 +142,17 @@ static inline void logger_val(Logger* L, int step, float val_loss) {
     logger_record(L, line);
 }
 
-static inline void logger_free(Logger* L) {
-    if (L->f) fclose_check(L->f, L->path);
+/* Closes the file. Returns 0, or -1 after printing why the close failed (its last records may not have reached
+ * the disk). Never exits: the trainer decides what a failed close does to its exit status (train_log_close in
+ * llmc/train_loop.h), so that a preempted run's 75 (requeue) is not turned into 1. */
+static inline int logger_free(Logger* L) {
+    int rc = 0;
+    if (L->f && fclose(L->f) != 0) {
+        fprintf(stderr, "error: %s: close failed: %s (%s:%d)\n", L->path, strerror(errno), __FILE__, __LINE__);
+        rc = -1;
+    }
     L->f = NULL;
+    return rc;
 }
 
 #endif

@@ -11,6 +11,7 @@
  *   train_checkpoint_due    whether the periodic checkpoint (--checkpoint-every) falls after a step
  *   train_save_failed       --on-save-error after a failed save: its message and the exit status
  *   train_log_failed        a failed metrics.jsonl write, handled by --on-save-error as a failed save
+ *   train_log_close         metrics.jsonl closed at the end: a failed close, by --on-save-error when the run would exit 0
  *   train_record_best       DIR/best/best.txt after the best model's checkpoint (llmc/early_stop.h)
  *   train_record_val        the validation line, its metrics record and early stopping's verdict
  *   train_report_early_stop the line of an early stop
@@ -131,6 +132,20 @@ static inline int train_log_failed(Logger* logger, int save_error_continue, int 
     return train_save_failed(save_error_continue, 0, logger->path, saved_step);
 }
 
+/* At the end of the run: closes metrics.jsonl (logger_free). A failed close (printed) is a failed save when the
+ * run would exit 0 and --on-save-error is stop (exit 74); otherwise a warning, and the run's own status stands (a
+ * preempted run's 75 stays 75, so the job is requeued; 65, 66, 74 keep their meaning). Returns the exit status. */
+static inline int train_log_close(Logger* logger, int save_error_continue, int exit_status) {
+    if (logger_free(logger) == 0) return exit_status;
+    if (exit_status == 0 && !save_error_continue) {
+        fprintf(stderr, "error: stopping (--on-save-error stop): %s may have lost its last records\n", logger->path);
+        return SAVE_FAILED_EXIT_STATUS;
+    }
+    printf("warning: %s may have lost its last records (%s)\n", logger->path,
+           exit_status == 0 ? "--on-save-error continue" : "the exit status stays the run's own");
+    return exit_status;
+}
+
 /* Records the best model (its checkpoint of `step` just written to best_dir, beside the previous best)
  * in best_dir/best.txt, then deletes the previous best, so that best.txt names a complete checkpoint
  * at every moment. Returns 0, or −1 after printing why (the previous best is then kept). */
@@ -174,14 +189,21 @@ static inline void train_report_early_stop(const EarlyStop* early, const char* b
 /* Whether best_dir holds this run's weights of `step` already: a run resumed at start_step = step from
  * output_dir, whose first evaluation, of the step its best was saved at, becomes the best again (other
  * validation data or tokens: not comparable), when best_dir's complete checkpoint of the step has the model
- * file header (config, payload CRC) of the one resumed. Then only best.txt is rewritten: saving the checkpoint
- * again would first delete it. */
+ * file header (config, payload CRC) of the one resumed, and it verifies in full (a corrupt one is said, "resume:
+ * skipping best checkpoint ...", and written again from the weights in memory). Then only best.txt is rewritten:
+ * saving the checkpoint again would first delete it. Reads every byte of best_dir's checkpoint: rank 0's call. */
 static inline int train_best_saved(const char* best_dir, const char* output_dir, int step, int start_step) {
     if (step != start_step || step == 0) return 0;
     char err[4600];
     int32_t h[HEADER_WORDS], best_h[HEADER_WORDS];
-    return checkpoint_verify_(output_dir, step, 0, h, err, sizeof(err)) == 0 && checkpoint_verify_(best_dir, step, 0, best_h, err, sizeof(err)) == 0 &&
-           memcmp(h, best_h, sizeof(h)) == 0;
+    if (checkpoint_verify_(output_dir, step, 0, h, err, sizeof(err)) != 0 || checkpoint_verify_(best_dir, step, 0, best_h, err, sizeof(err)) != 0 ||
+        memcmp(h, best_h, sizeof(h)) != 0)
+        return 0;
+    if (checkpoint_verify_(best_dir, step, 1, best_h, err, sizeof(err)) != 0) {
+        printf("resume: skipping best checkpoint of step %d: %s: writing it again from the weights in memory\n", step, err);
+        return 0;
+    }
+    return 1;
 }
 
 /* What a step line tells: the step that completed `step` steps, its mean loss, learning rate, gradient

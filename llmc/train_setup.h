@@ -428,6 +428,15 @@ static inline int train_resume_find(const TrainArgs* args, char* why, size_t cap
     return -1;
 }
 
+/* After a resume from checkpoint `step` of --output-dir (found, verified and read): retention as a save of that
+ * step applies it (checkpoint_retain: --keep-last, --keep-every; newer checkpoints, skipped as invalid, are kept).
+ * A run killed between a checkpoint's marker and its retention left more checkpoints than it keeps; a resumed run
+ * that saves nothing more (nothing left to train, a stop before its next save) would leave them for good. Called
+ * by the writer of the markers (rank 0) once the resume has succeeded, so a resume that fails deletes nothing. */
+static inline void train_resume_retain(const TrainArgs* args, int step) {
+    checkpoint_retain(args->output_dir, step, args->keep_last, args->keep_every, stdout);
+}
+
 /* Exits unless the model config in a checkpoint's model file (its header only) is this run's. */
 static inline void train_resume_check_model(const TrainArgs* args, const char* model_path, const GPTConfig* config, size_t num_params) {
     GPTConfig saved;
