@@ -88,7 +88,8 @@ __global__ void fused_classifier_kernel(floatX* logits, float* losses, const int
     __syncthreads();
     int target = targets[blockIdx.x];
     float lse2 = row_lse;
-    if (threadIdx.x == 0) losses[blockIdx.x] = lse2 / LOG2E - (float)x[target];
+    /* the target's logit scaled as in the sums: when it is the row's max, the loss is log2(sum)/log2e >= 0 exactly */
+    if (threadIdx.x == 0) losses[blockIdx.x] = (lse2 - (float)x[target] * LOG2E) / LOG2E;
     __syncthreads(); /* x[target] is read before the gradient overwrites it */
     if (dloss == 0.0f) return;
     for (int j0 = threadIdx.x * PACKX; j0 < Vp; j0 += stride) {

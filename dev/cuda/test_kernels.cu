@@ -414,6 +414,34 @@ int main(void) {
         }
     }
 
+    /* a row whose target holds the max by far: its loss is log(1 + ~e^-40), not below 0 (the base-2 sums must scale
+     * the target's logit as they scale the max); targets over [-30, 30] in steps that are no powers of two */
+    {
+        const int rows = 64, v = 13, vp = 16;
+        float* host = (float*)malloc_check((size_t)rows * vp * sizeof(float));
+        int targets[rows], *targets_d, negative = 0;
+        for (int i = 0; i < rows; i++) {
+            targets[i] = i % v;
+            for (int j = 0; j < vp; j++) host[(size_t)i * vp + j] = j == targets[i] ? -30.0f + 0.937f * (float)i : -100.0f;
+        }
+        float *logits_d, *losses_d, losses[rows];
+        cudaCheck(cudaMalloc(&logits_d, (size_t)rows * vp * sizeof(float)));
+        cudaCheck(cudaMalloc(&losses_d, rows * sizeof(float)));
+        cudaCheck(cudaMalloc(&targets_d, rows * sizeof(int)));
+        cudaCheck(cudaMemcpy(logits_d, host, (size_t)rows * vp * sizeof(float), cudaMemcpyHostToDevice));
+        cudaCheck(cudaMemcpy(targets_d, targets, rows * sizeof(int), cudaMemcpyHostToDevice));
+        fused_classifier(logits_d, losses_d, targets_d, 0.0f, rows, v, vp, s);
+        cudaCheck(cudaMemcpy(losses, losses_d, rows * sizeof(float), cudaMemcpyDeviceToHost));
+        for (int i = 0; i < rows; i++) negative += losses[i] < 0.0f;
+        printf("%s  fused_classifier: a target far above the rest has loss >= 0 (%d of %d rows below 0)\n", negative ? "FAIL" : "ok  ",
+               negative, rows);
+        count(negative == 0);
+        free(host);
+        cudaCheck(cudaFree(logits_d));
+        cudaCheck(cudaFree(losses_d));
+        cudaCheck(cudaFree(targets_d));
+    }
+
     /* global norm and AdamW on a length that is no multiple of anything */
     {
         size_t n = 300007;
