@@ -3,7 +3,8 @@
 #     train_gpt_sim, test_gpt_sim (bf16)   train_gpt_sim_fp32, test_gpt_sim_fp32 (PRECISION=FP32)
 #     make test-gpt-sim-fp32 / test-gpt-sim   test_gpt on every reference state (+ recompute 1, 2 runs)
 #     make test-trainer-gpu-sim               20 steps vs train_gpt_cpu, exact resume, determinism, bad input
-#     make sim-test-kernels                   every kernel vs llmc/cpu_ops.h (ASan + UBSan build)
+#     make sim-test-kernels                   every kernel vs llmc/cpu_ops.h (ASan + UBSan build), fp32
+#     make sim-test-kernels-bf16              the same test in bf16 (floatX = bf16, 16-byte packs of 8)
 #     make sim-test-benchmarks                the GPU benchmarks (kernels, flash attention) at a small shape, ASan build:
 #                                             every call inside its buffers before a GPU session runs them
 #     make test-nvcc-gpu                      nvcc builds train_gpt and test_gpt for sm_80 and sm_90, no warnings
@@ -39,8 +40,11 @@ test_gpt_sim_fp32: test_gpt.cu train_gpt.cu $(GPU_HEADERS)
 build/gpu/test_kernels: dev/cuda/test_kernels.cu $(GPU_HEADERS)
 	@mkdir -p build/gpu
 	$(CXX) $(SIM_CXXFLAGS) -DPRECISION_FP32 -x c++ $< -x none $(SIM_LDLIBS) -o $@
+build/gpu/test_kernels_bf16: dev/cuda/test_kernels.cu $(GPU_HEADERS)
+	@mkdir -p build/gpu
+	$(CXX) $(SIM_CXXFLAGS) -x c++ $< -x none $(SIM_LDLIBS) -o $@
 
-ALL_TARGETS += train_gpt_sim train_gpt_sim_fp32 test_gpt_sim test_gpt_sim_fp32 build/gpu/test_kernels
+ALL_TARGETS += train_gpt_sim train_gpt_sim_fp32 test_gpt_sim test_gpt_sim_fp32 build/gpu/test_kernels build/gpu/test_kernels_bf16
 
 # nvcc builds, explicit only (this machine may have no nvcc or no GPU). Flags go to gpu_build.sh as
 # separate, unquoted words so that the shell parses quoted defines (-DGIT_REVISION='"..."') once.
@@ -64,6 +68,8 @@ test-trainer-gpu-sim: train_gpt_sim train_gpt_sim_fp32 train_gpt_cpu
 	@bash dev/cuda/test_trainer_gpu.sh
 sim-test-kernels: build/gpu/test_kernels
 	$(SIM_RUN_ENV) ./build/gpu/test_kernels
+sim-test-kernels-bf16: build/gpu/test_kernels_bf16
+	$(SIM_RUN_ENV) ./build/gpu/test_kernels_bf16
 # compile-only, both precisions, sm_80 and sm_90, warnings as errors (the CI machine has nvcc, no GPU)
 test-nvcc-gpu:
 	@bash dev/cuda/test_nvcc_gpu.sh "$(NVCC)" "$(NVCC_TEST_FLAGS)"
@@ -93,7 +99,7 @@ gpucheck:
 	@NVCC="$(NVCC)" PYTHON="$(PYTHON)" MPICXX="$(MPICXX)" bash scripts/gpucheck.sh
 
 ALL_TARGETS += build/cudasim/bench_kernels build/cudasim/bench_flash_attention
-SIM_TEST_TARGETS += test-gpt-sim-fp32 test-gpt-sim test-trainer-gpu-sim sim-test-kernels sim-test-benchmarks
-TEST_TARGETS += test-gpt-sim-fp32 test-gpt-sim test-trainer-gpu-sim sim-test-kernels sim-test-benchmarks test-nvcc-gpu test-nvcc-cuda12
+SIM_TEST_TARGETS += test-gpt-sim-fp32 test-gpt-sim test-trainer-gpu-sim sim-test-kernels sim-test-kernels-bf16 sim-test-benchmarks
+TEST_TARGETS += test-gpt-sim-fp32 test-gpt-sim test-trainer-gpu-sim sim-test-kernels sim-test-kernels-bf16 sim-test-benchmarks test-nvcc-gpu test-nvcc-cuda12
 
-.PHONY: test-gpt-sim-fp32 test-gpt-sim test-trainer-gpu-sim sim-test-kernels sim-test-benchmarks test-nvcc-gpu cuda12-wheels test-nvcc-cuda12 sass-stats bench-kernels gpucheck
+.PHONY: test-gpt-sim-fp32 test-gpt-sim test-trainer-gpu-sim sim-test-kernels sim-test-kernels-bf16 sim-test-benchmarks test-nvcc-gpu cuda12-wheels test-nvcc-cuda12 sass-stats bench-kernels gpucheck

@@ -1,15 +1,29 @@
 /*
  * dev/cuda/test_kernels.cu — every kernel of the GPU trainer against its CPU reference in llmc/cpu_ops.h,
- * run in the CUDA simulator (ASan + UBSan build, fp32: -DPRECISION_FP32), on shapes that are not multiples
- * of any block size (B=3, T=13, C=40 with 5 heads of 8, V=77 padded to 128, and 36/100-wide matmuls
- * where the GELU epilogues cannot fuse). Each check prints what it compared and the relative L2 error
- * ||gpu - cpu|| / ||cpu||, bound 1e-5 (fp32 against fp32, different summation orders); the CPU ops'
- * backward functions accumulate, so they start from the same nonzero gradients as the GPU ones.
+ * run in the CUDA simulator (ASan + UBSan build), in either precision: fp32 (-DPRECISION_FP32,
+ * build/gpu/test_kernels) or bf16 (the default, build/gpu/test_kernels_bf16: floatX = bf16, PACKX = 8), on shapes
+ * that are not multiples of any block size (B=3, T=13, C=40 with 5 heads of 8, V=77 padded to 128, and 36/100-wide
+ * matmuls where the GELU epilogues cannot fuse). Each array has its kernel's element type on the device (floatX for
+ * activations, parameters and gradients; fp32 for layernorm's mean/rstd, the losses, AdamW's m, v and master
+ * weights, the scratch); the host keeps fp32 copies rounded to that type, so the CPU reference computes from exactly
+ * the values the GPU reads. Each check prints what it compared and the relative L2 error ||gpu - cpu|| / ||cpu||,
+ * where cpu is the reference rounded (to nearest) to the output's type: the host mirrors every rounding the kernels
+ * make to a stored value (e.g. the GELU kernel's input, pre, read back in bf16; the fused epilogue's gelu of the
+ * unrounded fp32 value), and after a check the host array holds the rounded values the device keeps.
+ * Bounds (see BOUND_* below): fp32 against fp32 (different summation orders) 1e-5, in both builds; bf16 outputs
+ * 1e-3 (only 1-ulp disagreements where two fp32 values that differ by summation order straddle a rounding
+ * boundary; one unmirrored rounding or a wrong rounding mode gives ~2e-3 and more), flash attention's bf16 path
+ * 1e-2 (its probabilities are rounded to bf16 inside the kernel: rounding the host cannot mirror).
+ * The CPU ops' backward functions accumulate, so they start from the same nonzero gradients as the GPU ones.
  * The vectorised kernels (16-byte packs, llmc/cuda_utils.cuh) are also run on a layernorm row wider than
- * the lanes' register cache, the encoder and layernorm at C = 42 (no multiple of PACKX: packs of 1 element), and AdamW, the global norm and GELU on arrays that start at unaligned offsets
- * (a scalar head) or at offsets that disagree (all scalar), and the column sums over more row chunks than a
- * grid's y dimension takes. Child processes check that a misaligned pack
- * access stops the simulator the way a GPU faults, and that the host wrappers reject a bad layout.
+ * the lanes' register cache, the encoder and layernorm at C = 42 (no multiple of PACKX: packs of 1 element), and
+ * AdamW, the global norm and GELU on arrays that start at unaligned offsets (a scalar head) or at offsets that
+ * disagree (all scalar), and the column sums over more row chunks than a grid's y dimension takes. AdamW with fp32
+ * master weights and params_from_master are checked bit for bit against the stochastic rounding their comment
+ * specifies (hash_u32 of the element's index; in fp32 an exact copy), and without master weights each bf16 parameter
+ * must be one of the two bf16 neighbours of the reference, rounded up or down without bias. Child processes check
+ * that a misaligned pack access stops the simulator the way a GPU faults, and that the host wrappers reject a bad
+ * layout (misaligned by one element of floatX).
  * Ends with "N passed, M failed".
  */
 #include "llmc/cuda_utils.cuh"
@@ -23,13 +37,25 @@
 #include "llmc/adamw.cuh"
 #include "llmc/cpu_ops.h"
 
-#if !defined(PRECISION_FP32)
-#error "dev/cuda/test_kernels.cu compares fp32 kernels: build with -DPRECISION_FP32"
-#endif
-
 #include "dev/run_child.h"
 
-#define BOUND 1e-5
+/* Bounds on the relative L2 error against the reference rounded to the output's type.
+ * BOUND_F: fp32 outputs computed in fp32 from the same inputs as the reference (only the summation order differs).
+ * BOUND_X: floatX outputs. bf16: the reference mirrors each rounding, so the two differ by one ulp (2^-8..2^-7
+ *   relative) only where the GPU's and the CPU's fp32 values (which differ by ~1e-7..1e-6 relative) fall on either
+ *   side of a rounding boundary: a fraction ~1e-4 of the elements, rel L2 ~1e-4. A rounding the reference does not
+ *   make (a value rounded twice, a wrong rounding mode, an input read at the wrong bf16 index) gives ~2^-9 ≈ 2e-3 or
+ *   more: 1e-3 separates them.
+ * BOUND_ATT: flash attention. bf16: 1e-2 (the issue's bound for its bf16 path), which rounds P to bf16 for the PV
+ *   product and reads out in bf16 for D = rowsum(dout∘out), roundings the CPU reference (fp32 probabilities) has not. */
+#define BOUND_F 1e-5
+#if defined(PRECISION_FP32)
+#define BOUND_X 1e-5
+#define BOUND_ATT 1e-5
+#else
+#define BOUND_X 1e-3
+#define BOUND_ATT 1e-2
+#endif
 static int passed = 0, failed = 0;
 
 static void count(int ok) {
@@ -48,22 +74,24 @@ static void check_fails(const char* what, void (*f)(void*), const char* expect) 
     count(ok);
 }
 
-/* a GELU launch whose split claims 16-byte packs from an array 4 bytes past an aligned one */
+/* a GELU launch whose split claims 16-byte packs from an array one element (2 or 4 bytes) past an aligned one */
 static void launch_misaligned_gelu(void*) {
-    float* x;
-    cudaCheck(cudaMalloc(&x, 64 * sizeof(float)));
+    floatX* x;
+    cudaCheck(cudaMalloc(&x, 64 * sizeof(floatX)));
     VectorSplit split = {0, 8, PACKX, 8};
     launch_kernel(gelu_forward_kernel, dim3(1), dim3(32), 0, (cudaStream_t)0, x, x + 1, split);
     cudaCheck(cudaDeviceSynchronize());
 }
 
-/* a classifier on logits that start 4 bytes past an aligned address */
+/* a classifier on logits that start one element past an aligned address */
 static void classifier_misaligned(void*) {
-    float* x;
+    floatX* x;
+    float* losses;
     int* targets;
-    cudaCheck(cudaMalloc(&x, 256 * sizeof(float)));
+    cudaCheck(cudaMalloc(&x, 256 * sizeof(floatX)));
+    cudaCheck(cudaMalloc(&losses, sizeof(float)));
     cudaCheck(cudaMalloc(&targets, sizeof(int)));
-    fused_classifier(x + 1, x + 200, targets, 0.0f, 1, 77, 128, (cudaStream_t)0);
+    fused_classifier(x + 1, losses, targets, 0.0f, 1, 77, 128, (cudaStream_t)0);
 }
 
 static double rel_l2(const float* a, const float* b, size_t n) {
@@ -77,12 +105,33 @@ static double rel_l2(const float* a, const float* b, size_t n) {
     return ref > 0.0 ? sqrt(diff / ref) : sqrt(diff);
 }
 
-/* compares n device floats with the host reference */
-static void check(const char* what, const float* dev, const float* ref, size_t n) {
+/* h[i] = h[i] rounded to T (to nearest; nothing for float) */
+template <typename T>
+static void round_to(float* h, size_t n) {
+    for (size_t i = 0; i < n; i++) h[i] = (float)(T)h[i];
+}
+
+/* n device values of type T, as floats */
+template <typename T>
+static float* download(const T* dev, size_t n) {
+    T* raw = (T*)malloc_check(n * sizeof(T));
     float* host = (float*)malloc_check(n * sizeof(float));
-    cudaCheck(cudaMemcpy(host, dev, n * sizeof(float), cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(raw, dev, n * sizeof(T), cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < n; i++) host[i] = (float)raw[i];
+    free(raw);
+    return host;
+}
+
+/* compares n device values of type T with the host reference, which is first rounded to T in place (so it then
+ * holds what the device stores, for the references computed from it); bound: BOUND_F for fp32 outputs, BOUND_X for
+ * floatX ones unless given */
+template <typename T>
+static void check(const char* what, const T* dev, float* ref, size_t n, double bound = -1.0) {
+    if (bound < 0.0) bound = sizeof(T) == sizeof(float) ? BOUND_F : BOUND_X;
+    round_to<T>(ref, n);
+    float* host = download(dev, n);
     double err = rel_l2(host, ref, n);
-    int ok = err <= BOUND;
+    int ok = err <= bound;
     printf("%s  %-62s rel L2 %.2e\n", ok ? "ok  " : "FAIL", what, err);
     count(ok);
     free(host);
@@ -96,22 +145,51 @@ static float rand_uniform(float scale) {
     return scale * (float)((rng_state >> 40) / 8388608.0 - 1.0);
 }
 
-/* a host array of n random values in [-scale, scale) and its device copy */
-typedef struct {
+/* n values on the host (rounded to T) and their device copy of type T */
+template <typename T>
+struct BufT {
     float* h;
-    float* d;
+    T* d;
     size_t n;
-} Buf;
-static Buf buf_random(size_t n, float scale) {
-    Buf b = {(float*)malloc_check(n * sizeof(float)), NULL, n};
+};
+typedef BufT<floatX> Buf; /* activations, parameters, gradients */
+typedef BufT<float> BufF; /* the kernels' fp32 arrays */
+
+/* rounds b.h to T and copies it to the device */
+template <typename T>
+static void upload(BufT<T>& b) {
+    round_to<T>(b.h, b.n);
+    T* raw = (T*)malloc_check(b.n * sizeof(T));
+    for (size_t i = 0; i < b.n; i++) raw[i] = (T)b.h[i];
+    cudaCheck(cudaMemcpy(b.d, raw, b.n * sizeof(T), cudaMemcpyHostToDevice));
+    free(raw);
+}
+/* a host array of n random values in [-scale, scale), rounded to T, and its device copy */
+template <typename T>
+static BufT<T> buf_random_t(size_t n, float scale) {
+    BufT<T> b = {(float*)malloc_check(n * sizeof(float)), NULL, n};
     for (size_t i = 0; i < n; i++) b.h[i] = rand_uniform(scale);
-    cudaCheck(cudaMalloc(&b.d, n * sizeof(float)));
-    cudaCheck(cudaMemcpy(b.d, b.h, n * sizeof(float), cudaMemcpyHostToDevice));
+    cudaCheck(cudaMalloc(&b.d, n * sizeof(T)));
+    upload(b);
     return b;
 }
-static void buf_free(Buf* b) {
-    free(b->h);
-    cudaCheck(cudaFree(b->d));
+static Buf buf_random(size_t n, float scale) { return buf_random_t<floatX>(n, scale); }
+static BufF buf_random_f(size_t n, float scale) { return buf_random_t<float>(n, scale); }
+template <typename T>
+static void buf_free(BufT<T>& b) {
+    free(b.h);
+    cudaCheck(cudaFree(b.d));
+}
+template <typename... B>
+static void free_all(B&... b) {
+    (buf_free(b), ...);
+}
+/* a floatX device copy of n host floats, which are first rounded to floatX (as the device holds them) */
+static floatX* to_device(float* h, size_t n) {
+    BufT<floatX> b = {h, NULL, n};
+    cudaCheck(cudaMalloc(&b.d, n * sizeof(floatX)));
+    upload(b);
+    return b.d;
 }
 
 /* encoder_forward and encoder_backward (accumulating into random gradients) on B x T inputs against
@@ -126,7 +204,7 @@ static void check_encoder(int B, int T, int C, int V, const int* inputs, const c
     encoder_forward(out.d, inp_d, wte.d, wpe.d, B, T, C, s);
     encoder_forward(out.h, inputs, wte.h, wpe.h, B, T, C);
     snprintf(what, sizeof(what), "encoder_forward (B=%d T=%d C=%d)", B, T, C);
-    check(what, out.d, out.h, out.n);
+    check(what, out.d, out.h, out.n); /* out.h now as stored: the backward's dout */
     int* plan = (int*)malloc_check(encoder_plan_max_ints(BT) * sizeof(int));
     int* counts = (int*)malloc_check((V + 1) * sizeof(int));
     int* plan_d;
@@ -145,21 +223,20 @@ static void check_encoder(int B, int T, int C, int V, const int* inputs, const c
     cudaCheck(cudaFree(plan_d));
     cudaCheck(cudaFree(partials));
     cudaCheck(cudaFree(inp_d));
-    buf_free(&wte);
-    buf_free(&wpe);
-    buf_free(&out);
+    free_all(wte, wpe, out);
 }
 
 /* residual_layernorm_forward (with and without the residual) and layernorm_backward on rows x C against
  * llmc/cpu_ops.h; scratch: layernorm_scratch_floats(rows, C) floats at least */
 static void check_layernorm(int rows, int C, const char* note, float* scratch, cudaStream_t s) {
     size_t n = (size_t)rows * C;
-    Buf a = buf_random(n, 1.0f), b = buf_random(n, 1.0f), w = buf_random(C, 1.0f), bias = buf_random(C, 1.0f),
-        res = buf_random(n, 1.0f), out = buf_random(n, 1.0f), mean = buf_random(rows, 1.0f), rstd = buf_random(rows, 1.0f),
-        dout = buf_random(n, 1.0f);
+    Buf a = buf_random(n, 1.0f), b = buf_random(n, 1.0f), w = buf_random(C, 1.0f), bias = buf_random(C, 1.0f), res = buf_random(n, 1.0f),
+        out = buf_random(n, 1.0f), dout = buf_random(n, 1.0f);
+    BufF mean = buf_random_f(rows, 1.0f), rstd = buf_random_f(rows, 1.0f);
     char what[128];
     residual_layernorm_forward(res.d, out.d, mean.d, rstd.d, a.d, b.d, w.d, bias.d, rows, C, s);
     residual_forward(res.h, a.h, b.h, res.n);
+    round_to<floatX>(res.h, res.n); /* the statistics are taken of x as stored */
     layernorm_forward(out.h, mean.h, rstd.h, res.h, w.h, bias.h, rows, C);
     snprintf(what, sizeof(what), "residual_layernorm_forward out (%d rows, C=%d%s)", rows, C, note);
     check(what, out.d, out.h, out.n);
@@ -167,7 +244,7 @@ static void check_layernorm(int rows, int C, const char* note, float* scratch, c
     check("  mean", mean.d, mean.h, mean.n);
     check("  rstd", rstd.d, rstd.h, rstd.n);
     /* the backward with its column sums kept by the kernel (with and without the sum of dinp, dres: its own column
-     * sum on the CPU), and by the separate column-sum kernels (the same sums in another order) */
+     * sum on the CPU, of dinp as stored), and by the separate column-sum kernels (the same sums in another order) */
     for (int variant = 0; variant < 3; variant++) {
         Buf dinp = buf_random(n, 1.0f), dw = buf_random(C, 1.0f), db = buf_random(C, 1.0f), dres = buf_random(C, 1.0f);
         int fused = variant < 2, with_dres = variant != 1;
@@ -176,7 +253,7 @@ static void check_layernorm(int rows, int C, const char* note, float* scratch, c
         layernorm_backward(dinp.h, dw.h, db.h, dout.h, res.h, w.h, mean.h, rstd.h, rows, C);
         snprintf(what, sizeof(what), "  layernorm_backward dinp (accumulating; column sums %s%s)", fused ? "fused" : "apart",
                  with_dres ? ", with Σ dinp" : "");
-        check(what, dinp.d, dinp.h, dinp.n);
+        check(what, dinp.d, dinp.h, dinp.n); /* dinp.h now rounded as stored */
         check("  layernorm_backward dweight", dw.d, dw.h, dw.n);
         check("  layernorm_backward dbias", db.d, db.h, db.n);
         if (with_dres) {
@@ -184,19 +261,131 @@ static void check_layernorm(int rows, int C, const char* note, float* scratch, c
                 for (int c = 0; c < C; c++) dres.h[c] += dinp.h[(size_t)r * C + c];
             check("  layernorm_backward Σ dinp (the bias gradient below)", dres.d, dres.h, dres.n);
         }
-        Buf* grads[] = {&dinp, &dw, &db, &dres};
-        for (Buf* x : grads) buf_free(x);
+        free_all(dinp, dw, db, dres);
     }
     residual_layernorm_forward(NULL, out.d, mean.d, rstd.d, a.d, NULL, w.d, bias.d, rows, C, s);
     layernorm_forward(out.h, mean.h, rstd.h, a.h, w.h, bias.h, rows, C);
     check("  residual_layernorm_forward without residual", out.d, out.h, out.n);
-    Buf* all[] = {&a, &b, &w, &bias, &res, &out, &mean, &rstd, &dout};
-    for (Buf* x : all) buf_free(x);
+    free_all(a, b, w, bias, res, out, dout, mean, rstd);
+}
+
+/* the parameter store_stochastic (llmc/cuda_utils.cuh) makes of x with the random bits r: in bf16, x plus 16 random
+ * bits below the kept mantissa, truncated (infinities and NaN to nearest); in fp32, x */
+static float stochastic_rounding(float x, uint32_t r) {
+#if defined(PRECISION_FP32)
+    (void)r;
+    return x;
+#else
+    uint32_t bits;
+    memcpy(&bits, &x, 4);
+    if ((bits & 0x7f800000u) == 0x7f800000u) return (float)(floatX)x;
+    bits = (bits + (r & 0xffffu)) & 0xffff0000u;
+    float y;
+    memcpy(&y, &bits, 4);
+    return y;
+#endif
+}
+
+/* params (n floatX on the device) against the stochastic rounding of master (n floats on the device) with the bits
+ * hash_u32(index_base + i, seed): bit for bit */
+static void check_stochastic_rounding(const char* what, const floatX* params_d, const float* master_d, size_t n, size_t index_base,
+                                      uint32_t seed) {
+    float *params = download(params_d, n), *master = download(master_d, n);
+    size_t wrong = 0, first = n;
+    for (size_t i = 0; i < n; i++) {
+        float expect = stochastic_rounding(master[i], hash_u32((uint32_t)(index_base + i), seed));
+        if (memcmp(&expect, &params[i], 4) != 0 && wrong++ == 0) first = i;
+    }
+    printf("%s  %-62s %zu of %zu differ", wrong ? "FAIL" : "ok  ", what, wrong, n);
+    if (wrong) printf(" (first at %zu: %.9g, expected %.9g)", first, params[first],
+                      stochastic_rounding(master[first], hash_u32((uint32_t)(index_base + first), seed)));
+    printf("\n");
+    count(wrong == 0);
+    free(params);
+    free(master);
+}
+
+/* AdamW's parameters without master weights (n floatX on the device) against the CPU's fp32 update ref. fp32: a
+ * check at BOUND_X. bf16 (stochastic rounding of a value the host computes in another order): each parameter must be
+ * one of the two bf16 values around ref (ref widened by 1e-6 relative for the order), and unbiased: the mean of
+ * (|param| - |ref|) / (the bf16 step there) within 4 standard deviations (at most 0.5 / sqrt(n) each) of 0 —
+ * truncation gives -0.5, rounding up +0.5, rounding to nearest and stochastic rounding 0 */
+static void check_params_rounded(const char* what, const floatX* params_d, float* ref, size_t n) {
+#if defined(PRECISION_FP32)
+    check(what, params_d, ref, n);
+#else
+    float* params = download(params_d, n);
+    size_t outside = 0;
+    double bias = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        float r = fabsf(ref[i]), p = params[i];
+        uint32_t pb, t;
+        float ap = fabsf(p);
+        memcpy(&pb, &ap, 4);
+        int same_sign = p == 0.0f || (p > 0.0f) == (ref[i] > 0.0f);
+        int near = 0;
+        for (float m : {r * (1.0f - 1e-6f), r, r * (1.0f + 1e-6f)}) {
+            memcpy(&t, &m, 4);
+            t &= 0xffff0000u; /* |ref| truncated to bf16; the next bf16 up is t + 0x10000 */
+            near |= pb == t || pb == t + 0x10000u;
+        }
+        if (!(same_sign && near)) outside++;
+        memcpy(&t, &r, 4);
+        t &= 0xffff0000u;
+        float lo, hi;
+        uint32_t t1 = t + 0x10000u;
+        memcpy(&lo, &t, 4);
+        memcpy(&hi, &t1, 4);
+        bias += (ap - r) / (hi - lo);
+    }
+    bias /= (double)n;
+    double limit = 4.0 * 0.5 / sqrt((double)n);
+    int ok = outside == 0 && fabs(bias) <= limit;
+    printf("%s  %-62s %zu not a neighbour, bias %+.4f ulp (<= %.4f)\n", ok ? "ok  " : "FAIL", what, outside, bias, limit);
+    count(ok);
+    free(params);
+#endif
+}
+
+/* AdamW on n elements at element offsets off (params, grads, v, master) and off_m (m) of arrays of n + 8, without and
+ * with fp32 master weights (index_base: the tensor's place in the parameter vector), then params_from_master */
+static void check_adamw(size_t n, size_t off, size_t off_m, size_t index_base, const char* note, cudaStream_t s) {
+    char what[160];
+    const float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, wd = 0.1f, grad_scale = 0.7f;
+    const int t = 3;
+    const uint64_t seed = 42;
+    for (int with_master = 0; with_master <= 1; with_master++) {
+        Buf g = buf_random(n + 8, 1.0f), p = buf_random(n + 8, 1.0f);
+        BufF m = buf_random_f(n + 8, 0.1f), v = buf_random_f(n + 8, 0.1f), master = buf_random_f(n + 8, 1.0f);
+        for (size_t i = 0; i < v.n; i++) v.h[i] = fabsf(v.h[i]);
+        upload(v);
+        float* ref = with_master ? master.h : p.h; /* the fp32 values the update starts from */
+        adamw_update(p.d + off, with_master ? master.d + off : NULL, g.d + off, m.d + off_m, v.d + off, n, index_base, lr, beta1, beta2,
+                     eps, wd, grad_scale, t, seed, s);
+        adamw_update(ref + off, g.h + off, m.h + off_m, v.h + off, n, lr, beta1, beta2, eps, wd, grad_scale, t);
+        if (with_master) {
+            snprintf(what, sizeof(what), "adamw master weights (%s)", note);
+            check(what, master.d, master.h, master.n);
+            check_stochastic_rounding("  adamw params: stochastic rounding of the master weights", p.d + off, master.d + off, n, index_base,
+                                      adamw_seed(seed, t));
+        } else {
+            snprintf(what, sizeof(what), "adamw params (%s)", note);
+            check_params_rounded(what, p.d, p.h, p.n);
+        }
+        check("  m", m.d, m.h, m.n);
+        check("  v", v.d, v.h, v.n);
+        if (with_master) {
+            params_from_master(p.d + off, master.d + off, n, index_base, 0, seed, s);
+            check_stochastic_rounding("params_from_master (t=0)", p.d + off, master.d + off, n, index_base, adamw_seed(seed, 0));
+        }
+        free_all(g, p, m, v, master);
+    }
 }
 
 int main(void) {
     const int B = 3, T = 13, C = 40, NH = 5, V = 77, Vp = 128, BT = B * T;
     cudaStream_t s = 0;
+    printf("kernels in %s (PACKX = %d)\n", FLOATX_NAME, (int)PACKX);
     check_fails("a misaligned 16-byte load faults (simulator check)", launch_misaligned_gelu, "misaligned 16-byte load of inp + i");
     check_fails("fused_classifier rejects unaligned logits", classifier_misaligned, "error: logits = ");
     BlasContext blas;
@@ -227,22 +416,25 @@ int main(void) {
         check_layernorm(rows, 3 * PACKX, ": 2 x 128 + 1 column-sum chunks", big, s);
         cudaCheck(cudaFree(big));
     }
-    { /* more row chunks than a grid's y dimension takes (65535; B·T above 4.2M tokens): ones, so the sums are exact */
+    { /* more row chunks than a grid's y dimension takes (65535; B·T above 4.2M tokens): ones, so the sums are exact,
+       * added to -2^22 so that the result (rows - 2^22 = -63) is exact in bf16 too and one row more or less shows */
         int rows = 65535 * COLSUM_CHUNK + 1;
         size_t n = (size_t)rows * PACKX;
-        float *ones = (float*)malloc_check(n * sizeof(float)), sums[PACKX], *ones_d, *sums_d, *big;
-        for (size_t i = 0; i < n; i++) ones[i] = 1.0f;
-        cudaCheck(cudaMalloc(&ones_d, n * sizeof(float)));
-        cudaCheck(cudaMalloc(&sums_d, PACKX * sizeof(float)));
+        floatX *ones = (floatX*)malloc_check(n * sizeof(floatX)), sums[PACKX], *ones_d, *sums_d;
+        float* big;
+        for (size_t i = 0; i < n; i++) ones[i] = (floatX)1.0f;
+        for (int c = 0; c < PACKX; c++) sums[c] = (floatX)-0x1p22f;
+        cudaCheck(cudaMalloc(&ones_d, n * sizeof(floatX)));
+        cudaCheck(cudaMalloc(&sums_d, PACKX * sizeof(floatX)));
         cudaCheck(cudaMalloc(&big, colsum_scratch_floats(rows, PACKX) * sizeof(float)));
-        cudaCheck(cudaMemcpy(ones_d, ones, n * sizeof(float), cudaMemcpyHostToDevice));
-        cudaCheck(cudaMemset(sums_d, 0, PACKX * sizeof(float)));
+        cudaCheck(cudaMemcpy(ones_d, ones, n * sizeof(floatX), cudaMemcpyHostToDevice));
+        cudaCheck(cudaMemcpy(sums_d, sums, PACKX * sizeof(floatX), cudaMemcpyHostToDevice));
         column_sums(sums_d, NULL, big, ones_d, NULL, NULL, NULL, rows, PACKX, s);
-        cudaCheck(cudaMemcpy(sums, sums_d, PACKX * sizeof(float), cudaMemcpyDeviceToHost));
+        cudaCheck(cudaMemcpy(sums, sums_d, PACKX * sizeof(floatX), cudaMemcpyDeviceToHost));
         int ok = 1;
-        for (int c = 0; c < PACKX; c++) ok &= sums[c] == (float)rows;
-        printf("%s  column_sums over %d rows (%d chunks, past gridDim.y's 65535): %.0f, expected %d\n", ok ? "ok  " : "FAIL", rows,
-               (int)ceil_div(rows, COLSUM_CHUNK), sums[0], rows);
+        for (int c = 0; c < PACKX; c++) ok &= (float)sums[c] == (float)rows - 0x1p22f;
+        printf("%s  column_sums over %d rows (%d chunks, past gridDim.y's 65535): -2^22 + %.0f, expected %d\n", ok ? "ok  " : "FAIL", rows,
+               (int)ceil_div(rows, COLSUM_CHUNK), (float)sums[0] + 0x1p22f, rows);
         count(ok);
         free(ones);
         cudaCheck(cudaFree(ones_d));
@@ -250,23 +442,32 @@ int main(void) {
         cudaCheck(cudaFree(big));
     }
 
-    /* matmuls: plain + bias, GELU fused (OC % 8 == 0) and not (OC = 100), and with a bias 4 bytes past an aligned
-     * address (as a layer's slice of a stacked bias at C = 45: no bias epilogue, add_bias_kernel), and their backwards */
+    /* matmuls: plain + bias, GELU fused (OC % 8 == 0) and not (OC = 100), and with a bias one element past an aligned
+     * address (as a layer's slice of a stacked bias at C = 45: no bias epilogue, add_bias_kernel), and their backwards.
+     * The reference rounds where the GPU stores: pre before the GELU kernel reads it (the epilogue takes the gelu of the
+     * unrounded value), the product before add_bias_kernel adds the bias */
     for (int variant = 0; variant < 4; variant++) {
         int Cin = variant == 2 ? 36 : variant == 3 ? 45 : C, OC = variant == 0 ? 3 * C : variant == 1 ? 4 * C : variant == 2 ? 100 : 135;
-        int gelu = variant > 0, skew = variant == 3;
+        int gelu = variant > 0, skew = variant == 3, epilogue = gelu && matmul_gelu_fusable(OC) && !skew;
         char what[128];
         Buf inp = buf_random((size_t)BT * Cin, 1.0f), w = buf_random((size_t)OC * Cin, 0.5f), bias = buf_random(OC + skew, 1.0f),
             out = buf_random((size_t)BT * OC, 1.0f), pre = buf_random((size_t)BT * OC, 1.0f), dout = buf_random((size_t)BT * OC, 1.0f),
             dinp = buf_random((size_t)BT * Cin, 1.0f), dw = buf_random((size_t)OC * Cin, 1.0f), db = buf_random(OC, 1.0f);
         matmul_forward(&blas, out.d, gelu ? pre.d : NULL, inp.d, w.d, bias.d + skew, BT, Cin, OC);
-        matmul_forward(gelu ? pre.h : out.h, inp.h, w.h, bias.h + skew, BT, Cin, OC);
-        if (gelu) gelu_forward(out.h, pre.h, out.n);
+        float* d_ref = gelu ? pre.h : out.h;
+        matmul_forward(d_ref, inp.h, w.h, skew ? NULL : bias.h, BT, Cin, OC);
+        if (skew) {
+            round_to<floatX>(d_ref, out.n);
+            for (size_t i = 0; i < out.n; i++) d_ref[i] += bias.h[skew + i % OC];
+        }
+        if (gelu) {
+            if (!epilogue) round_to<floatX>(pre.h, pre.n);
+            gelu_forward(out.h, pre.h, out.n);
+        }
         snprintf(what, sizeof(what), "matmul_forward BT=%d C=%d OC=%d%s%s", BT, Cin, OC,
-                 gelu ? (matmul_gelu_fusable(OC) && !skew ? " + GELU epilogue" : " + GELU kernel") : " + bias",
-                 skew ? ", unaligned bias: bias kernel" : "");
+                 gelu ? (epilogue ? " + GELU epilogue" : " + GELU kernel") : " + bias", skew ? ", unaligned bias: bias kernel" : "");
         check(what, out.d, out.h, out.n);
-        if (gelu) check("  its pre-GELU output", pre.d, pre.h, pre.n);
+        if (gelu) check("  its pre-GELU output", pre.d, pre.h, pre.n); /* pre.h now as stored */
         /* backward of out = f(inp·wᵀ + b): through the GELU when there is one (the fused DGELU needs C % 8 == 0) */
         float* dpre = (float*)malloc_check(dout.n * sizeof(float));
         memcpy(dpre, dout.h, dout.n * sizeof(float));
@@ -274,12 +475,10 @@ int main(void) {
             memset(dpre, 0, dout.n * sizeof(float));
             gelu_backward(dpre, pre.h, dout.h, dout.n);
         }
+        floatX* dpre_d = to_device(dpre, dout.n); /* dpre rounded as the device holds it */
         /* the GPU's dinp is overwritten: compare against a zero start */
         float* dinp_ref = (float*)calloc_check(dinp.n, sizeof(float));
         matmul_backward(dinp_ref, dw.h, db.h, dpre, inp.h, w.h, BT, Cin, OC);
-        float* dpre_d;
-        cudaCheck(cudaMalloc(&dpre_d, dout.n * sizeof(float)));
-        cudaCheck(cudaMemcpy(dpre_d, dpre, dout.n * sizeof(float), cudaMemcpyHostToDevice));
         matmul_backward(&blas, dinp.d, dw.d, db.d, scratch, dpre_d, inp.d, w.d, NULL, BT, Cin, OC);
         snprintf(what, sizeof(what), "matmul_backward dinp BT=%d C=%d OC=%d", BT, Cin, OC);
         check(what, dinp.d, dinp_ref, dinp.n);
@@ -288,11 +487,11 @@ int main(void) {
         cudaCheck(cudaFree(dpre_d));
         free(dpre);
         free(dinp_ref);
-        Buf* all[] = {&inp, &w, &bias, &out, &pre, &dout, &dinp, &dw, &db};
-        for (Buf* x : all) buf_free(x);
+        free_all(inp, w, bias, out, pre, dout, dinp, dw, db);
     }
 
-    /* the DGELU path: dinp = (dout·w)·gelu'(pre), fused (Cin % 8 == 0) and by the separate kernel (Cin = 36) */
+    /* the DGELU path: dinp = (dout·w)·gelu'(pre), fused (Cin % 8 == 0) and by the separate kernel (Cin = 36, which reads
+     * dout·w as stored) */
     for (int Cin = 36; Cin <= 40; Cin += 4) {
         int OC = 24;
         Buf inp = buf_random((size_t)BT * Cin, 1.0f), w = buf_random((size_t)OC * Cin, 0.5f), pre = buf_random((size_t)BT * Cin, 2.0f),
@@ -301,56 +500,61 @@ int main(void) {
         float* dgelu_out = (float*)calloc_check(dinp.n, sizeof(float));
         float* dinp_ref = (float*)calloc_check(dinp.n, sizeof(float));
         matmul_backward(dgelu_out, dw.h, NULL, dout.h, inp.h, w.h, BT, Cin, OC);
+        if (!matmul_gelu_fusable(Cin)) round_to<floatX>(dgelu_out, dinp.n);
         gelu_backward(dinp_ref, pre.h, dgelu_out, dinp.n);
         char what[128];
         snprintf(what, sizeof(what), "matmul_backward with GELU' (C=%d: %s)", Cin, matmul_gelu_fusable(Cin) ? "DGELU epilogue" : "kernel");
         check(what, dinp.d, dinp_ref, dinp.n);
         free(dgelu_out);
         free(dinp_ref);
-        Buf* all[] = {&inp, &w, &pre, &dout, &dinp, &dw};
-        for (Buf* x : all) buf_free(x);
+        free_all(inp, w, pre, dout, dinp, dw);
     }
 
     /* the algorithms kept per problem (llmc/matmul.cuh): one shape on 256-byte aligned matrices, then on slices
      * 16 bytes past them (the heuristic must be asked again: the fake cuBLASLt refuses a 256-byte algorithm on
      * them); then as many other problems as the table holds, which replace every entry, and the second again */
     {
-        int OC = 24, fillers = BLAS_PLANS;
-        Buf inp = buf_random((size_t)fillers * C + 4, 1.0f), w = buf_random((size_t)OC * C + 4, 0.5f),
-            out = buf_random((size_t)fillers * OC + 4, 1.0f), ref = buf_random((size_t)fillers * OC + 4, 1.0f);
+        const int OC = 24, fillers = BLAS_PLANS, shift = 16 / (int)sizeof(floatX);
+        Buf inp = buf_random((size_t)fillers * C + shift, 1.0f), w = buf_random((size_t)OC * C + shift, 0.5f),
+            out = buf_random((size_t)fillers * OC + shift, 1.0f), ref = buf_random((size_t)fillers * OC + shift, 1.0f);
         const char* names[2] = {"matmul plans: 256-byte aligned matrices", "matmul plans: the same shape 16 bytes past them"};
-        for (int shift = 0; shift <= 4; shift += 4) {
-            matmul_forward(&blas, out.d + shift, NULL, inp.d + shift, w.d + shift, NULL, BT, C, OC);
-            matmul_forward(ref.h + shift, inp.h + shift, w.h + shift, NULL, BT, C, OC);
-            check(names[shift / 4], out.d + shift, ref.h + shift, (size_t)BT * OC);
+        for (int k = 0; k <= 1; k++) {
+            int sh = k * shift;
+            matmul_forward(&blas, out.d + sh, NULL, inp.d + sh, w.d + sh, NULL, BT, C, OC);
+            matmul_forward(ref.h + sh, inp.h + sh, w.h + sh, NULL, BT, C, OC);
+            check(names[k], out.d + sh, ref.h + sh, (size_t)BT * OC);
         }
         for (int rows = 1; rows <= fillers; rows++) matmul_forward(&blas, out.d, NULL, inp.d, w.d, NULL, rows, C, 8);
         int full = blas.num_plans == BLAS_PLANS;
         printf("%s  matmul plans: %d more problems, the table holds %d of %d\n", full ? "ok  " : "FAIL", fillers, blas.num_plans,
                BLAS_PLANS);
         count(full);
-        matmul_forward(&blas, out.d + 4, NULL, inp.d + 4, w.d + 4, NULL, BT, C, OC);
-        check("matmul plans: the shifted problem again, after its entry was replaced", out.d + 4, ref.h + 4, (size_t)BT * OC);
-        Buf* all[] = {&inp, &w, &out, &ref};
-        for (Buf* x : all) buf_free(x);
+        matmul_forward(&blas, out.d + shift, NULL, inp.d + shift, w.d + shift, NULL, BT, C, OC);
+        check("matmul plans: the shifted problem again, after its entry was replaced", out.d + shift, ref.h + shift, (size_t)BT * OC);
+        free_all(inp, w, out, ref);
     }
 
-    /* flash attention forward and backward, its fp32 path (the CPU keeps the probabilities; the GPU recomputes them) */
-    {
-        Buf qkv = buf_random((size_t)BT * 3 * C, 1.5f), out = buf_random((size_t)BT * C, 1.0f), lse = buf_random((size_t)BT * NH, 1.0f),
-            dout = buf_random((size_t)BT * C, 1.0f), dqkv = buf_random((size_t)BT * 3 * C, 1.0f);
+    /* flash attention forward and backward, the build's path (fp32: the fp32 path; bf16: the tensor-core path in
+     * both dq modes, fixed order and atomics); the CPU keeps the probabilities, the GPU recomputes them */
+    for (int deterministic = 1; deterministic >= 0; deterministic--) {
+#if defined(PRECISION_FP32)
+        if (!deterministic) break; /* the fp32 path ignores the flag */
+#endif
+        Buf qkv = buf_random((size_t)BT * 3 * C, 1.5f), out = buf_random((size_t)BT * C, 1.0f), dout = buf_random((size_t)BT * C, 1.0f),
+            dqkv = buf_random((size_t)BT * 3 * C, 1.0f);
+        BufF lse = buf_random_f((size_t)BT * NH, 1.0f);
         float* att = (float*)malloc_check((size_t)B * NH * T * T * sizeof(float));
         float* dqkv_ref = (float*)calloc_check(dqkv.n, sizeof(float));
         flash_attention_forward(out.d, lse.d, qkv.d, B, T, C, NH, s);
         attention_forward(out.h, att, qkv.h, B, T, C, NH);
-        check("flash_attention_forward (B=3 T=13 C=40 NH=5, hs=8)", out.d, out.h, out.n);
-        flash_attention_backward(dqkv.d, scratch, dout.d, out.d, qkv.d, lse.d, B, T, C, NH, 1, s);
+        check("flash_attention_forward (B=3 T=13 C=40 NH=5, hs=8)", out.d, out.h, out.n, BOUND_ATT);
+        flash_attention_backward(dqkv.d, scratch, dout.d, out.d, qkv.d, lse.d, B, T, C, NH, deterministic, s);
         attention_backward(dqkv_ref, dout.h, qkv.h, att, B, T, C, NH);
-        check("flash_attention_backward dqkv", dqkv.d, dqkv_ref, dqkv.n);
+        check(deterministic ? "flash_attention_backward dqkv (deterministic)" : "flash_attention_backward dqkv (dq by atomics)", dqkv.d,
+              dqkv_ref, dqkv.n, BOUND_ATT);
         free(att);
         free(dqkv_ref);
-        Buf* all[] = {&qkv, &out, &lse, &dout, &dqkv};
-        for (Buf* x : all) buf_free(x);
+        free_all(qkv, out, dout, dqkv, lse);
     }
 
     /* GELU kernels on an odd length */
@@ -359,7 +563,7 @@ int main(void) {
         Buf x = buf_random(n, 4.0f), y = buf_random(n, 1.0f), dy = buf_random(n, 1.0f), dx = buf_random(n, 1.0f);
         const float big[] = {8, 9.95f, 10, 12, 20, 87, 100, 1e3f, 1e4f}; /* exp(2u) saturates; x·exp(2u) overflows */
         for (size_t i = 0; i < sizeof(big) / sizeof(big[0]); i++) x.h[2 * i] = big[i], x.h[2 * i + 1] = -big[i];
-        cudaCheck(cudaMemcpy(x.d, x.h, n * sizeof(float), cudaMemcpyHostToDevice));
+        upload(x);
         gelu_forward(y.d, x.d, n, s);
         gelu_forward(y.h, x.h, n);
         check("gelu_forward n=1000, 18 of them at +-8 .. 1e4", y.d, y.h, n);
@@ -367,13 +571,12 @@ int main(void) {
         memset(dx.h, 0, n * sizeof(float));
         gelu_backward(dx.h, x.h, dy.h, n);
         check("gelu_backward n=1000 (overwrites)", dx.d, dx.h, n);
-        Buf* all[] = {&x, &y, &dy, &dx};
-        for (Buf* b : all) buf_free(b);
+        free_all(x, y, dy, dx);
     }
 
     /* fused classifier: losses, then in-place gradients (padded columns zeroed); at V = 10007 each thread
-     * reads 3 packs and the logits rise along the row (+0.002 a column), so the running max moves pack by pack;
-     * GPT-2's vocabulary takes 4 batches of loads a thread, the last partial.
+     * reads up to 3 packs in bf16 (5 in fp32) and the logits rise along the row (+0.002 a column), so the running max
+     * moves pack by pack; GPT-2's vocabulary takes 4 batches of loads a thread in bf16 (7 in fp32), the last partial.
      * Each shape with the row kept in shared memory as fused_classifier chooses (here all of it), with none of it,
      * and with part of it (the tail read from memory twice). */
     {
@@ -387,10 +590,11 @@ int main(void) {
             cudaCheck(cudaMemcpy(targets_d, targets, rows * sizeof(int), cudaMemcpyHostToDevice));
             const int cached_choices[] = {classifier_cached_columns(vp), 0, (v / 2) / PACKX * PACKX};
             for (int cached : cached_choices) {
-                Buf logits = buf_random((size_t)rows * vp, 5.0f), losses = buf_random(rows, 1.0f);
+                Buf logits = buf_random((size_t)rows * vp, 5.0f);
+                BufF losses = buf_random_f(rows, 1.0f);
                 if (v > 4096) {
                     for (size_t i = 0; i < logits.n; i++) logits.h[i] += 0.002f * (float)(i % vp);
-                    cudaCheck(cudaMemcpy(logits.d, logits.h, logits.n * sizeof(float), cudaMemcpyHostToDevice));
+                    upload(logits);
                 }
                 char name[128];
                 fused_classifier_cached(logits.d, losses.d, targets_d, 0.0f, rows, v, vp, cached, s);
@@ -406,8 +610,7 @@ int main(void) {
                 snprintf(name, sizeof(name), "fused_classifier in-place dlogits (V=%d, %d columns cached)", v, cached);
                 check(name, logits.d, logits.h, logits.n);
                 free(dlosses);
-                buf_free(&logits);
-                buf_free(&losses);
+                free_all(logits, losses);
             }
             free(targets);
             cudaCheck(cudaFree(targets_d));
@@ -418,77 +621,61 @@ int main(void) {
      * the target's logit as they scale the max); targets over [-30, 30] in steps that are no powers of two */
     {
         const int rows = 64, v = 13, vp = 16;
-        float* host = (float*)malloc_check((size_t)rows * vp * sizeof(float));
+        Buf logits = buf_random((size_t)rows * vp, 1.0f);
         int targets[rows], *targets_d, negative = 0;
         for (int i = 0; i < rows; i++) {
             targets[i] = i % v;
-            for (int j = 0; j < vp; j++) host[(size_t)i * vp + j] = j == targets[i] ? -30.0f + 0.937f * (float)i : -100.0f;
+            for (int j = 0; j < vp; j++) logits.h[(size_t)i * vp + j] = j == targets[i] ? -30.0f + 0.937f * (float)i : -100.0f;
         }
-        float *logits_d, *losses_d, losses[rows];
-        cudaCheck(cudaMalloc(&logits_d, (size_t)rows * vp * sizeof(float)));
+        upload(logits);
+        float *losses_d, losses[rows];
         cudaCheck(cudaMalloc(&losses_d, rows * sizeof(float)));
         cudaCheck(cudaMalloc(&targets_d, rows * sizeof(int)));
-        cudaCheck(cudaMemcpy(logits_d, host, (size_t)rows * vp * sizeof(float), cudaMemcpyHostToDevice));
         cudaCheck(cudaMemcpy(targets_d, targets, rows * sizeof(int), cudaMemcpyHostToDevice));
-        fused_classifier(logits_d, losses_d, targets_d, 0.0f, rows, v, vp, s);
+        fused_classifier(logits.d, losses_d, targets_d, 0.0f, rows, v, vp, s);
         cudaCheck(cudaMemcpy(losses, losses_d, rows * sizeof(float), cudaMemcpyDeviceToHost));
         for (int i = 0; i < rows; i++) negative += losses[i] < 0.0f;
         printf("%s  fused_classifier: a target far above the rest has loss >= 0 (%d of %d rows below 0)\n", negative ? "FAIL" : "ok  ",
                negative, rows);
         count(negative == 0);
-        free(host);
-        cudaCheck(cudaFree(logits_d));
+        free_all(logits);
         cudaCheck(cudaFree(losses_d));
         cudaCheck(cudaFree(targets_d));
     }
 
-    /* global norm and AdamW on a length that is no multiple of anything */
+    /* global norm and AdamW on a length that is no multiple of anything, without and with master weights */
     {
         size_t n = 300007;
-        Buf g = buf_random(n, 1.0f), p = buf_random(n, 1.0f), m = buf_random(n, 0.1f), v = buf_random(n, 0.1f);
-        for (size_t i = 0; i < n; i++) v.h[i] = fabsf(v.h[i]);
-        cudaCheck(cudaMemcpy(v.d, v.h, n * sizeof(float), cudaMemcpyHostToDevice));
+        Buf g = buf_random(n, 1.0f);
         float ours = global_norm_squared(g.d, n, scratch, s);
         float ref = (float)global_norm_squared(g.h, n);
         double err = fabs((double)ours - ref) / ref;
-        printf("%s  %-62s rel    %.2e\n", err <= BOUND ? "ok  " : "FAIL", "global_norm_squared n=300007", err);
-        count(err <= BOUND);
-        adamw_update(p.d, NULL, g.d, m.d, v.d, n, 0, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.7f, 3, 42, s);
-        adamw_update(p.h, g.h, m.h, v.h, n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.7f, 3);
-        check("adamw params (t=3, wd 0.1, grad scale 0.7)", p.d, p.h, n);
-        check("adamw m", m.d, m.h, n);
-        check("adamw v", v.d, v.h, n);
-        Buf* all[] = {&g, &p, &m, &v};
-        for (Buf* b : all) buf_free(b);
+        printf("%s  %-62s rel    %.2e\n", err <= BOUND_F ? "ok  " : "FAIL", "global_norm_squared n=300007", err);
+        count(err <= BOUND_F);
+        free_all(g);
+        check_adamw(n, 0, 0, 0, "n=300007, t=3, wd 0.1, grad scale 0.7", s);
     }
 
     /* the same kernels on ranges at unaligned offsets, as a ZeRO-1 shard: every array 3 elements past
-     * alignment (a scalar head, then packs), and arrays that disagree (everything scalar) */
+     * alignment (a scalar head, then packs: 5 elements in bf16, where 3 floats and 3 bf16 reach 16 bytes together),
+     * and arrays that disagree (everything scalar) */
     for (int agree = 1; agree >= 0; agree--) {
         size_t n = 1003, off = 3, off_m = agree ? 3 : 2;
         char what[128];
-        Buf g = buf_random(n + 8, 1.0f), p = buf_random(n + 8, 1.0f), m = buf_random(n + 8, 0.1f), v = buf_random(n + 8, 0.1f),
-            y = buf_random(n + 8, 1.0f);
-        for (size_t i = 0; i < v.n; i++) v.h[i] = fabsf(v.h[i]);
-        cudaCheck(cudaMemcpy(v.d, v.h, v.n * sizeof(float), cudaMemcpyHostToDevice));
+        Buf g = buf_random(n + 8, 1.0f), y = buf_random(n + 8, 1.0f);
         float ours = global_norm_squared(g.d + off_m, n, scratch, s);
         float ref = (float)global_norm_squared(g.h + off_m, n);
         double err = fabs((double)ours - ref) / ref;
         snprintf(what, sizeof(what), "global_norm_squared n=%zu at offset %zu", n, off_m);
-        printf("%s  %-62s rel    %.2e\n", err <= BOUND ? "ok  " : "FAIL", what, err);
-        count(err <= BOUND);
-        adamw_update(p.d + off, NULL, g.d + off, m.d + off_m, v.d + off, n, 5, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.7f, 3, 42, s);
-        adamw_update(p.h + off, g.h + off, m.h + off_m, v.h + off, n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.7f, 3);
-        snprintf(what, sizeof(what), "adamw params, m, v at offsets %zu/%zu (%s)", off, off_m, agree ? "scalar head, packs" : "all scalar");
-        check(what, p.d, p.h, p.n);
-        check("  m", m.d, m.h, m.n);
-        check("  v", v.d, v.h, v.n);
+        printf("%s  %-62s rel    %.2e\n", err <= BOUND_F ? "ok  " : "FAIL", what, err);
+        count(err <= BOUND_F);
+        snprintf(what, sizeof(what), "n=%zu at offsets %zu/%zu, %s", n, off, off_m, agree ? "scalar head, packs" : "all scalar");
+        check_adamw(n, off, off_m, 5, what, s);
         gelu_forward(y.d + off, g.d + off_m, n, s);
         gelu_forward(y.h + off, g.h + off_m, n);
         snprintf(what, sizeof(what), "gelu_forward n=%zu at offsets %zu/%zu", n, off, off_m);
         check(what, y.d, y.h, y.n);
-        Buf* all[] = {&g, &p, &m, &v, &y};
-        for (Buf* b : all) buf_free(b);
+        free_all(g, y);
     }
 
     cudaCheck(cudaFree(scratch));
