@@ -22,6 +22,27 @@ test_begin() {
 ok() { echo "ok    $1"; pass=$((pass + 1)); }
 bad() { echo "FAIL  $1"; fail=$((fail + 1)); }
 
+# Slow independent commands (nvcc compiles) run side by side, at most JOBS at once (default: the
+# cores; nvcc is one process a file, so two compiles take the time of one on two cores):
+#   job_start ID CMD...   starts CMD in the background, its stdout and stderr kept for job_wait
+#   job_wait ID           waits for it: returns CMD's status and leaves its output in $job_out
+JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+declare -A job_files=()
+job_start() {
+    local id=$1 file
+    shift
+    while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
+    file=$tmp/job.${#job_files[@]}
+    job_files[$id]=$file
+    { "$@" >"$file" 2>&1; echo $? >"$file.status" && mv "$file.status" "$file.rc"; } &
+}
+job_wait() {
+    local file=${job_files[$1]}
+    while [ ! -f "$file.rc" ]; do wait -n 2>/dev/null || sleep 0.2; done
+    job_out=$(cat "$file")
+    return "$(cat "$file.rc")"
+}
+
 # test_end: prints the totals; its status (the script's, as its last command) is non-zero on a failure
 test_end() {
     echo "$pass passed, $fail failed"

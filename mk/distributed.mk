@@ -4,7 +4,7 @@
 #     make test-distributed-sim    dev/cuda/test_distributed_sim.sh: N = 1..4 vs one process, ZeRO 0/1, fp32/bf16,
 #                                  resume 4 -> 2 -> 1 ranks, rendezvous by file and tcp, a killed rank
 #     make test-process-group      dev/test_process_group.c: rendezvous, timeouts, watchdog, shards, re-sharding
-#     make test-nvcc-dist          nvcc compiles train_gpt.cu with the real nccl.h (and mpi.h), sm_80 and sm_90
+#     make test-nvcc-dist          make train_gpt (fat sm_80 + sm_90, the real nccl.h and mpi.h), fp32 and no-MPI builds
 #     make test-dist-probe         dev/cuda/test_dist_probe.sh: the probe finds NCCL in a pip wheel's layout
 #                                  (toolkit without NCCL), in NCCL_HOME, in the toolkit; says why when none (~40 s)
 #   real GPUs: make train_gpt links NCCL (-DUSE_NCCL) and MPI (-DUSE_MPI) when a test link succeeds

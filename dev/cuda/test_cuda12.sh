@@ -58,10 +58,11 @@ build() {
     for a in $archs; do gencode+=(-gencode "arch=compute_$a,code=sm_$a"); done
     local cmd=("$nvcc" "${flags[@]}" "${gencode[@]}" "$@" -c "$src" -o "$tmp/o.o")
     if [ "$out" != -c ]; then cmd=("$nvcc" "${flags[@]}" "${gencode[@]}" "$@" "$src" -o "$out" "${libs[@]}"); what="builds and links"; fi
-    if log=$("${cmd[@]}" 2>&1); then ok "$name: $src $what for sm_${archs// /, sm_} against CUDA 12, no warnings"
-    else echo "$log" | head -20; bad "$name: $src against CUDA 12"; fi
+    names+=("$name|$src|$what for sm_${archs// /, sm_}")
+    job_start "$name" "${cmd[@]}"
 }
 libs+=("${dist_libs[@]}")
+names=()
 build "train_gpt bf16 ($(grep -oE 'USE_[A-Z]+' <<<"${dist_flags[*]}" | paste -sd ' '))" train_gpt.cu "$tmp/train_gpt" "80 90" "${dist_flags[@]}"
 build "train_gpt fp32" train_gpt.cu "$tmp/train_gpt_fp32" 90 -DPRECISION_FP32
 build "test_gpt bf16" test_gpt.cu "$tmp/test_gpt" 80
@@ -69,6 +70,11 @@ build "sample_gpt bf16" sample_gpt.cu "$tmp/sample_gpt" 90
 build "flash-attention test" dev/cuda/test_flash_attention.cu -c 90 -Xcompiler -fopenmp
 build "flash-attention benchmark" dev/cuda/bench_flash_attention.cu -c 80
 build "kernel benchmark" dev/cuda/bench_kernels.cu -c 90
+for entry in "${names[@]}"; do
+    IFS='|' read -r name src what <<<"$entry"
+    if job_wait "$name"; then ok "$name: $src $what against CUDA 12, no warnings"
+    else echo "$job_out" | head -20; bad "$name: $src against CUDA 12"; fi
+done
 
 if [ -x "$tmp/train_gpt" ]; then
     deps=$(ldd "$tmp/train_gpt" 2>&1)

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The multi-GPU trainer against the real libraries (this machine has nvcc, nccl.h and Open MPI, no GPU):
-# nvcc compiles train_gpt.cu with -DUSE_NCCL -DUSE_MPI against the real nccl.h and mpi.h, bf16 and fp32,
-# for sm_90 with warnings as errors; and links the bf16 build with the flags scripts/dist_probe.sh finds
-# (-lnccl, MPI), and the NCCL-only build (no MPI: file/tcp rendezvous). Usage: test_nvcc_dist.sh NVCC MPICXX "FLAGS"
+# The multi-GPU trainer against the real libraries (this machine has nvcc, nccl.h and Open MPI, no GPU), side by
+# side (dev/testlib.sh's jobs): the Makefile's own rule (the one gpucheck uses: quoted defines, the NCCL/MPI probe
+# scripts/dist_probe.sh, the run path) builds and links the default fat binary, bf16 for sm_80 + sm_90 with
+# -DUSE_NCCL -DUSE_MPI, warnings as errors (CUDA 12.x and 13 both: nothing version-specific is used); nvcc compiles
+# the fp32 build with them for sm_90; and the NCCL-only build (no MPI: file/tcp rendezvous) links.
+# Usage: test_nvcc_dist.sh NVCC MPICXX "FLAGS"
 set -u
 nvcc=$1; mpicxx=$2; flags=$3
 . "$(dirname "$0")/../testlib.sh"
@@ -10,23 +12,21 @@ test_begin
 if ! command -v "$nvcc" >/dev/null 2>&1 || ! command -v "$mpicxx" >/dev/null 2>&1; then
     bad "$nvcc or $mpicxx not found: cannot check the multi-GPU build"; test_end; exit 1
 fi
-mpi_flags=$("$mpicxx" --showme:compile)
-for precision in bf16 fp32; do
-    define=""; [ $precision = fp32 ] && define=-DPRECISION_FP32
-    # shellcheck disable=SC2086
-    if log=$("$nvcc" $flags $define -DUSE_NCCL -DUSE_MPI $mpi_flags -arch=sm_90 -c train_gpt.cu -o "$tmp/o.o" 2>&1); then
-        ok "nvcc -arch=sm_90 $precision -DUSE_NCCL -DUSE_MPI train_gpt.cu against the real nccl.h and mpi.h (no warnings)"
-    else echo "$log" | head -20; bad "nvcc $precision -DUSE_NCCL -DUSE_MPI train_gpt.cu"; fi
-done
-dflags=$(bash scripts/dist_probe.sh "$nvcc" "$mpicxx" flags)
+job_start make make -s -W train_gpt.cu train_gpt NVCC="$nvcc" MPICXX="$mpicxx"
+# shellcheck disable=SC2086
+job_start fp32 "$nvcc" $flags -DPRECISION_FP32 -DUSE_NCCL -DUSE_MPI $("$mpicxx" --showme:compile) -arch=sm_90 -c train_gpt.cu -o "$tmp/fp32.o"
+# shellcheck disable=SC2086
+job_start nompi "$nvcc" $flags -arch=sm_90 -DUSE_NCCL train_gpt.cu -o "$tmp/train_gpt_nompi" -lcublasLt -lcublas -lnccl
 dlibs=$(bash scripts/dist_probe.sh "$nvcc" "$mpicxx" libs)
-# shellcheck disable=SC2086
-if [[ "$dflags" == *-DUSE_NCCL*-DUSE_MPI* ]] &&
-    log=$("$nvcc" $flags -arch=sm_90 $dflags train_gpt.cu -o "$tmp/train_gpt" -lcublasLt -lcublas $dlibs 2>&1); then
-    ok "train_gpt links with NCCL and MPI as the Makefile finds them: $dlibs"
-else echo "$log" | head -20; bad "train_gpt with '$dflags' '$dlibs'"; fi
-# shellcheck disable=SC2086
-if log=$("$nvcc" $flags -arch=sm_90 -DUSE_NCCL train_gpt.cu -o "$tmp/train_gpt_nompi" -lcublasLt -lcublas -lnccl 2>&1); then
+if job_wait make && [ -x train_gpt ] && [[ "$job_out" == *-DUSE_NCCL*-DUSE_MPI* ]]; then
+    ok "make train_gpt: the fat binary for sm_80 + sm_90 with -DUSE_NCCL -DUSE_MPI builds and links with $dlibs (no warnings)"
+else
+    echo "$job_out" | tail -20; bad "make train_gpt (the Makefile's nvcc rule) with NCCL and MPI"
+fi
+if job_wait fp32; then
+    ok "nvcc -arch=sm_90 fp32 -DUSE_NCCL -DUSE_MPI train_gpt.cu against the real nccl.h and mpi.h (no warnings)"
+else echo "$job_out" | head -20; bad "nvcc fp32 -DUSE_NCCL -DUSE_MPI train_gpt.cu"; fi
+if job_wait nompi; then
     ok "train_gpt links with NCCL and without MPI (file and tcp rendezvous only)"
-else echo "$log" | head -20; bad "train_gpt without MPI"; fi
+else echo "$job_out" | head -20; bad "train_gpt without MPI"; fi
 test_end

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # nvcc compiles the GPU trainer, its test and the kernel benchmark for sm_80 and sm_90, in bf16 and fp32,
-# with warnings as errors, and builds train_gpt with the Makefile's own nvcc rule. One check per (file, precision, arch).
+# with warnings as errors, side by side (dev/testlib.sh's jobs); one check per (file, precision, arch). (The Makefile's
+# own rule builds the fat binary in test-nvcc-dist.)
 # The compiles print ptxas's resource report (-Xptxas -v); every kernel of the trainer must be free of
 # register spills (local-memory traffic in the hot loops) on both architectures, except the head-dim-256
 # flash-attention instantiations and those for head dims that are not multiples of 8 (ALIGNED false: element-by-element
@@ -34,26 +35,25 @@ check_spills() {
         bad "$2 $3 train_gpt.cu: no ptxas resource report to check"
     fi
 }
+builds=()
 for src in train_gpt.cu test_gpt.cu dev/cuda/bench_kernels.cu; do
     for precision in bf16 fp32; do
         [ "$src" = dev/cuda/bench_kernels.cu ] && [ $precision = fp32 ] && continue
         define=""; [ $precision = fp32 ] && define=-DPRECISION_FP32
         for arch in sm_80 sm_90; do
+            builds+=("$src $precision $arch")
             # shellcheck disable=SC2086
-            if log=$("$nvcc" $flags -Xptxas -v $define -arch=$arch -c "$src" -o "$tmp/o.o" 2>&1); then
-                ok "nvcc -arch=$arch $precision $src (no warnings)"
-                [ "$src" = train_gpt.cu ] && check_spills "$log" "$arch" "$precision"
-            else
-                echo "$log" | head -20; bad "nvcc -arch=$arch $precision $src"
-            fi
+            job_start "$src.$precision.$arch" "$nvcc" $flags -Xptxas -v $define -arch=$arch -c "$src" -o "$tmp/$(basename "$src").$precision.$arch.o"
         done
     done
 done
-# the Makefile's own rule (the one gpucheck uses: quoted defines, the NCCL/MPI probe, the run path) builds
-# and links the default fat binary for sm_80 + sm_90 (CUDA 12.x and 13 both: nothing version-specific is used)
-if log=$(make -s -W train_gpt.cu train_gpt NVCC="$nvcc" 2>&1) && [ -x train_gpt ]; then
-    ok "make train_gpt: the fat binary for sm_80 + sm_90 builds and links (cuBLASLt$(grep -q USE_NCCL <<<"$log" && echo ", NCCL"))"
-else
-    echo "$log" | tail -20; bad "make train_gpt (the Makefile's nvcc rule)"
-fi
+for build in "${builds[@]}"; do
+    read -r src precision arch <<<"$build"
+    if job_wait "$src.$precision.$arch"; then
+        ok "nvcc -arch=$arch $precision $src (no warnings)"
+        [ "$src" = train_gpt.cu ] && check_spills "$job_out" "$arch" "$precision"
+    else
+        echo "$job_out" | head -20; bad "nvcc -arch=$arch $precision $src"
+    fi
+done
 test_end

@@ -1,24 +1,25 @@
 #!/usr/bin/env bash
 # Compiles each given .cu with nvcc for sm_80 and sm_90, warnings as errors; one check per (file, arch).
-# Usage: nvcc_build.sh NVCC "FLAGS" file.cu...
+# The compiles run side by side (dev/testlib.sh's jobs). Usage: nvcc_build.sh NVCC "FLAGS" file.cu...
 set -u
 nvcc=$1; flags=$2; shift 2
-passed=0; failed=0
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+. "$(dirname "$0")/../../testlib.sh"
+test_begin
 if ! command -v "$nvcc" >/dev/null 2>&1; then
-    echo "error: $nvcc not found: cannot check that the kernels compile for the GPU"
-    echo "0 passed, 1 failed"; exit 1
+    bad "$nvcc not found: cannot check that the kernels compile for the GPU"
+    test_end; exit 1
 fi
-for f in "$@"; do
+files=("$@")
+for f in "${files[@]}"; do
     for arch in sm_80 sm_90; do
         # shellcheck disable=SC2086
-        if log=$("$nvcc" $flags -arch=$arch -c "$f" -o "$out/$(basename "$f").$arch.o" 2>&1); then
-            echo "ok    nvcc -arch=$arch $f (no warnings)"; passed=$((passed + 1))
-        else
-            echo "$log"; echo "FAIL  nvcc -arch=$arch $f"; failed=$((failed + 1))
-        fi
+        job_start "$f.$arch" "$nvcc" $flags -arch=$arch -c "$f" -o "$tmp/$(basename "$f").$arch.o"
     done
 done
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+for f in "${files[@]}"; do
+    for arch in sm_80 sm_90; do
+        if job_wait "$f.$arch"; then ok "nvcc -arch=$arch $f (no warnings)"
+        else echo "$job_out"; bad "nvcc -arch=$arch $f"; fi
+    done
+done
+test_end
