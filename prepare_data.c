@@ -123,7 +123,7 @@ static void parse_options(int argc, char** argv, Options* o) {
         for (int k = 0; k < nflags; k++)
             if (strncmp(argv[i], "--", 2) == 0 && strcmp(argv[i] + 2, flags[k].name) == 0) f = &flags[k];
         if (!f) usage(flags, nflags, "unknown argument ", argv[i]);
-        if (i + 1 >= argc) fatalf("--%s needs a value", f->name);
+        if (i + 1 >= argc) usagef("--%s needs a value", f->name);
         const char* v = argv[++i];
         char* end = NULL;
         errno = 0;
@@ -132,21 +132,21 @@ static void parse_options(int argc, char** argv, Options* o) {
         case FLAG_STRING: *(const char**)f->value = v; break;
         case FLAG_LONG:
             *(long*)f->value = strtol(v, &end, 10);
-            if (errno || *end || end == v) fatalf("--%s: '%s' is not an integer", f->name, v);
+            if (errno || *end || end == v) usagef("--%s: '%s' is not an integer", f->name, v);
             break;
         case FLAG_DOUBLE:
             *(double*)f->value = strtod(v, &end);
-            if (errno || *end || end == v) fatalf("--%s: '%s' is not a number", f->name, v);
+            if (errno || *end || end == v) usagef("--%s: '%s' is not a number", f->name, v);
             break;
         }
     }
     if (o->num_inputs == 0 || !o->output_dir) usage(flags, nflags, "--input and --output-dir are required", "");
-    if (!(o->val_fraction >= 0 && o->val_fraction < 1)) fatalf("--val-fraction %g is outside [0, 1)", o->val_fraction);
-    if (o->shard_tokens < 1) fatalf("--shard-tokens %ld must be positive", o->shard_tokens);
-    if (o->threads < 0 || o->threads > 1024) fatalf("--threads %ld is outside [0, 1024]", o->threads);
+    if (!(o->val_fraction >= 0 && o->val_fraction < 1)) usagef("--val-fraction %g is outside [0, 1)", o->val_fraction);
+    if (o->shard_tokens < 1) usagef("--shard-tokens %ld must be positive", o->shard_tokens);
+    if (o->threads < 0 || o->threads > 1024) usagef("--threads %ld is outside [0, 1024]", o->threads);
     if (o->threads == 0) o->threads = omp_get_num_procs();
     if (o->doc_separator && strpbrk(o->doc_separator, "\r\n")) /* lines are compared without their "\r\n" or "\n" */
-        fatalf("--doc-separator must be a single line without '\\r' or '\\n'");
+        usagef("--doc-separator must be a single line without '\\r' or '\\n'");
 }
 
 /* ----------------------------------------------------------------------------
@@ -171,17 +171,15 @@ static int ends_with(const char* s, const char* suffix) {
 static void file_list_add(FileList* l, const char* path, long long size, int is_stream) {
     if (l->count == l->capacity) {
         l->capacity = l->capacity ? 2 * l->capacity : 64;
-        l->paths = (char**)realloc(l->paths, l->capacity * sizeof(char*));
-        l->is_jsonl = (int*)realloc(l->is_jsonl, l->capacity * sizeof(int));
-        l->is_stream = (int*)realloc(l->is_stream, l->capacity * sizeof(int));
-        l->sizes = (long long*)realloc(l->sizes, l->capacity * sizeof(long long));
-        l->invalid_utf8 = (long long*)realloc(l->invalid_utf8, l->capacity * sizeof(long long));
-        l->first_invalid = (long long*)realloc(l->first_invalid, l->capacity * sizeof(long long));
-        if (!l->paths || !l->is_jsonl || !l->is_stream || !l->sizes || !l->invalid_utf8 || !l->first_invalid)
-            fatalf("out of memory listing input files");
+        l->paths = (char**)realloc_check(l->paths, l->capacity * sizeof(char*));
+        l->is_jsonl = (int*)realloc_check(l->is_jsonl, l->capacity * sizeof(int));
+        l->is_stream = (int*)realloc_check(l->is_stream, l->capacity * sizeof(int));
+        l->sizes = (long long*)realloc_check(l->sizes, l->capacity * sizeof(long long));
+        l->invalid_utf8 = (long long*)realloc_check(l->invalid_utf8, l->capacity * sizeof(long long));
+        l->first_invalid = (long long*)realloc_check(l->first_invalid, l->capacity * sizeof(long long));
     }
     l->paths[l->count] = strdup(path);
-    if (!l->paths[l->count]) fatalf("out of memory listing input files");
+    if (!l->paths[l->count]) sys_fatalf("out of memory listing input files");
     l->is_jsonl[l->count] = ends_with(path, ".jsonl") || ends_with(path, ".json");
     l->is_stream[l->count] = is_stream;
     l->sizes[l->count] = size;
@@ -207,7 +205,7 @@ static int looks_binary(const char* path) {
     FILE* f = fopen_check(path, "rb");
     unsigned char buf[BINARY_CHECK_BYTES];
     size_t n = fread(buf, 1, sizeof(buf), f);
-    if (ferror(f)) fatalf("%s: read failed: %s", path, strerror(errno));
+    if (ferror(f)) sys_fatalf("%s: read failed: %s", path, strerror(errno));
     fclose_check(f, path);
     return not_text(buf, n);
 }
@@ -231,32 +229,31 @@ static int compare_found_paths(const void* a, const void* b) {
  * read and closed before its subdirectories are opened: a deep tree holds one descriptor at a time. */
 static void find_text_files(FoundFiles* found, const char* dir, int* binaries) {
     DIR* d = opendir(dir);
-    if (!d) fatalf("%s: cannot open directory: %s", dir, strerror(errno));
+    if (!d) sys_fatalf("%s: cannot open directory: %s", dir, strerror(errno));
     char** names = NULL;
     int n = 0, cap = 0;
     struct dirent* e;
-    while ((e = readdir(d)) != NULL) {
+    while ((errno = 0, e = readdir(d)) != NULL) {
         if (e->d_name[0] == '.') continue;
         if (n == cap) {
             cap = cap ? 2 * cap : 64;
-            names = (char**)realloc(names, cap * sizeof(char*));
-            if (!names) fatalf("out of memory listing %s", dir);
+            names = (char**)realloc_check(names, cap * sizeof(char*));
         }
         size_t len = strlen(dir) + strlen(e->d_name) + 2;
         names[n] = (char*)malloc_check(len);
         snprintf(names[n++], len, "%s/%s", dir, e->d_name);
     }
-    closedir(d);
+    if (errno != 0) sys_fatalf("%s: cannot list directory: %s", dir, strerror(errno));
+    if (closedir(d) != 0) sys_fatalf("%s: cannot close directory: %s", dir, strerror(errno));
     for (int i = 0; i < n; i++) {
         struct stat st;
-        if (lstat(names[i], &st) != 0) fatalf("%s: cannot stat: %s", names[i], strerror(errno));
+        if (lstat(names[i], &st) != 0) sys_fatalf("%s: cannot stat: %s", names[i], strerror(errno));
         if (S_ISDIR(st.st_mode)) {
             find_text_files(found, names[i], binaries);
         } else if (S_ISREG(st.st_mode) && !looks_binary(names[i])) {
             if (found->count == found->capacity) {
                 found->capacity = found->capacity ? 2 * found->capacity : 64;
-                found->files = (FoundFile*)realloc(found->files, found->capacity * sizeof(FoundFile));
-                if (!found->files) fatalf("out of memory listing %s", dir);
+                found->files = (FoundFile*)realloc_check(found->files, found->capacity * sizeof(FoundFile));
             }
             found->files[found->count].path = names[i]; /* the list owns it now */
             found->files[found->count++].size = st.st_size;
@@ -287,14 +284,14 @@ static void gather_inputs(FileList* l, const Options* o) {
     for (int i = 0; i < o->num_inputs; i++) {
         const char* input = strcmp(o->inputs[i], "-") == 0 ? "/dev/stdin" : o->inputs[i]; /* "-": stdin, as ./tokenize */
         struct stat st;
-        if (stat(input, &st) != 0) fatalf("%s: cannot read input: %s", input, strerror(errno));
+        if (stat(input, &st) != 0) sys_fatalf("%s: cannot read input: %s", input, strerror(errno));
         if (S_ISDIR(st.st_mode)) {
             int before = l->count, binaries_before = l->binaries;
             add_directory(l, input, &l->binaries);
             if (l->count == before)
                 fatalf("%s: directory has no text files (%d binary files skipped)", input, l->binaries - binaries_before);
         } else {
-            if (access(input, R_OK) != 0) fatalf("%s: cannot read input: %s", input, strerror(errno));
+            if (access(input, R_OK) != 0) sys_fatalf("%s: cannot read input: %s", input, strerror(errno));
             /* a pipe or a device can be read once: read_block checks its first block instead */
             if (S_ISREG(st.st_mode) && looks_binary(input)) fatalf("%s: " NOT_TEXT, input);
             file_list_add(l, input, st.st_size, !S_ISREG(st.st_mode));
@@ -563,8 +560,7 @@ static size_t encoded_add_segment(Encoded* e, const Tokenizer* t, const unsigned
     if (n == 0) return 0;
     if (e->num_segments == e->cap_segments) {
         e->cap_segments = e->cap_segments ? 2 * e->cap_segments : 16;
-        e->segments = (Segment*)realloc(e->segments, e->cap_segments * sizeof(Segment));
-        if (!e->segments) fatalf("out of memory");
+        e->segments = (Segment*)realloc_check(e->segments, e->cap_segments * sizeof(Segment));
     }
     Segment* sg = &e->segments[e->num_segments++];
     sg->starts_document = starts_document;
@@ -719,8 +715,9 @@ static void shard_path(const ShardWriter* w, int k, const char* suffix, char* pa
 }
 
 /* The writers whose .tmp files are removed if the program exits with an error (atexit): a failed run
- * leaves the directory as it was. With llmc/signals.h's flag of a stop signal, the program's only
- * mutable globals: exit() gives no other way to reach them. After a successful run the .tmp files are
+ * leaves the directory as it was. With llmc/signals.h's flag of a stop signal and main's static `out`
+ * (static for its size: the writers' large buffers, not on the stack), the program's only mutable
+ * globals: exit() gives no other way to reach them. After a successful run the .tmp files are
  * renamed, so nothing is left to remove. */
 static ShardWriter* open_writers_[2];
 
@@ -730,7 +727,7 @@ static void remove_tmp_files(void) {
         for (int k = 0; w && k < w->shards_done + w->open; k++) {
             char path[4200];
             shard_path(w, k, ".tmp", path, sizeof(path));
-            unlink(path);
+            (void)unlink(path); /* best effort, at exit after the error already reported */
         }
     }
 }
@@ -771,7 +768,7 @@ static void shard_commit_all(const ShardWriter* w) {
         char tmp[4200], path[4200];
         shard_path(w, k, ".tmp", tmp, sizeof(tmp));
         shard_path(w, k, "", path, sizeof(path));
-        if (rename(tmp, path) != 0) fatalf("%s: rename from %s failed: %s", path, tmp, strerror(errno));
+        if (rename(tmp, path) != 0) sys_fatalf("%s: rename from %s failed: %s", path, tmp, strerror(errno));
     }
     if (w->shards_done > 0) { /* the renames durable */
         char path[4200];
@@ -836,14 +833,20 @@ static void write_chunk(Output* out, const Encoded* e, const Chunk* c, FileList*
 }
 
 /* removes w's DIR/<name>_NNNNNN.bin (and .bin.tmp: a killed run's) beyond the shards this run wrote,
- * left from an earlier, larger run */
+ * left from an earlier, larger run; one that cannot be removed is an error (the trainer's glob would read it) */
 static int remove_stale_shards(const ShardWriter* w) {
     int removed = 0;
     for (int k = w->shards_done;; k++) {
-        char path[4200], tmp[4200];
-        shard_path(w, k, "", path, sizeof(path));
-        shard_path(w, k, ".tmp", tmp, sizeof(tmp));
-        int gone = (unlink(path) == 0) + (unlink(tmp) == 0);
+        char paths[2][4200];
+        shard_path(w, k, "", paths[0], sizeof(paths[0]));
+        shard_path(w, k, ".tmp", paths[1], sizeof(paths[1]));
+        int gone = 0;
+        for (int i = 0; i < 2; i++) {
+            if (unlink(paths[i]) == 0) gone++;
+            else if (errno != ENOENT)
+                sys_fatalf("%s: cannot delete this shard of an earlier, larger run (the new shards are written; a trainer reading "
+                           "%s/%s_*.bin would take it too): %s", paths[i], w->dir, w->name, strerror(errno));
+        }
         if (!gone) break;
         removed += gone;
     }
@@ -875,8 +878,7 @@ typedef struct {
 static Chunk* batch_add_chunk(Batch* b) {
     if (b->num_chunks == b->cap_chunks) {
         b->cap_chunks = b->cap_chunks ? 2 * b->cap_chunks : 256;
-        b->chunks = (Chunk*)realloc(b->chunks, b->cap_chunks * sizeof(Chunk));
-        if (!b->chunks) fatalf("out of memory");
+        b->chunks = (Chunk*)realloc_check(b->chunks, b->cap_chunks * sizeof(Chunk));
     }
     Chunk* c = &b->chunks[b->num_chunks++];
     memset(c, 0, sizeof(*c));
@@ -886,8 +888,7 @@ static Chunk* batch_add_chunk(Batch* b) {
 static void batch_add_block(Batch* b, unsigned char* block) {
     if (b->num_blocks == b->cap_blocks) {
         b->cap_blocks = b->cap_blocks ? 2 * b->cap_blocks : 64;
-        b->blocks = (unsigned char**)realloc(b->blocks, b->cap_blocks * sizeof(unsigned char*));
-        if (!b->blocks) fatalf("out of memory");
+        b->blocks = (unsigned char**)realloc_check(b->blocks, b->cap_blocks * sizeof(unsigned char*));
     }
     b->blocks[b->num_blocks++] = block;
 }
@@ -916,9 +917,9 @@ static int read_block(Reader* r, Batch* b, const FileList* files, const Options*
     const char* path = files->paths[r->file];
     int jsonl = files->is_jsonl[r->file];
     unsigned char* block = (unsigned char*)realloc(r->carry, r->carry_len + r->read_size); /* the carry first */
-    if (!block) fatalf("%s: out of memory reading %zu bytes (no cut point found in the %zu before)", path, r->read_size, r->carry_len);
+    if (!block) sys_fatalf("%s: out of memory reading %zu bytes (no cut point found in the %zu before)", path, r->read_size, r->carry_len);
     size_t got = fread(block + r->carry_len, 1, r->read_size, r->f);
-    if (ferror(r->f)) fatalf("%s: read failed: %s", path, strerror(errno));
+    if (ferror(r->f)) sys_fatalf("%s: read failed: %s", path, strerror(errno));
     int eof = got < r->read_size;
     if (first && files->is_stream[r->file] && not_text(block, got)) fatalf("%s: " NOT_TEXT, path);
     if (first && got >= 3 && memcmp(block, "\xEF\xBB\xBF", 3) == 0) { /* a UTF-8 byte order mark (as Python's utf-8-sig) */
@@ -1007,14 +1008,14 @@ int main(int argc, char** argv) {
     FileList files;
     gather_inputs(&files, &o);
     if (mkdir(o.output_dir, 0777) != 0 && errno != EEXIST)
-        fatalf("%s: cannot create output directory: %s", o.output_dir, strerror(errno));
+        sys_fatalf("%s: cannot create output directory: %s", o.output_dir, strerror(errno));
     struct stat st;
     if (stat(o.output_dir, &st) != 0 || !S_ISDIR(st.st_mode)) fatalf("%s: output path is not a directory", o.output_dir);
-    if (access(o.output_dir, W_OK | X_OK) != 0) fatalf("%s: output directory is not writable: %s", o.output_dir, strerror(errno));
+    if (access(o.output_dir, W_OK | X_OK) != 0) sys_fatalf("%s: output directory is not writable: %s", o.output_dir, strerror(errno));
     /* an exclusive lock on the directory itself for the life of the process (the kernel drops it however the process
      * ends; nothing is left in the directory); its descriptor stays open */
     int dir_fd = open(o.output_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir_fd < 0) fatalf("%s: cannot open the output directory: %s", o.output_dir, strerror(errno));
+    if (dir_fd < 0) sys_fatalf("%s: cannot open the output directory: %s", o.output_dir, strerror(errno));
     if (flock(dir_fd, LOCK_EX | LOCK_NB) != 0) {
         if (errno == EWOULDBLOCK) fatalf("%s: another prepare_data is writing to this output directory", o.output_dir);
         fprintf(stderr, "warning: %s: cannot lock it (%s): nothing stops a second prepare_data from writing here too\n", o.output_dir,

@@ -25,7 +25,7 @@
  * applies to all final weights together ("weights all"); each tensor is held to 5e-5. */
 #define TENSOR_WEIGHTS_BOUND 5e-5
 
-static CheckTally tally;
+static CheckTally tally; /* mutable: every check below counts into it; tally_finish prints its "N passed, M failed" last */
 
 static void check_bound(const char* what, const char* name, double err, double bound) {
     tally_check(&tally, what, name, "rel L2", err, bound);

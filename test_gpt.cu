@@ -43,7 +43,7 @@ static float gpt_update(GPT* m, const OptimizerConfig* oc, float lr, int t) {
 #define TENSOR_WEIGHTS_BOUND REL_BOUND
 #endif
 
-static CheckTally tally;
+static CheckTally tally; /* mutable: every check below counts into it; tally_finish prints its "N passed, M failed" last */
 
 static void check_bound(const char* what, const char* name, double err, double bound, const char* kind) {
     tally_check(&tally, what, name, kind, err, bound);

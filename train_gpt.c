@@ -528,6 +528,7 @@ int main(int argc, char** argv) {
     train_profile_init(&profiling, args.profile, start_step, max_steps);
     Progress progress;
     progress_init(&progress);
+    int stdout_warned = 0; /* train_flush_stdout's one warning given */
     /* step == max_steps evaluates the final weights (and trains no more); a stop signal skips no evaluation of them */
     for (int step = start_step; step <= max_steps && (step == max_steps || !preempt_requested()); step++) {
         StepStart start = train_step_start(&rng, &train);
@@ -605,7 +606,7 @@ int main(int argc, char** argv) {
             model.prof = NULL;
             train_profile_step(&profiling, &profiler, ms / 1000.0);
         }
-        fflush(stdout);
+        train_flush_stdout(&stdout_warned);
         StepRecord record = {completed, loss, lr, norm, (float)ms, (float)tok_s, (long long)completed * total_batch, elapsed,
                              gflops / peak_gflops};
         logger_step_record(&logger, &record);

@@ -826,7 +826,7 @@ static void dist_fail_together(GPT* m, const char* problem, int rank) {
     if (!dist_any(m, problem[0] != '\0')) return;
     if (problem[0]) fprintf(stderr, "error: rank %d: %s\n", rank, problem);
     else fprintf(stderr, "error: rank %d: stopping: another rank's check failed (its error says why)\n", rank);
-    fflush(stderr);
+    (void)fflush(stderr); /* unbuffered already; a failure of stderr has nowhere to be told */
     dist_any(m, 0); /* a barrier: every message is out before a rank exits (and mpirun stops the rest) */
     fatal_exit(1);
 }
@@ -965,7 +965,7 @@ int main(int argc, char** argv) {
     cudaCheck(cudaSetDevice(device));
     process_group_start_mpi(&pg, &argc, &argv);
     int rank = pg.rank, world = pg.world;
-    if (rank > 0 && !freopen("/dev/null", "w", stdout)) fatalf("rank %d: cannot silence stdout: %s", rank, strerror(errno));
+    if (rank > 0 && !freopen("/dev/null", "w", stdout)) sys_fatalf("rank %d: cannot silence stdout: %s", rank, strerror(errno));
     cudaDeviceProp prop;
     cudaCheck(cudaGetDeviceProperties(&prop, device));
 
@@ -1147,6 +1147,7 @@ int main(int argc, char** argv) {
     const char* data_error = NULL; /* this rank's shard could not be read: train.error or val.error; the run stops */
     Progress progress;
     progress_init(&progress);
+    int stdout_warned = 0; /* train_flush_stdout's one warning given */
     /* --profile N: the first timed step is the run's second (the first one warms up cuBLASLt and caches) */
     GpuProfiler profiler;
     memset(&profiler, 0, sizeof(profiler));
@@ -1243,7 +1244,7 @@ int main(int argc, char** argv) {
             model.prof = NULL;
             train_profile_step(&profiling, &profiler.table, ms / 1000.0);
         }
-        fflush(stdout);
+        train_flush_stdout(&stdout_warned);
         StepRecord record = {completed, loss, lr, norm, (float)ms, (float)tok_s, (long long)completed * total_batch, elapsed,
                              peak > 0 ? tflops * 1e12 / peak : 0.0};
         logger_step_record(&logger, &record);

@@ -118,7 +118,6 @@ int main(int argc, char** argv) {
     OP_ROW("gelu_forward BTx4C", L, gelu_forward(out, inp, (size_t)BT * 4 * C));
     OP_ROW("gelu_backward BTx4C", L, gelu_backward(dinp, inp, out, (size_t)BT * 4 * C));
     OP_ROW("residual_forward BTxC", 2 * L, residual_forward(out, inp, inp, (size_t)BT * C));
-    OP_ROW("residual_backward BTxC", 2 * L, residual_backward(dinp, dinp + BT * C, out, (size_t)BT * C));
     OP_ROW("crossentropy_forward BTxVp", 1, crossentropy_forward(losses, out, tokens, BT, V, Vp));
     OP_ROW("crossentropy_backward BTxVp (in place)", 1, crossentropy_backward(out, out, tokens, dlosses, BT, V, Vp));
     OP_ROW("global_norm_squared 124M", 1, global_norm_squared(big, nparams));

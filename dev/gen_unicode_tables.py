@@ -72,7 +72,6 @@ def render(classes, spaces_path):
         "#ifndef LLMC_UNICODE_TABLES_H",
         "#define LLMC_UNICODE_TABLES_H",
         "#include <stdint.h>",
-        f"#define UNICODE_TABLES_VERSION \"{UNICODE_VERSION}\"",
         f"static const uint8_t UNICODE_STAGE1[{len(stage1)}] = {{",
     ]
     for i in range(0, len(stage1), 32):

@@ -13,38 +13,29 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "llmc/fileio.h"
 
 static int run_child(void (*fn)(void*), void* ctx, char* err, size_t cap) {
     int fds[2];
-    if (pipe(fds) != 0) {
-        perror("error: pipe");
-        exit(1);
-    }
+    if (pipe(fds) != 0) sys_fatalf("pipe failed: %s", strerror(errno));
     fflush(stdout);
     fflush(stderr);
     pid_t pid = fork();
-    if (pid < 0) {
-        perror("error: fork");
-        exit(1);
-    }
+    if (pid < 0) sys_fatalf("fork failed: %s", strerror(errno));
     if (pid == 0) {
-        close(fds[0]);
-        dup2(fds[1], 2);
-        if (!freopen("/dev/null", "w", stdout)) _exit(99);
+        if (close(fds[0]) != 0 || dup2(fds[1], 2) < 0) sys_fatalf("child: redirecting stderr failed: %s", strerror(errno));
+        if (!freopen("/dev/null", "w", stdout)) sys_fatalf("child: /dev/null: cannot open for writing: %s", strerror(errno));
         fn(ctx);
         _exit(0);
     }
-    close(fds[1]);
+    if (close(fds[1]) != 0) sys_fatalf("close failed: %s", strerror(errno));
     size_t len = 0;
     ssize_t got;
     while (len + 1 < cap && (got = read(fds[0], err + len, cap - 1 - len)) > 0) len += (size_t)got;
     err[len] = '\0';
-    close(fds[0]);
+    if (close(fds[0]) != 0) sys_fatalf("close failed: %s", strerror(errno));
     int ws = 0;
-    if (waitpid(pid, &ws, 0) < 0) {
-        perror("error: waitpid");
-        exit(1);
-    }
+    if (waitpid(pid, &ws, 0) < 0) sys_fatalf("waitpid failed: %s", strerror(errno));
     return WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
 }
 

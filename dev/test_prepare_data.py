@@ -189,6 +189,12 @@ def main():
         names = sorted(os.listdir(d))
         check(r.returncode == 0 and names == ["train_000000.bin", "val_000000.bin"],
               f"a second run into the same directory leaves only its own shards: {names}")
+        # a stale shard that cannot be deleted is an error naming it, not a leftover the trainer's glob reads (here a
+        # directory named like a shard: unlink fails with EISDIR, as it would with EACCES for a non-root user)
+        os.mkdir(os.path.join(d, "train_000001.bin"))
+        r = prepare("--input", src, "--output-dir", d, "--doc-separator", "%", "--val-fraction", "0.01")
+        expect_failure("a stale shard that cannot be deleted", r, "train_000001.bin: cannot delete this shard of an earlier")
+        os.rmdir(os.path.join(d, "train_000001.bin"))
 
         # a separator line starting at 2^20 - k: before, across and at prepare_data's 1 MiB chunk boundary
         filler = (b"w" * 99 + b"\n") * 10485
@@ -298,6 +304,10 @@ def main():
         expect_failure("output directory on a read-only file system", prepare("--input", big, "--output-dir", "/proc/llmc_out"), "/proc/llmc_out")
         expect_failure("unknown flag", prepare("--input", big, "--bogus", "1"), "--bogus")
         expect_failure("bad --val-fraction", prepare("--input", big, "--output-dir", tmp, "--val-fraction", "1.5"), "--val-fraction")
+        # a bad flag value is a usage error, as an unknown flag: exit 2
+        codes = [prepare("--input", big, "--output-dir", tmp, *bad).returncode
+                 for bad in (["--shard-tokens", "abc"], ["--threads", "-1"], ["--val-fraction", "x"], ["--bogus", "1"])]
+        check(codes == [2, 2, 2, 2], f"--shard-tokens abc, --threads -1, --val-fraction x, --bogus: exits {codes} (want 2 each)")
 
         # a UTF-8 byte order mark at the start of a text file is dropped (utf-8-sig), one further in is text
         bom_text = b"\xef\xbb\xbf" + "h\u00e9llo w\u00f6rld\n\ufeffa mark inside stays\n".encode()

@@ -202,8 +202,9 @@ static void test_profile_print(void) {
     char* text = NULL;
     size_t bytes = 0;
     FILE* f = open_memstream(&text, &bytes);
+    if (!f) sys_fatalf("open_memstream failed: %s", strerror(errno));
     profile_print(f, &p, 2, 0.100);
-    fclose(f);
+    fclose_check(f, "the memory stream");
     const char* fc = strstr(text, "matmul fc forward");
     const char* gelu = strstr(text, "gelu forward");
     const char* adamw = strstr(text, "adamw");

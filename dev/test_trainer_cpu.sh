@@ -48,6 +48,12 @@ expect_error "validation shard vocabulary larger than the model's (named)" "big_
 if ./train_gpt_cpu $small -i "$tmp/data/train_*.bin" -j "$tmp/badshard/big_vocab.bin" $quiet -x 1 >/dev/null 2>&1; then
     ok "-v 0: the validation data is not read (its bad shard does not stop the run)"
 else bad "-v 0 with a bad validation shard: the run failed"; fi
+# stdout (the log) on a full device: training goes on, said once on stderr (metrics.jsonl and checkpoints are its record)
+./train_gpt_cpu $small $data $quiet -x 3 >/dev/full 2>"$tmp/full_stdout.err"
+rc=$?
+warned=$(grep -c '^warning: stdout: write failed: No space left on device' "$tmp/full_stdout.err")
+if [ $rc -eq 0 ] && [ "$warned" -eq 1 ]; then ok "stdout on /dev/full: exit 0, one warning on stderr"
+else bad "stdout on /dev/full: exit $rc, $warned warnings: $(head -c 300 "$tmp/full_stdout.err")"; fi
 # --val-batches beyond the validation data (3000 tokens: 23 batches of 4 x 32): capped, not wrapped around
 ./train_gpt_cpu $small $data -s 0 -v 1 -x 1 -m 50 >"$tmp/val50.log" 2>&1
 ./train_gpt_cpu $small $data -s 0 -v 1 -x 1 -m 23 >"$tmp/val23.log" 2>&1

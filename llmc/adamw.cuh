@@ -65,6 +65,9 @@ __global__ void adamw_kernel(floatX* params, float* master, const G* grads, floa
     }
 }
 
+/* params[i] = floatX(master[i]) by store_stochastic with the bits hash_u32(index_base + i, seed): the rounding adamw_kernel
+ * made of the same value with the same seed. One thread per work item of the VectorSplit, as adamw_kernel: a pack of PACKX
+ * elements, or one element at an unaligned head or the tail. */
 __global__ void params_from_master_kernel(floatX* params, const float* master, VectorSplit split, size_t index_base, uint32_t seed) {
     size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x, i;
     if (t >= split.items) return;

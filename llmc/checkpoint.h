@@ -187,13 +187,13 @@ static inline void gpt_config_check(const GPTConfig* c, const char* origin) {
 static inline int file_verify_(const char* path, const char* kind, uint32_t magic, int32_t version, int32_t* header, int payload,
                                char* err, size_t cap) {
     FILE* f = fopen(path, "rb");
-    if (!f) return file_error_(err, cap, "%s: cannot open: %s", path, strerror(errno));
+    if (!f) return sys_error(err, cap, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
     int32_t h[HEADER_WORDS];
     int rc = -1;
-    if (fstat(fileno(f), &sb) != 0) file_error_(err, cap, "%s: stat failed: %s", path, strerror(errno));
+    if (fstat(fileno(f), &sb) != 0) sys_error(err, cap, "%s: stat failed: %s", path, strerror(errno));
     else if (sb.st_size < HEADER_BYTES) file_error_(err, cap, "%s: %s is truncated: %lld bytes, shorter than the header", path, kind, (long long)sb.st_size);
-    else if (fread(h, 4, HEADER_WORDS, f) != HEADER_WORDS) file_error_(err, cap, "%s: header read failed", path);
+    else if (fread(h, 4, HEADER_WORDS, f) != HEADER_WORDS) sys_error(err, cap, "%s: header read failed", path);
     else if ((uint32_t)h[0] != magic) file_error_(err, cap, "%s: not a %s: magic 0x%08x", path, kind, (uint32_t)h[0]);
     else if (h[1] != version) file_error_(err, cap, "%s: %s version %d, expected %d", path, kind, h[1], version);
     else if (magic == GPTS_MAGIC && (uint32_t)h[HEADER_WORDS - 1] != header_crc(h))
@@ -216,14 +216,14 @@ static inline int file_verify_(const char* path, const char* kind, uint32_t magi
             floats += got / 4;
         }
         free(buf);
-        if (ferror(f)) file_error_(err, cap, "%s: read failed: %s", path, strerror(errno));
+        if (ferror(f)) sys_error(err, cap, "%s: read failed: %s", path, strerror(errno));
         else if (crc != (uint32_t)h[2])
             file_error_(err, cap, "%s: %s is corrupt: payload CRC-32 0x%08x, header says 0x%08x", path, kind, crc, (uint32_t)h[2]);
         else if (bad != SIZE_MAX) file_error_(err, cap, "%s: %s holds a non-finite value (payload float %zu)", path, kind, bad);
         else rc = 0;
     }
     if (rc == 0 && header) memcpy(header, h, sizeof(h));
-    if (fclose(f) != 0 && rc == 0) rc = file_error_(err, cap, "%s: close failed: %s", path, strerror(errno));
+    if (fclose(f) != 0 && rc == 0) rc = sys_error(err, cap, "%s: close failed: %s", path, strerror(errno));
     return rc;
 }
 static inline int file_verify(const char* path, const char* kind, uint32_t magic, int32_t version, int32_t* header, char* err,
@@ -235,7 +235,7 @@ static inline int file_verify(const char* path, const char* kind, uint32_t magic
 static inline int dir_sync_(const char* path, char* err, size_t cap) {
     char dir[4096];
     int e = dir_sync(path, dir, sizeof(dir));
-    return e ? file_error_(err, cap, "%s: cannot sync the directory: %s", dir, strerror(e)) : 0;
+    return e ? sys_error(err, cap, "%s: cannot sync the directory: %s", dir, strerror(e)) : 0;
 }
 
 /* Writes `pieces` buffers (data[i], bytes[i] bytes each) to path through "<path>.tmp": write, flush,
@@ -247,17 +247,17 @@ static inline int atomic_try_write(const char* path, int pieces, const void* con
     char tmp[4200];
     if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp)) return file_error_(err, cap, "%s: path too long", path);
     FILE* f = fopen(tmp, "wb");
-    if (!f) return file_error_(err, cap, "%s: cannot open for writing: %s", tmp, strerror(errno));
+    if (!f) return sys_error(err, cap, "%s: cannot open for writing: %s", tmp, strerror(errno));
     int rc = 0;
     for (int i = 0; i < pieces && rc == 0; i++)
-        if (fwrite(data[i], 1, bytes[i], f) != bytes[i]) rc = file_error_(err, cap, "%s: write failed: %s", tmp, strerror(errno));
-    if (rc == 0 && fflush(f) != 0) rc = file_error_(err, cap, "%s: write failed: %s", tmp, strerror(errno));
-    if (rc == 0 && fsync(fileno(f)) != 0) rc = file_error_(err, cap, "%s: fsync failed: %s", tmp, strerror(errno));
-    if (fclose(f) != 0 && rc == 0) rc = file_error_(err, cap, "%s: close failed: %s", tmp, strerror(errno));
+        if (fwrite(data[i], 1, bytes[i], f) != bytes[i]) rc = sys_error(err, cap, "%s: write failed: %s", tmp, strerror(errno));
+    if (rc == 0 && fflush(f) != 0) rc = sys_error(err, cap, "%s: write failed: %s", tmp, strerror(errno));
+    if (rc == 0 && fsync(fileno(f)) != 0) rc = sys_error(err, cap, "%s: fsync failed: %s", tmp, strerror(errno));
+    if (fclose(f) != 0 && rc == 0) rc = sys_error(err, cap, "%s: close failed: %s", tmp, strerror(errno));
     if (rc == 0 && kind) rc = file_verify(tmp, kind, magic, version, NULL, err, cap);
-    if (rc == 0 && rename(tmp, path) != 0) rc = file_error_(err, cap, "%s: rename from %s failed: %s", path, tmp, strerror(errno));
+    if (rc == 0 && rename(tmp, path) != 0) rc = sys_error(err, cap, "%s: rename from %s failed: %s", path, tmp, strerror(errno));
     if (rc != 0) {
-        unlink(tmp);
+        (void)unlink(tmp); /* best effort: err already says what failed */
         return rc;
     }
     return dir_sync_(path, err, cap);
@@ -602,30 +602,6 @@ static inline void state_finite_check_(const char* path, int a, const float* x, 
         fatalf("%s: training state %s holds a non-finite value at parameter %llu", path, names[a], (unsigned long long)(first + bad));
 }
 
-/* Reads and checks a state file; *m, *v (and *master, NULL when the file has none) are malloc'd.
- * master may be NULL if the caller does not want master weights (they are still checksummed). */
-static inline void state_file_read(const char* path, TrainState* st, float** m, float** v, float** master) {
-    int32_t h[HEADER_WORDS];
-    FILE* f = state_file_open(path, st, h);
-    size_t count = st->shard_count, bytes = count * sizeof(float);
-    uint32_t crc = 0;
-    *m = (float*)malloc_check(bytes);
-    *v = (float*)malloc_check(bytes);
-    payload_read(f, path, *m, bytes, &crc);
-    payload_read(f, path, *v, bytes, &crc);
-    float* mw = NULL;
-    if (st->has_master) {
-        mw = (float*)malloc_check(bytes);
-        payload_read(f, path, mw, bytes, &crc);
-    }
-    fclose_check(f, path);
-    payload_crc_check(h, crc, path, "training state file");
-    const float* payload[3] = {*m, *v, mw};
-    for (int a = 0; a < (st->has_master ? 3 : 2); a++) state_finite_check_(path, a, payload[a], count, st->shard_offset);
-    if (master) *master = mw;
-    else free(mw);
-}
-
 /* AdamW m and v of parameters [lo, hi), a range inside the file's shard, into m and v (hi − lo
  * floats each), from f, opened by state_file_open (its header in *st). Reads those bytes only: no
  * payload CRC (a resume verified the whole checkpoint first, llmc/train_setup.h). */
@@ -734,7 +710,7 @@ static inline void checkpoint_mark_done(const char* dir, int step, int world) {
 static inline int checkpoint_begin(const char* dir, int step, char* err, size_t cap) {
     char model[4200], state[4200], done[4200];
     checkpoint_paths(model, state, done, sizeof(model), dir, step, 0);
-    if (unlink(done) != 0 && errno != ENOENT) return file_error_(err, cap, "%s: cannot delete: %s", done, strerror(errno));
+    if (unlink(done) != 0 && errno != ENOENT) return sys_error(err, cap, "%s: cannot delete: %s", done, strerror(errno));
     return 0;
 }
 
@@ -759,12 +735,12 @@ static inline void checkpoint_abandon(const char* dir, int step, int rank, int f
  * [1, 65536], else −1 with the reason in err. */
 static inline int checkpoint_read_marker(const char* path, int step, int* world, char* err, size_t cap) {
     FILE* f = fopen(path, "rb");
-    if (!f) return file_error_(err, cap, "%s: cannot open: %s", path, strerror(errno));
+    if (!f) return sys_error(err, cap, "%s: cannot open: %s", path, strerror(errno));
     char text[65], expected[64];
     size_t n = fread(text, 1, 64, f);
     int failed = ferror(f);
     if (fclose(f) != 0) failed = 1;
-    if (failed) return file_error_(err, cap, "%s: read failed: %s", path, strerror(errno));
+    if (failed) return sys_error(err, cap, "%s: read failed: %s", path, strerror(errno));
     text[n] = '\0';
     int s = -1, w = 0;
     if (sscanf(text, "step %d\nworld %d\n", &s, &w) != 2 || w < 1 || w > 65536)
@@ -783,11 +759,11 @@ static inline int checkpoint_list(const char* dir, int** steps) {
     DIR* d = opendir(dir);
     if (!d) {
         if (errno == ENOENT) return 0;
-        fatalf("%s: cannot list directory: %s", dir, strerror(errno));
+        sys_fatalf("%s: cannot list directory: %s", dir, strerror(errno));
     }
     int n = 0, cap = 0;
     struct dirent* e;
-    while ((e = readdir(d)) != NULL) {
+    while ((errno = 0, e = readdir(d)) != NULL) {
         const char* name = e->d_name;
         if (strlen(name) != 17 || strncmp(name, "done_", 5) != 0 || strcmp(name + 13, ".txt") != 0) continue;
         int step = 0, digits = 1;
@@ -798,13 +774,12 @@ static inline int checkpoint_list(const char* dir, int** steps) {
         if (!digits) continue;
         if (n == cap) {
             cap = cap ? 2 * cap : 16;
-            int* grown = (int*)realloc(*steps, (size_t)cap * sizeof(int));
-            if (!grown) fatalf("out of memory listing %s", dir);
-            *steps = grown;
+            *steps = (int*)realloc_check(*steps, (size_t)cap * sizeof(int));
         }
         (*steps)[n++] = step;
     }
-    closedir(d);
+    if (errno != 0) sys_fatalf("%s: cannot list directory: %s", dir, strerror(errno));
+    if (closedir(d) != 0) sys_fatalf("%s: cannot close directory: %s", dir, strerror(errno));
     for (int i = 1; i < n; i++) /* insertion sort, newest first */
         for (int j = i; j > 0 && (*steps)[j] > (*steps)[j - 1]; j--) {
             int t = (*steps)[j];
@@ -895,22 +870,14 @@ static inline int checkpoint_file_step_(const char* name, int* is_tmp) {
     return -1;
 }
 
-/* Retention, run by the writer of the markers after checkpoint `newest` is complete: keeps `newest`
- * and the keep_last − 1 before it (0: all), every one whose step is a positive multiple of keep_every
- * (0: none extra; a step-0 checkpoint, written by a run stopped before its first step, is no milestone)
- * and every one newer than `newest` (an earlier run's, skipped as invalid on resume: it counts for none
- * of the keep_last while it is newer) — or, with `only`, `newest` alone; deletes the others
- * (marker first, so none is ever seen half-deleted), any ".tmp" file (an interrupted write) and the
- * files without a marker of the steps not kept. Prints one line per deleted checkpoint to report; a
- * failed deletion is reported, not fatal. Returns the number of checkpoints deleted. */
 /* Deletes the debris of dir: every ".tmp" file, and the files of the steps without a marker, but those
  * of `newest` and, unless `only`, of the steps after it. Returns how many files it deleted. */
 static inline int checkpoint_sweep_(const char* dir, int newest, int only, FILE* report) {
     DIR* d = opendir(dir);
-    if (!d) fatalf("%s: cannot list directory: %s", dir, strerror(errno));
+    if (!d) sys_fatalf("%s: cannot list directory: %s", dir, strerror(errno));
     struct dirent* e;
     int deleted = 0;
-    while ((e = readdir(d)) != NULL) {
+    while ((errno = 0, e = readdir(d)) != NULL) {
         int is_tmp, step = checkpoint_file_step_(e->d_name, &is_tmp);
         if (step < 0 || (!is_tmp && (step == newest || (!only && step > newest)))) continue;
         char model[4200], state[4200], done[4200], path[4400];
@@ -920,7 +887,8 @@ static inline int checkpoint_sweep_(const char* dir, int newest, int only, FILE*
         if (unlink(path) == 0) deleted++;
         else if (errno != ENOENT) fprintf(report, "checkpoint: cannot delete %s: %s\n", path, strerror(errno));
     }
-    closedir(d);
+    if (errno != 0) sys_fatalf("%s: cannot list directory: %s", dir, strerror(errno));
+    if (closedir(d) != 0) sys_fatalf("%s: cannot close directory: %s", dir, strerror(errno));
     return deleted;
 }
 
@@ -931,6 +899,14 @@ static inline void checkpoint_sweep(const char* dir, FILE* report) {
     if (deleted > 0) fprintf(report, "resume: deleted %d file(s) of unfinished checkpoint writes in %s\n", deleted, dir);
 }
 
+/* Retention, run by the writer of the markers after checkpoint `newest` is complete: keeps `newest`
+ * and the keep_last − 1 before it (0: all), every one whose step is a positive multiple of keep_every
+ * (0: none extra; a step-0 checkpoint, written by a run stopped before its first step, is no milestone)
+ * and every one newer than `newest` (an earlier run's, skipped as invalid on resume: it counts for none
+ * of the keep_last while it is newer) — or, with `only`, `newest` alone; deletes the others
+ * (marker first, so none is ever seen half-deleted), any ".tmp" file (an interrupted write) and the
+ * files without a marker of the steps not kept. Prints one line per deleted checkpoint to report; a
+ * failed deletion is reported, not fatal. Returns the number of checkpoints deleted. */
 static inline int checkpoint_prune_(const char* dir, int newest, int keep_last, int keep_every, int only, FILE* report) {
     int* steps;
     int n = checkpoint_list(dir, &steps), deleted = 0, recent = 0; /* recent: kept so far of keep_last (newest first) */
@@ -981,7 +957,7 @@ static inline void make_dir_check(const char* dir) {
             char saved = *p;
             *p = '\0';
             struct stat sb;
-            if (mkdir(path, 0755) != 0 && errno != EEXIST) fatalf("%s: cannot create directory: %s", path, strerror(errno));
+            if (mkdir(path, 0755) != 0 && errno != EEXIST) sys_fatalf("%s: cannot create directory: %s", path, strerror(errno));
             if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)) fatalf("%s: exists and is not a directory", path);
             *p = saved;
             if (saved == '\0') break;

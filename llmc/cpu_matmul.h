@@ -115,13 +115,18 @@ static inline int cpu_matmul_isa(void) {
         }                                                                                                    \
     }
 
-#define SGEMM_SCALAR_LOAD(p) (*(p))
-#define SGEMM_SCALAR_STORE(p, x) (*(p) = (x))
-#define SGEMM_SCALAR_SET1(x) (x)
-#define SGEMM_SCALAR_FMA(a, b, c) ((a) * (b) + (c))
-#define SGEMM_SCALAR_ADD(a, b) ((a) + (b))
-SGEMM_MICROKERNEL(sgemm_kernel_scalar, , float, 1, 4, 8, SGEMM_SCALAR_LOAD, SGEMM_SCALAR_LOAD, SGEMM_SCALAR_STORE,
-                  SGEMM_SCALAR_SET1, SGEMM_SCALAR_FMA, SGEMM_SCALAR_ADD, 0.0f)
+/* the scalar stand-ins for the vector intrinsics: a kernel template's float instantiation (here, llmc/cpu_ops.h's
+ * AdamW, llmc/cpu_peak.h's loop) */
+#define SCALAR_LOAD(p) (*(p))
+#define SCALAR_STORE(p, x) (*(p) = (x))
+#define SCALAR_SET1(x) (x)
+#define SCALAR_ADD(a, b) ((a) + (b))
+#define SCALAR_SUB(a, b) ((a) - (b))
+#define SCALAR_MUL(a, b) ((a) * (b))
+#define SCALAR_DIV(a, b) ((a) / (b))
+#define SCALAR_FMA(a, b, c) ((a) * (b) + (c))
+SGEMM_MICROKERNEL(sgemm_kernel_scalar, , float, 1, 4, 8, SCALAR_LOAD, SCALAR_LOAD, SCALAR_STORE, SCALAR_SET1, SCALAR_FMA, SCALAR_ADD,
+                  0.0f)
 SGEMM_MICROKERNEL(sgemm_kernel_avx2, __attribute__((target("avx2,fma"))), __m256, 8, 6, 2, _mm256_load_ps,
                   _mm256_loadu_ps, _mm256_storeu_ps, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps, _mm256_setzero_ps())
 SGEMM_MICROKERNEL(sgemm_kernel_avx512, __attribute__((target("avx512f,fma"))), __m512, 16, 8, 3, _mm512_load_ps,

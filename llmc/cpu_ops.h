@@ -331,7 +331,8 @@ static inline void gelu_backward(float* dinp, const float* inp, const float* dou
 }
 
 /* ----------------------------------------------------------------------------
- * residual: out = a + b; backward da += dout, db += dout. Threads split the blocks. */
+ * residual: out = a + b. Threads split the blocks. Its backward needs no kernel: the trainer's one residual-stream
+ * gradient buffer flows through each block unchanged (train_gpt.c). */
 CPU_OPS_VECTOR static inline void residual_forward_range(float* out, const float* a, const float* b, size_t i0, size_t i1) {
 #pragma omp simd
     for (size_t i = i0; i < i1; i++) out[i] = a[i] + b[i];
@@ -339,18 +340,6 @@ CPU_OPS_VECTOR static inline void residual_forward_range(float* out, const float
 static inline void residual_forward(float* out, const float* a, const float* b, size_t N) {
 #pragma omp parallel for schedule(static) if (N > CPU_OPS_BLOCK)
     for (size_t i = 0; i < N; i += CPU_OPS_BLOCK) residual_forward_range(out, a, b, i, N - i < CPU_OPS_BLOCK ? N : i + CPU_OPS_BLOCK);
-}
-
-CPU_OPS_VECTOR static inline void residual_backward_range(float* da, float* db, const float* dout, size_t i0, size_t i1) {
-#pragma omp simd
-    for (size_t i = i0; i < i1; i++) {
-        da[i] += dout[i];
-        db[i] += dout[i];
-    }
-}
-static inline void residual_backward(float* da, float* db, const float* dout, size_t N) {
-#pragma omp parallel for schedule(static) if (N > CPU_OPS_BLOCK)
-    for (size_t i = 0; i < N; i += CPU_OPS_BLOCK) residual_backward_range(da, db, dout, i, N - i < CPU_OPS_BLOCK ? N : i + CPU_OPS_BLOCK);
 }
 
 /* ----------------------------------------------------------------------------
@@ -457,15 +446,8 @@ static inline double global_norm_squared(const float* g, size_t n) {
         }                                                                                                        \
         return i;                                                                                                \
     }
-#define ADAMW_SCALAR_LOAD(p) (*(p))
-#define ADAMW_SCALAR_STORE(p, x) (*(p) = (x))
-#define ADAMW_SCALAR_SET1(x) (x)
-#define ADAMW_SCALAR_ADD(a, b) ((a) + (b))
-#define ADAMW_SCALAR_SUB(a, b) ((a) - (b))
-#define ADAMW_SCALAR_MUL(a, b) ((a) * (b))
-#define ADAMW_SCALAR_DIV(a, b) ((a) / (b))
-ADAMW_RANGE(adamw_range_scalar, , float, 1, ADAMW_SCALAR_LOAD, ADAMW_SCALAR_STORE, ADAMW_SCALAR_SET1, ADAMW_SCALAR_ADD,
-            ADAMW_SCALAR_SUB, ADAMW_SCALAR_MUL, ADAMW_SCALAR_DIV, sqrtf)
+ADAMW_RANGE(adamw_range_scalar, , float, 1, SCALAR_LOAD, SCALAR_STORE, SCALAR_SET1, SCALAR_ADD, SCALAR_SUB, SCALAR_MUL, SCALAR_DIV,
+            sqrtf) /* the SCALAR_ stand-ins: llmc/cpu_matmul.h */
 ADAMW_RANGE(adamw_range_avx2, __attribute__((target("avx2"))), __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps,
             _mm256_set1_ps, _mm256_add_ps, _mm256_sub_ps, _mm256_mul_ps, _mm256_div_ps, _mm256_sqrt_ps)
 /* GCC 12 at -O1 warns falsely inside _mm512_sqrt_ps, whose masked form takes an _mm512_undefined_ps() operand */

@@ -26,10 +26,7 @@
         for (int i = 1; i < 12; i++) s = ADD(s, acc[i]);                       \
         return TOFLOAT(s);                                                     \
     }
-#define SCALAR_FMA(a, b, c) ((a) * (b) + (c))
-#define SCALAR_ADD(a, b) ((a) + (b))
-#define SCALAR_SET1(x) (x)
-#define SCALAR_TOFLOAT(x) (x)
+#define SCALAR_TOFLOAT(x) (x) /* with llmc/cpu_matmul.h's SCALAR_ stand-ins */
 #define M256_TOFLOAT(x) _mm256_cvtss_f32(x)
 #define M512_TOFLOAT(x) _mm512_cvtss_f32(x)
 PEAK_LOOP(peak_scalar, , float, SCALAR_SET1, SCALAR_FMA, SCALAR_ADD, SCALAR_TOFLOAT)

@@ -73,9 +73,10 @@ static inline int early_stop_read(const char* best_dir, int* step, float* loss) 
     FILE* f = fopen(path, "rb");
     if (!f) {
         if (errno == ENOENT) return 0;
-        fatalf("%s: cannot open: %s", path, strerror(errno));
+        sys_fatalf("%s: cannot open: %s", path, strerror(errno));
     }
     int fields = fscanf(f, "step %d\nval_loss %f\n", step, loss);
+    if (ferror(f)) sys_fatalf("%s: read failed: %s", path, strerror(errno));
     fclose_check(f, path);
     return fields == 2 && *step >= 0 && isfinite(*loss) ? 1 : -1;
 }

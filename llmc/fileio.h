@@ -1,8 +1,11 @@
 /*
  * llmc/fileio.h — checked file I/O and the common binary-file header.
  *
- * Every call that touches a file goes through a macro that, on failure, prints
- * "file:line: <what> <path>: <reason>" to stderr and exits with status 1.
+ * Every system or file call is checked, through a macro that records the source location of the check:
+ * its failure is the one line "error: <path>: <what>: <reason> (file:line)" on stderr and exit status 1
+ * (X_check, sys_fatalf), or that line's text in the caller's buffer (X_try, sys_error) for a caller that
+ * must not exit. A bad file (a wrong magic, a truncated payload) is told by file_error_, naming the file and
+ * what is wrong with it, without a source location.
  * Every binary file of the project (doc/formats.md) begins with a 1024-byte
  * header of 256 little-endian 32-bit words:
  *   h[0] magic, h[1] version, h[2] CRC-32 of the payload (IEEE, as zlib.crc32),
@@ -84,6 +87,18 @@ static inline void error_print(const char* fmt, ...) {
     fatal_print_("", fmt, ap);
     va_end(ap);
 }
+/* a failed system or file call: "error: MESSAGE (file:line)", the location of the check, and exit(1) */
+#define sys_fatalf(...) sys_fatalf_(__FILE__, __LINE__, __VA_ARGS__)
+static inline void sys_fatalf_(const char* file, int line, const char* fmt, ...) __attribute__((noreturn, format(printf, 3, 4)));
+static inline void sys_fatalf_(const char* file, int line, const char* fmt, ...) {
+    char at[4200];
+    snprintf(at, sizeof(at), " (%s:%d)", file, line);
+    va_list ap;
+    va_start(ap, fmt);
+    fatal_print_(at, fmt, ap);
+    va_end(ap);
+    fatal_exit(1);
+}
 /* a bad command line: "error: ... (see --help)" and exit status 2 (the tools' flag parsers) */
 static inline void usagef(const char* fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 static inline void usagef(const char* fmt, ...) {
@@ -94,9 +109,10 @@ static inline void usagef(const char* fmt, ...) {
     fatal_exit(2);
 }
 
-/* The reading checks below come in two forms: X_try reports a failure (0, or −1 with the one-line
- * message in err: a loader that must not exit mid-run, llmc/dataloader.h) and X_check exits with that
- * message through fatalf. */
+/* The checks below come in two forms: X_try reports a failure (0, or −1 with the one-line message in err:
+ * a loader that must not exit mid-run, llmc/dataloader.h) and X_check exits with that message through
+ * fatalf. Each is a macro: the (file:line) of a failed call's message is where the macro was used. */
+/* a bad file's message into err (cap bytes), naming the file and what is wrong; returns −1 */
 static inline int file_error_(char* err, size_t cap, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
 static inline int file_error_(char* err, size_t cap, const char* fmt, ...) {
     va_list ap;
@@ -105,54 +121,79 @@ static inline int file_error_(char* err, size_t cap, const char* fmt, ...) {
     va_end(ap);
     return -1;
 }
-static inline int fopen_try(FILE** f, const char* path, const char* mode, char* err, size_t cap) {
+/* a failed call's message into err (cap bytes): "MESSAGE (file:line)", the location of the check; returns −1 */
+#define sys_error(err, cap, ...) sys_error_(err, cap, __FILE__, __LINE__, __VA_ARGS__)
+static inline int sys_error_(char* err, size_t cap, const char* file, int line, const char* fmt, ...) __attribute__((format(printf, 5, 6)));
+static inline int sys_error_(char* err, size_t cap, const char* file, int line, const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(err, cap, fmt, ap);
+    va_end(ap);
+    size_t n = k < 0 ? 0 : (size_t)k < cap ? (size_t)k : cap - 1;
+    snprintf(err + n, cap - n, " (%s:%d)", file, line);
+    return -1;
+}
+static inline int fopen_try_(FILE** f, const char* path, const char* mode, char* err, size_t cap, const char* file, int line) {
     *f = fopen(path, mode);
-    if (!*f) return file_error_(err, cap, "%s: cannot open for %s: %s", path, mode[0] == 'r' ? "reading" : "writing", strerror(errno));
+    if (!*f)
+        return sys_error_(err, cap, file, line, "%s: cannot open for %s: %s", path, mode[0] == 'r' ? "reading" : "writing",
+                          strerror(errno));
     return 0;
 }
-static inline int fread_try(void* buf, size_t size, size_t n, FILE* f, const char* path, char* err, size_t cap) {
+static inline int fread_try_(void* buf, size_t size, size_t n, FILE* f, const char* path, char* err, size_t cap, const char* file,
+                             int line) {
     size_t got = fread(buf, size, n, f);
     if (got == n) return 0;
-    if (feof(f)) return file_error_(err, cap, "%s: file is truncated (wanted %zu items of %zu bytes, got %zu)", path, n, size, got);
-    return file_error_(err, cap, "%s: read failed: %s", path, strerror(errno));
+    if (feof(f))
+        return sys_error_(err, cap, file, line, "%s: file is truncated (wanted %zu items of %zu bytes, got %zu)", path, n, size, got);
+    return sys_error_(err, cap, file, line, "%s: read failed: %s", path, strerror(errno));
 }
-static inline int fseek_try(FILE* f, long long off, int whence, const char* path, char* err, size_t cap) {
-    if (fseeko(f, (off_t)off, whence) != 0) return file_error_(err, cap, "%s: seek failed: %s", path, strerror(errno));
+static inline int fseek_try_(FILE* f, long long off, int whence, const char* path, char* err, size_t cap, const char* file, int line) {
+    if (fseeko(f, (off_t)off, whence) != 0) return sys_error_(err, cap, file, line, "%s: seek failed: %s", path, strerror(errno));
     return 0;
 }
 static inline FILE* fopen_check_(const char* path, const char* mode, const char* file, int line) {
     FILE* f;
     char err[4600];
-    if (fopen_try(&f, path, mode, err, sizeof(err)) != 0) fatalf("%s (%s:%d)", err, file, line);
+    if (fopen_try_(&f, path, mode, err, sizeof(err), file, line) != 0) fatalf("%s", err);
     return f;
 }
 static inline void fread_check_(void* buf, size_t size, size_t n, FILE* f, const char* path, const char* file, int line) {
     char err[4600];
-    if (fread_try(buf, size, n, f, path, err, sizeof(err)) != 0) fatalf("%s (%s:%d)", err, file, line);
+    if (fread_try_(buf, size, n, f, path, err, sizeof(err), file, line) != 0) fatalf("%s", err);
 }
 static inline void fwrite_check_(const void* buf, size_t size, size_t n, FILE* f, const char* path, const char* file, int line) {
-    if (fwrite(buf, size, n, f) != n) fatalf("%s: write failed: %s (%s:%d)", path, strerror(errno), file, line);
+    if (fwrite(buf, size, n, f) != n) sys_fatalf_(file, line, "%s: write failed: %s", path, strerror(errno));
 }
 static inline void fseek_check_(FILE* f, long long off, int whence, const char* path, const char* file, int line) {
     char err[4600];
-    if (fseek_try(f, off, whence, path, err, sizeof(err)) != 0) fatalf("%s (%s:%d)", err, file, line);
+    if (fseek_try_(f, off, whence, path, err, sizeof(err), file, line) != 0) fatalf("%s", err);
 }
 /* fclose after flushing; for files being written also fsync, so a rename that follows is durable */
 static inline void fclose_check_(FILE* f, int sync, const char* path, const char* file, int line) {
-    if (fflush(f) != 0) fatalf("%s: write failed: %s (%s:%d)", path, strerror(errno), file, line);
-    if (sync && fsync(fileno(f)) != 0) fatalf("%s: fsync failed: %s (%s:%d)", path, strerror(errno), file, line);
-    if (fclose(f) != 0) fatalf("%s: close failed: %s (%s:%d)", path, strerror(errno), file, line);
+    if (fflush(f) != 0) sys_fatalf_(file, line, "%s: write failed: %s", path, strerror(errno));
+    if (sync && fsync(fileno(f)) != 0) sys_fatalf_(file, line, "%s: fsync failed: %s", path, strerror(errno));
+    if (fclose(f) != 0) sys_fatalf_(file, line, "%s: close failed: %s", path, strerror(errno));
 }
 static inline void* malloc_check_(size_t n, const char* file, int line) {
     void* p = malloc(n ? n : 1);
-    if (!p) fatalf("out of memory allocating %zu bytes (%s:%d)", n, file, line);
+    if (!p) sys_fatalf_(file, line, "out of memory allocating %zu bytes", n);
     return p;
 }
 static inline void* calloc_check_(size_t n, size_t size, const char* file, int line) {
     void* p = calloc(n ? n : 1, size ? size : 1);
-    if (!p) fatalf("out of memory allocating %zu x %zu bytes (%s:%d)", n, size, file, line);
+    if (!p) sys_fatalf_(file, line, "out of memory allocating %zu x %zu bytes", n, size);
     return p;
 }
+/* realloc that exits on failure (p is then not freed: the process ends) */
+static inline void* realloc_check_(void* p, size_t n, const char* file, int line) {
+    void* q = realloc(p, n ? n : 1);
+    if (!q) sys_fatalf_(file, line, "out of memory allocating %zu bytes", n);
+    return q;
+}
+#define fopen_try(f, path, mode, err, cap) fopen_try_(f, path, mode, err, cap, __FILE__, __LINE__)
+#define fread_try(buf, size, n, f, path, err, cap) fread_try_(buf, size, n, f, path, err, cap, __FILE__, __LINE__)
+#define fseek_try(f, off, whence, path, err, cap) fseek_try_(f, off, whence, path, err, cap, __FILE__, __LINE__)
 #define fopen_check(path, mode) fopen_check_(path, mode, __FILE__, __LINE__)
 #define fread_check(buf, size, n, f, path) fread_check_(buf, size, n, f, path, __FILE__, __LINE__)
 #define fwrite_check(buf, size, n, f, path) fwrite_check_(buf, size, n, f, path, __FILE__, __LINE__)
@@ -161,6 +202,7 @@ static inline void* calloc_check_(size_t n, size_t size, const char* file, int l
 #define fclose_sync_check(f, path) fclose_check_(f, 1, path, __FILE__, __LINE__)
 #define malloc_check(n) malloc_check_(n, __FILE__, __LINE__)
 #define calloc_check(n, size) calloc_check_(n, size, __FILE__, __LINE__)
+#define realloc_check(p, n) realloc_check_(p, n, __FILE__, __LINE__)
 
 /* Levenshtein distance of a and b, for the "did you mean" of unknown flags (both shorter than 64 characters; longer ones count as far) */
 static inline int edit_distance(const char* a, const char* b) {
@@ -184,19 +226,21 @@ static inline int edit_distance(const char* a, const char* b) {
 }
 
 /* size of an open file in bytes; a directory is an error (fopen opens one, and its reads fail) */
-static inline int file_size_try(FILE* f, const char* path, long long* size, char* err, size_t cap) {
+#define file_size_try(f, path, size, err, cap) file_size_try_(f, path, size, err, cap, __FILE__, __LINE__)
+static inline int file_size_try_(FILE* f, const char* path, long long* size, char* err, size_t cap, const char* file, int line) {
     struct stat st;
-    if (fstat(fileno(f), &st) != 0) return file_error_(err, cap, "%s: stat failed: %s", path, strerror(errno));
+    if (fstat(fileno(f), &st) != 0) return sys_error_(err, cap, file, line, "%s: stat failed: %s", path, strerror(errno));
     if (S_ISDIR(st.st_mode))
         return file_error_(err, cap, "%s: a directory, where a file is expected (a model: DIR/model_NNNNNNNN.bin, or -o DIR -y 1 to "
                            "resume; token shards: a glob such as -i 'DIR/train_*.bin')", path);
     *size = (long long)st.st_size;
     return 0;
 }
-static inline long long file_size_check(FILE* f, const char* path) {
+#define file_size_check(f, path) file_size_check_(f, path, __FILE__, __LINE__)
+static inline long long file_size_check_(FILE* f, const char* path, const char* file, int line) {
     long long size = 0;
     char err[4600];
-    if (file_size_try(f, path, &size, err, sizeof(err)) != 0) fatalf("%s", err);
+    if (file_size_try_(f, path, &size, err, sizeof(err), file, line) != 0) fatalf("%s", err);
     return size;
 }
 
@@ -363,17 +407,18 @@ static inline int dir_sync(const char* path, char* dir, size_t cap) {
     if (close(fd) != 0 && err == 0) err = errno;
     return err;
 }
-static inline void dir_sync_check(const char* path) {
+#define dir_sync_check(path) dir_sync_check_(path, __FILE__, __LINE__)
+static inline void dir_sync_check_(const char* path, const char* file, int line) {
     char dir[4096];
     int err = dir_sync(path, dir, sizeof(dir));
-    if (err) fatalf("%s: cannot sync the directory: %s", dir, strerror(err));
+    if (err) sys_fatalf_(file, line, "%s: cannot sync the directory: %s", dir, strerror(err));
 }
 
 static inline void atomic_commit(AtomicFile* a) {
     fclose_sync_check(a->f, a->tmp_path);
     a->f = NULL;
     if (rename(a->tmp_path, a->final_path) != 0)
-        fatalf("%s: rename from %s failed: %s", a->final_path, a->tmp_path, strerror(errno));
+        sys_fatalf("%s: rename from %s failed: %s", a->final_path, a->tmp_path, strerror(errno));
     dir_sync_check(a->final_path);
 }
 

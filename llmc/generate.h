@@ -36,7 +36,7 @@ static inline void sample_setup(SampleSetup* s, int enabled, const char* tokeniz
     memset(s, 0, sizeof(*s));
     s->vocab_size = vocab_size;
     if (enabled && access(tokenizer_path, R_OK) != 0) {
-        if (prompt[0]) fatalf("--prompt needs the tokenizer, but %s cannot be read: %s", tokenizer_path, strerror(errno));
+        if (prompt[0]) sys_fatalf("--prompt needs the tokenizer, but %s cannot be read: %s", tokenizer_path, strerror(errno));
         printf("samples: cannot read the tokenizer %s (%s; a relative path counts from the current directory): printing "
                "token ids\n", tokenizer_path, strerror(errno));
     } else if (enabled) {
@@ -67,7 +67,7 @@ static inline void sample_print_token(const SampleSetup* s, int id) {
     if (s->have_tokenizer) {
         size_t len;
         const unsigned char* bytes = tokenizer_token_bytes(&s->tokenizer, id, &len);
-        fwrite(bytes, 1, len, stdout);
+        (void)fwrite(bytes, 1, len, stdout); /* stdout, the trainer's log, is checked once a step (train_flush_stdout) */
     } else {
         printf("%d ", id);
     }
@@ -97,7 +97,7 @@ static inline void sample_generate(const SampleSetup* s, NextLogitsFn next_logit
         int next = sample_token(logits, s->vocab_size, temperature, top_k, rng);
         ctx[n++] = next;
         sample_print_token(s, next);
-        fflush(stdout);
+        (void)fflush(stdout); /* the same */
     }
     printf("\n----\n");
     free(ctx);

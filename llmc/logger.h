@@ -53,7 +53,7 @@ static inline void logger_init(Logger* L, const char* dir, int resume) {
         keep = at;
     }
     if (keep < size) {
-        if (ftruncate(fileno(f), (off_t)keep) != 0) fatalf("%s: cannot cut its partial last line: %s", L->path, strerror(errno));
+        if (ftruncate(fileno(f), (off_t)keep) != 0) sys_fatalf("%s: cannot cut its partial last line: %s", L->path, strerror(errno));
         printf("metrics: %s: cut a partial last line (%lld bytes) an interrupted run left\n", L->path, size - keep);
     }
     fseek_check(f, 0, SEEK_END, L->path);

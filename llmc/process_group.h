@@ -250,10 +250,12 @@ static inline void pg_share_file_(const ProcessGroup* pg, unsigned char* id) {
         FILE* f = fopen(path, "rb");
         if (f) {
             size_t got = fread(id, 1, PG_ID_BYTES, f);
-            fclose(f);
+            if (ferror(f)) sys_fatalf("%s: read failed: %s", path, strerror(errno));
+            fclose_check(f, path);
             if (got == PG_ID_BYTES) return;
             fatalf("%s: NCCL id file has %zu bytes, expected %d", path, got, PG_ID_BYTES);
         }
+        if (errno != ENOENT) sys_fatalf("%s: cannot open the NCCL id file: %s", path, strerror(errno)); /* not a wait for rank 0 */
         if (pg_now_ns_() > deadline)
             fatalf("rank %d: no NCCL id file %s after %.0f s (--dist-timeout): is rank 0 running, and is the path on a file "
                    "system every node sees?",
@@ -307,7 +309,7 @@ static inline int pg_connect_(const ProcessGroup* pg, const struct addrinfo* add
     } else {
         *err = errno;
     }
-    close(fd);
+    (void)close(fd); /* a socket that failed to connect: nothing to lose */
     return -1;
 }
 
@@ -326,7 +328,7 @@ static inline void pg_share_tcp_(const ProcessGroup* pg, unsigned char* id) {
     if (pg->rank == 0) {
         hints.ai_flags = AI_PASSIVE;
         int rc = getaddrinfo(NULL, port, &hints, &res);
-        if (rc != 0) fatalf("tcp rendezvous: port %s: %s", port, gai_strerror(rc));
+        if (rc != 0) sys_fatalf("tcp rendezvous: port %s: %s", port, gai_strerror(rc));
         int fd = -1, one = 1, zero = 0;
         for (const struct addrinfo* a = res; a && fd < 0; a = a->ai_next) /* IPv6 first: with V6ONLY off it takes IPv4 too */
             if (a->ai_family == AF_INET6 && (fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol)) >= 0) {
@@ -336,19 +338,19 @@ static inline void pg_share_tcp_(const ProcessGroup* pg, unsigned char* id) {
                 if (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero)) != 0 || bind(fd, a->ai_addr, a->ai_addrlen) != 0) {
                     /* a port in use is that (an IPv4-only socket would leave IPv6 peers waiting for the timeout) */
                     if (errno == EADDRINUSE)
-                        fatalf("tcp rendezvous: rank 0 cannot listen on port %s: %s (is the port free?)", port, strerror(errno));
-                    close(fd);
+                        sys_fatalf("tcp rendezvous: rank 0 cannot listen on port %s: %s (is the port free?)", port, strerror(errno));
+                    (void)close(fd); /* never used: nothing to lose */
                     fd = -1;
                 }
             }
         if (fd < 0) {
             fd = socket(res->ai_family, res->ai_socktype, res->ai_protocol);
-            if (fd < 0) fatalf("tcp rendezvous: socket: %s", strerror(errno));
+            if (fd < 0) sys_fatalf("tcp rendezvous: socket: %s", strerror(errno));
             (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
             if (bind(fd, res->ai_addr, res->ai_addrlen) != 0)
-                fatalf("tcp rendezvous: rank 0 cannot listen on port %s: %s (is the port free?)", port, strerror(errno));
+                sys_fatalf("tcp rendezvous: rank 0 cannot listen on port %s: %s (is the port free?)", port, strerror(errno));
         }
-        if (listen(fd, 128) != 0) fatalf("tcp rendezvous: rank 0 cannot listen on port %s: %s (is the port free?)", port, strerror(errno));
+        if (listen(fd, 128) != 0) sys_fatalf("tcp rendezvous: rank 0 cannot listen on port %s: %s (is the port free?)", port, strerror(errno));
         freeaddrinfo(res);
         unsigned char* seen = (unsigned char*)calloc_check((size_t)pg->world, 1);
         for (int joined = 1; joined < pg->world;) {
@@ -373,10 +375,10 @@ static inline void pg_share_tcp_(const ProcessGroup* pg, unsigned char* id) {
                     joined++;
                 }
             }
-            close(peer);
+            (void)close(peer); /* the id is sent (or the peer is dropped): nothing to lose */
         }
         free(seen);
-        close(fd);
+        (void)close(fd); /* the listening socket, done with */
         return;
     }
     char last_error[256] = "no attempt";
@@ -393,7 +395,7 @@ static inline void pg_share_tcp_(const ProcessGroup* pg, unsigned char* id) {
             }
             int32_t hello[3] = {PG_TCP_TAG, pg->rank, pg->world};
             int ok = pg_io_(pg, fd, hello, sizeof(hello), 1, deadline) == 0 && pg_io_(pg, fd, id, PG_ID_BYTES, 0, deadline) == 0;
-            close(fd);
+            (void)close(fd); /* the id is read (or this attempt is dropped): nothing to lose */
             if (ok) {
                 freeaddrinfo(res);
                 return;

@@ -88,7 +88,7 @@ static inline void run_header_log(Logger* L, const RunInfo* r, const TrainArgs* 
     char* json = NULL;
     size_t json_bytes = 0;
     FILE* f = open_memstream(&json, &json_bytes);
-    if (!f) fatalf("%s: header record: open_memstream failed: %s", L->path, strerror(errno));
+    if (!f) sys_fatalf("%s: header record: open_memstream failed: %s", L->path, strerror(errno));
     char program[256], precision[64], device[1024], revision[256];
     logger_json_string(program, sizeof(program), r->program);
     logger_json_string(precision, sizeof(precision), r->precision);

@@ -187,11 +187,11 @@ static inline void sample_cli_print_token(int token, void* tokenizer) {
     if (tokenizer) {
         size_t len;
         const unsigned char* bytes = tokenizer_token_bytes((const Tokenizer*)tokenizer, token, &len);
-        fwrite(bytes, 1, len, stdout);
+        (void)fwrite(bytes, 1, len, stdout); /* a failed write: ferror(stdout), checked in sample_cli_run */
     } else {
         printf("%d ", token);
     }
-    fflush(stdout);
+    (void)fflush(stdout); /* the same */
 }
 
 /* The tool's run after the model is loaded: context, generation and output by the procedure of the top comment;
@@ -237,7 +237,7 @@ static inline void sample_cli_run(const SampleArgs* args, const KvModel* m, cons
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double seconds = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
     printf("\n");
-    if (fflush(stdout) != 0 || ferror(stdout)) fatalf("%s: writing the sample to stdout failed: %s", program, strerror(errno));
+    if (fflush(stdout) != 0 || ferror(stdout)) sys_fatalf("%s: writing the sample to stdout failed: %s", program, strerror(errno));
     fprintf(stderr, "%s: %d tokens in %.3f s (%.1f tok/s, prompt included)\n", program, args->tokens, seconds,
             seconds > 0 ? (args->tokens + n_context) / seconds : 0.0);
     free(generated);

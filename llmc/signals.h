@@ -47,11 +47,11 @@ static inline void preempt_install(void) {
     const int sigs[5] = {SIGTERM, SIGUSR1, SIGINT, SIGHUP, SIGPIPE};
     for (int i = 0; i < 5; i++) {
         struct sigaction old;
-        if (sigaction(sigs[i], NULL, &old) != 0) fatalf("sigaction(%s) failed: %s", strsignal(sigs[i]), strerror(errno));
+        if (sigaction(sigs[i], NULL, &old) != 0) sys_fatalf("sigaction(%s) failed: %s", strsignal(sigs[i]), strerror(errno));
         if (i >= 3 && old.sa_handler == SIG_IGN) continue; /* nohup's SIGHUP (and an ignored SIGPIPE) stay ignored */
-        if (sigaction(sigs[i], &sa, NULL) != 0) fatalf("sigaction(%s) failed: %s", strsignal(sigs[i]), strerror(errno));
+        if (sigaction(sigs[i], &sa, NULL) != 0) sys_fatalf("sigaction(%s) failed: %s", strsignal(sigs[i]), strerror(errno));
     }
-    if (signal(SIGXFSZ, SIG_IGN) == SIG_ERR) fatalf("ignoring SIGXFSZ failed: %s", strerror(errno));
+    if (signal(SIGXFSZ, SIG_IGN) == SIG_ERR) sys_fatalf("ignoring SIGXFSZ failed: %s", strerror(errno));
 }
 
 /* the number of the first stop signal received, 0 if none */

@@ -145,13 +145,13 @@ static inline unsigned char* tokenizer_read_all(FILE* f, const char* path, size_
         if (len == cap) {
             cap *= 2;
             unsigned char* grown = (unsigned char*)realloc(buf, cap);
-            if (!grown) fatalf("%s: out of memory reading %zu bytes", path, cap);
+            if (!grown) sys_fatalf("%s: out of memory reading %zu bytes", path, cap);
             buf = grown;
         }
         size_t got = fread(buf + len, 1, cap - len, f);
         len += got;
         if (got == 0) {
-            if (ferror(f)) fatalf("%s: read failed: %s", path, strerror(errno));
+            if (ferror(f)) sys_fatalf("%s: read failed: %s", path, strerror(errno));
             break;
         }
     }
@@ -577,9 +577,7 @@ static inline void tokenizer_encode_piece(const Tokenizer* t, const unsigned cha
 static inline size_t tokenizer_encode_append(const Tokenizer* t, const unsigned char* text, size_t n, TokenizerOutput* out) {
     if (out->count + n + 1 > out->capacity) { /* at most one token per byte */
         size_t cap = out->capacity * 2 > out->count + n + 1 ? out->capacity * 2 : out->count + n + 1;
-        int* grown = (int*)realloc(out->ids, cap * sizeof(int));
-        if (!grown) fatalf("out of memory for %zu tokens", cap);
-        out->ids = grown;
+        out->ids = (int*)realloc_check(out->ids, cap * sizeof(int));
         out->capacity = cap;
     }
     for (size_t i = 0; i < n;) {

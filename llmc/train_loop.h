@@ -16,6 +16,7 @@
  *   train_record_val        the validation line, its metrics record and early stopping's verdict
  *   train_report_early_stop the line of an early stop
  *   train_report_step       the step line (the trainer gives its throughput text), elapsed and ETA
+ *   train_flush_stdout      stdout flushed after a step's lines: a failed write, one warning
  *   train_report_health     the health guard's line for a skipped update
  *   train_nonfinite_param   the error when an update made a parameter non-finite
  *   train_health_stop       the error when too many updates in a row were skipped
@@ -228,6 +229,17 @@ static inline double train_report_step(Progress* progress, const StepLine* s, in
     printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.1f ms | %.0f tok/s | %s%s | elapsed %s | ETA %s\n", s->step, max_steps,
            s->loss, s->lr, s->norm, s->ms, s->tok_s, throughput, val_text, elapsed_text, eta_text);
     return elapsed;
+}
+
+/* Flushes stdout, the run's log, after a step's lines. A failed write (a full disk under a redirected log) does not
+ * stop training, whose record is metrics.jsonl and the checkpoints: one warning on stderr, the first time (*warned,
+ * the caller's, 0 at the start, is set then). */
+static inline void train_flush_stdout(int* warned) {
+    if ((fflush(stdout) != 0 || ferror(stdout)) && !*warned) {
+        *warned = 1;
+        fprintf(stderr, "warning: stdout: write failed: %s (%s:%d); training goes on (metrics.jsonl and the checkpoints are its record)\n",
+                strerror(errno), __FILE__, __LINE__);
+    }
 }
 
 /* The health guard's line when it skipped the update of the step that would have completed `step` steps. */

@@ -350,7 +350,7 @@ static inline void train_lock_output_dir(const char* dir, char* token, size_t ca
     if (!token) token = own, cap = sizeof(own);
     snprintf(path, sizeof(path), "%s/.lock", dir);
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) fatalf("%s: cannot create the lock file: %s", path, strerror(errno));
+    if (fd < 0) sys_fatalf("%s: cannot create the lock file: %s", path, strerror(errno));
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         if (errno == EWOULDBLOCK)
             fatalf("%s: another trainer is writing to this output directory (it holds %s); give each run its own --output-dir", dir,
@@ -362,7 +362,7 @@ static inline void train_lock_output_dir(const char* dir, char* token, size_t ca
     clock_gettime(CLOCK_REALTIME, &now);
     snprintf(token, cap, "%s %d %lld.%09ld\n", host, (int)getpid(), (long long)now.tv_sec, now.tv_nsec);
     if (ftruncate(fd, 0) != 0 || pwrite(fd, token, strlen(token), 0) != (ssize_t)strlen(token) || fsync(fd) != 0)
-        fatalf("%s: cannot write: %s", path, strerror(errno));
+        sys_fatalf("%s: cannot write: %s", path, strerror(errno));
     /* fd stays open: the lock lasts until exit */
 }
 
@@ -374,14 +374,14 @@ static inline const char* train_check_shared_dir(const char* dir, const char* to
     FILE* f = fopen(path, "rb");
     why[0] = '\0';
     if (!f && errno != ENOENT) {
-        snprintf(why, cap, "%s: cannot open: %s", path, strerror(errno));
+        sys_error(why, cap, "%s: cannot open: %s", path, strerror(errno));
         return why;
     }
     size_t n = f ? fread(seen, 1, sizeof(seen) - 1, f) : 0;
     int failed = f && ferror(f);
     if (f && fclose(f) != 0) failed = 1;
     seen[n] = '\0';
-    if (failed) snprintf(why, cap, "%s: read failed: %s", path, strerror(errno));
+    if (failed) sys_error(why, cap, "%s: read failed: %s", path, strerror(errno));
     else if (strcmp(seen, token) != 0)
         snprintf(why, cap, "%s: this rank does not see the lock file rank 0 wrote (%.*s): --output-dir must be one directory every "
                  "rank shares (a shared disk, not a node-local path)", path, (int)strcspn(token, "\n"), token);

@@ -21,17 +21,16 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         p = q + 1;
     }
     FILE* devnull = fopen("/dev/null", "w");
-    int saved_stderr = dup(2);
-    dup2(fileno(devnull), 2); /* the parser's one-line errors are expected here */
+    int saved_stderr = devnull ? dup(2) : -1;
+    if (saved_stderr < 0 || dup2(fileno(devnull), 2) < 0) abort(); /* the harness's own failure, as fuzz_file's */
+    /* stderr is /dev/null now: the parser's one-line errors are expected here */
     FUZZ_RUN({
         TrainArgs a;
         flags_parse(&a, argc, argv, "train_gpt");
         char value[4096];
         for (int i = 0; i < FLAG_COUNT; i++) flags_format_(value, sizeof(value), &a, &FLAG_SPECS[i]);
     });
-    dup2(saved_stderr, 2);
-    close(saved_stderr);
-    fclose(devnull);
+    if (dup2(saved_stderr, 2) < 0 || close(saved_stderr) != 0 || fclose(devnull) != 0) abort();
     free(text);
     return 0;
 }

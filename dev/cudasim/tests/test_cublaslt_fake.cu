@@ -45,6 +45,16 @@ static float rand_unit(void) {
     return (float)((rng_state >> 40) / 8388608.0 - 1.0);
 }
 
+/* a CUDA runtime call of the test's own (not one under test): its failure ends the test, naming the call and file:line */
+#define CUDA_CHECK(call)                                                                                       \
+    do {                                                                                                       \
+        cudaError_t e_ = (call);                                                                               \
+        if (e_ != cudaSuccess) {                                                                               \
+            fprintf(stderr, "error: %s failed: %s (%s:%d)\n", #call, cudaGetErrorString(e_), __FILE__, __LINE__); \
+            exit(1);                                                                                           \
+        }                                                                                                      \
+    } while (0)
+
 /* a device buffer of n elements of fp32 or bf16 (cudaMalloc: the fake checks that matrices are device memory;
  * in simulation the host reads and writes it directly) */
 typedef struct {
@@ -191,7 +201,7 @@ static double run_lt_case(cublasLtHandle_t lt, const lt_case* tc, int m, int n, 
     if (cudaMalloc(&workspace, heur.workspaceSize) != cudaSuccess) return 1e30;
     LT_CHECK(cublasLtMatmul(lt, desc, &tc->alpha, A.p, la, B.p, lb, &tc->beta, C.p, lc, tc->in_place ? C.p : D.p, ld,
                             &heur.algo, workspace, heur.workspaceSize, (cudaStream_t)0));
-    cudaFree(workspace);
+    CUDA_CHECK(cudaFree(workspace));
     if (tc->in_place) D = C; /* same storage */
     if (corrupt) { /* self-test of the checker: one wrong output element must be caught */
         size_t idx = 1 + 2 * ldd;
@@ -291,8 +301,10 @@ static double run_lt_case(cublasLtHandle_t lt, const lt_case* tc, int m, int n, 
     cublasLtMatmulPreferenceDestroy(pref);
     for (int i = 0; i < 4; i++) cublasLtMatrixLayoutDestroy(layouts[i]);
     cublasLtMatmulDescDestroy(desc);
-    cudaFree(A.p); cudaFree(B.p); cudaFree(C.p); cudaFree(D0.p); cudaFree(bias.p); cudaFree(bias0.p); cudaFree(aux.p); cudaFree(aux0.p);
-    if (!tc->in_place) cudaFree(D.p);
+    CUDA_CHECK(cudaFree(A.p)); CUDA_CHECK(cudaFree(B.p)); CUDA_CHECK(cudaFree(C.p));
+    CUDA_CHECK(cudaFree(D0.p)); CUDA_CHECK(cudaFree(bias.p)); CUDA_CHECK(cudaFree(bias0.p));
+    CUDA_CHECK(cudaFree(aux.p)); CUDA_CHECK(cudaFree(aux0.p));
+    if (!tc->in_place) CUDA_CHECK(cudaFree(D.p));
     return worst;
 }
 
@@ -387,7 +399,8 @@ static void test_cublas(void) {
                                                                          alpha, beta, tf32, 1e-6)
                                                       : 1e30;
                 if (w > worst) worst = w;
-                cudaFree(A.p); cudaFree(B.p); cudaFree(C.p); cudaFree(C0.p);
+                CUDA_CHECK(cudaFree(A.p)); CUDA_CHECK(cudaFree(B.p)); CUDA_CHECK(cudaFree(C.p));
+                CUDA_CHECK(cudaFree(C0.p));
             }
         check(worst <= 1.0, tf32 ? "cublasSgemm NN/NT/TN/TT with CUBLAS_TF32_TENSOR_OP_MATH (TF32-rounded reference)"
                                  : "cublasSgemm NN/NT/TN/TT, default math", worst);
@@ -402,7 +415,8 @@ static void test_cublas(void) {
                                         (int)ldb, &beta, C.p, CUDA_R_32F, (int)ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
         double w = s == CUBLAS_STATUS_SUCCESS ? cublas_ref_worst(&A, lda, 0, &B, ldb, 0, &C0, &C, ldc, 0, 1, 0, m, n, k, 1, alpha, beta, 0, 1e-6) : 1e30;
         check(w <= 1.0, "cublasGemmEx TN bf16 x bf16 -> fp32, beta=1", w);
-        cudaFree(A.p); cudaFree(B.p); cudaFree(C.p); cudaFree(C0.p);
+        CUDA_CHECK(cudaFree(A.p)); CUDA_CHECK(cudaFree(B.p)); CUDA_CHECK(cudaFree(C.p));
+        CUDA_CHECK(cudaFree(C0.p));
     }
     /* GemmStridedBatchedEx: bf16 everywhere, attention-like (T x T scores from T x hs blocks) */
     {
@@ -415,7 +429,8 @@ static void test_cublas(void) {
                                                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
         double w = s == CUBLAS_STATUS_SUCCESS ? cublas_ref_worst(&K, ld, sA, &Q, ld, sA, &S0, &S, ldc, sC, 1, 0, T, T, hs, batch, alpha, beta, 0, 1.0 / 256) : 1e30;
         check(w <= 1.0, "cublasGemmStridedBatchedEx TN bf16, 5 batches with gapped strides, beta=0", w);
-        cudaFree(K.p); cudaFree(Q.p); cudaFree(S.p); cudaFree(S0.p);
+        CUDA_CHECK(cudaFree(K.p)); CUDA_CHECK(cudaFree(Q.p)); CUDA_CHECK(cudaFree(S.p));
+        CUDA_CHECK(cudaFree(S0.p));
     }
     /* cuBLAS argument errors */
     float one = 1.0f, zero = 0.0f, buf[64] = {0};
@@ -442,8 +457,8 @@ static void test_cublas(void) {
 static void test_lt_errors(cublasLtHandle_t lt) {
     float one = 1.0f, zero = 0.0f;
     float* buf = NULL; /* device memory: the cases below fail for their own reasons, not the memory checks */
-    cudaMalloc((void**)&buf, 256 * sizeof(float));
-    cudaMemset(buf, 0, 256 * sizeof(float));
+    CUDA_CHECK(cudaMalloc((void**)&buf, 256 * sizeof(float)));
+    CUDA_CHECK(cudaMemset(buf, 0, 256 * sizeof(float)));
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t la, lb, lc, lbad;
     cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F);
@@ -476,7 +491,7 @@ static void test_lt_errors(cublasLtHandle_t lt) {
                  "cublasLtMatmulAlgoGetHeuristic requestedAlgoCount=0");
     /* the heuristic's algorithm assumes the preference's alignments: 256 bytes unless set */
     float* aligned;
-    cudaMalloc((void**)&aligned, 1024 * sizeof(float));
+    CUDA_CHECK(cudaMalloc((void**)&aligned, 1024 * sizeof(float)));
 #define MATMUL_ALGO(A_ptr)                                                                                                          \
     cublasLtMatmul(lt, desc, &one, A_ptr, la, aligned + 64, lb, &zero, aligned + 128, lc, aligned + 128, lc, &heur.algo, NULL, 0, \
                    (cudaStream_t)0)
@@ -489,7 +504,7 @@ static void test_lt_errors(cublasLtHandle_t lt) {
     check_status(MATMUL_ALGO(aligned + 4), CUBLAS_STATUS_SUCCESS, "  A 16 bytes past, MIN_ALIGNMENT_A_BYTES = 16");
     check_status(MATMUL_ALGO(aligned + 2), CUBLAS_STATUS_NOT_SUPPORTED, "  A 8 bytes past, MIN_ALIGNMENT_A_BYTES = 16");
 #undef MATMUL_ALGO
-    cudaFree(aligned);
+    CUDA_CHECK(cudaFree(aligned));
     int32_t batch = 2;
     cublasLtMatrixLayoutCreate(&lbad, CUDA_R_32F, 4, 5, 4);
     cublasLtMatrixLayoutSetAttribute(lbad, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof(batch));
@@ -539,7 +554,7 @@ static void test_lt_errors(cublasLtHandle_t lt) {
     cublasLtMatrixLayoutDestroy(lb);
     cublasLtMatrixLayoutDestroy(lc);
     cublasLtMatmulDescDestroy(desc);
-    cudaFree(buf);
+    CUDA_CHECK(cudaFree(buf));
 }
 
 /* The host/device memory checks: every matrix, epilogue vector, workspace and device-mode scalar the call's
@@ -548,14 +563,14 @@ static void test_lt_errors(cublasLtHandle_t lt) {
 static void test_lt_memory(cublasLtHandle_t lt) {
     float one = 1.0f, zero = 0.0f;
     float *dev = NULL, *pinned = NULL, *dev_small = NULL, *dev_scalars = NULL;
-    cudaMalloc((void**)&dev, 512 * sizeof(float));
-    cudaMalloc((void**)&dev_small, 8 * sizeof(float)); /* less than A's 12 elements */
-    cudaMalloc((void**)&dev_scalars, 2 * sizeof(float));
-    cudaMallocHost((void**)&pinned, 512 * sizeof(float));
+    CUDA_CHECK(cudaMalloc((void**)&dev, 512 * sizeof(float)));
+    CUDA_CHECK(cudaMalloc((void**)&dev_small, 8 * sizeof(float))); /* less than A's 12 elements */
+    CUDA_CHECK(cudaMalloc((void**)&dev_scalars, 2 * sizeof(float)));
+    CUDA_CHECK(cudaMallocHost((void**)&pinned, 512 * sizeof(float)));
     alignas(256) static float host[512];
-    cudaMemset(dev, 0, 512 * sizeof(float));
-    cudaMemcpy(dev_scalars, &one, sizeof(float), cudaMemcpyHostToDevice);
-    cudaMemcpy(dev_scalars + 1, &zero, sizeof(float), cudaMemcpyHostToDevice);
+    CUDA_CHECK(cudaMemset(dev, 0, 512 * sizeof(float)));
+    CUDA_CHECK(cudaMemcpy(dev_scalars, &one, sizeof(float), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(dev_scalars + 1, &zero, sizeof(float), cudaMemcpyHostToDevice));
     float *A = dev, *B = dev + 64, *D = dev + 128, *bias = dev + 192, *aux = dev + 256, *ws = dev + 384;
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t la, lb, lc;
@@ -629,7 +644,8 @@ static void test_lt_memory(cublasLtHandle_t lt) {
     cublasLtMatrixLayoutDestroy(lb);
     cublasLtMatrixLayoutDestroy(lc);
     cublasLtMatmulDescDestroy(desc);
-    cudaFree(dev); cudaFree(dev_small); cudaFree(dev_scalars); cudaFreeHost(pinned);
+    CUDA_CHECK(cudaFree(dev)); CUDA_CHECK(cudaFree(dev_small)); CUDA_CHECK(cudaFree(dev_scalars));
+    CUDA_CHECK(cudaFreeHost(pinned));
 }
 
 static double seconds(void) {
@@ -682,7 +698,7 @@ static void benchmark(cublasLtHandle_t lt) {
     cublasLtMatrixLayoutDestroy(lb);
     cublasLtMatrixLayoutDestroy(ld);
     cublasLtMatmulDescDestroy(desc);
-    cudaFree(A.p); cudaFree(B.p); cudaFree(D.p); free(naive);
+    CUDA_CHECK(cudaFree(A.p)); CUDA_CHECK(cudaFree(B.p)); CUDA_CHECK(cudaFree(D.p)); free(naive);
 }
 
 int main(void) {

@@ -19,6 +19,7 @@
 #include <mpi.h>
 #include <nccl.h>
 #endif
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,13 +28,31 @@
 
 static int world_rank = 0, passed = 0, failed = 0;
 
+/* an MPI or CUDA call of the test's own (not one under test): a failure stops every rank, naming the call and file:line */
+#define MPI_CHECK(call)                                                                                        \
+    do {                                                                                                       \
+        int e_ = (call);                                                                                       \
+        if (e_ != MPI_SUCCESS) {                                                                               \
+            fprintf(stderr, "error: %s failed: MPI error %d (%s:%d)\n", #call, e_, __FILE__, __LINE__);         \
+            MPI_Abort(MPI_COMM_WORLD, 1);                                                                      \
+        }                                                                                                      \
+    } while (0)
+#define CUDA_CHECK(call)                                                                                       \
+    do {                                                                                                       \
+        cudaError_t e_ = (call);                                                                               \
+        if (e_ != cudaSuccess) {                                                                               \
+            fprintf(stderr, "error: %s failed: %s (%s:%d)\n", #call, cudaGetErrorString(e_), __FILE__, __LINE__); \
+            MPI_Abort(MPI_COMM_WORLD, 1);                                                                      \
+        }                                                                                                      \
+    } while (0)
+
 /* Combines a check over all world ranks and prints it on rank 0. Every rank must call it in the
  * same order. worst is an error/tolerance ratio (<= 1 passes) or 0 for exact checks. */
 static void check(int ok, double worst, const char* what) {
     int all_ok = 0;
     double all_worst = 0.0;
-    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    MPI_Allreduce(&worst, &all_worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_CHECK(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Allreduce(&worst, &all_worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
     if (all_ok) passed++;
     else failed++;
     if (world_rank == 0) printf("%s %s (worst error/tolerance over ranks %.3g)\n", all_ok ? "PASS" : "FAIL", what, all_worst);
@@ -42,13 +61,10 @@ static void check(int ok, double worst, const char* what) {
 /* NCCL's buffers are device memory (the fake checks it); in simulation the host reads and writes them directly */
 static void* dev_malloc(size_t bytes) {
     void* p = NULL;
-    if (cudaMalloc(&p, bytes ? bytes : 1) != cudaSuccess) {
-        fprintf(stderr, "test_nccl_fake: cudaMalloc of %zu bytes failed\n", bytes);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    CUDA_CHECK(cudaMalloc(&p, bytes ? bytes : 1));
     return p;
 }
-static void dev_free(void* p) { cudaFree(p); }
+static void dev_free(void* p) { CUDA_CHECK(cudaFree(p)); }
 
 /* the input of rank p, element e: a float with a fractional part, spread over signs and magnitudes */
 static double input_value(int p, size_t e, int salt) {
@@ -297,10 +313,10 @@ static void test_collectives(ncclComm_t comm, const char* label) {
 }
 
 int main(int argc, char** argv) {
-    MPI_Init(&argc, &argv);
+    MPI_CHECK(MPI_Init(&argc, &argv));
     int world_size = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank));
+    MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world_size));
     if (world_rank == 0) printf("fake NCCL under MPI with %d processes\n", world_size);
 
     /* the world communicator, from an id made on rank 0 and broadcast */
@@ -309,7 +325,7 @@ int main(int argc, char** argv) {
         ncclGetUniqueId(&ids[0]);
         ncclGetUniqueId(&ids[1]);
     }
-    MPI_Bcast(ids, sizeof(ids), MPI_BYTE, 0, MPI_COMM_WORLD);
+    MPI_CHECK(MPI_Bcast(ids, sizeof(ids), MPI_BYTE, 0, MPI_COMM_WORLD));
     ncclComm_t world;
     check(ncclCommInitRank(&world, world_size, ids[0], world_rank) == ncclSuccess, 0.0, "ncclCommInitRank world from a broadcast id");
     int n = -1, r = -1, device = -1, version = 0;
@@ -345,7 +361,7 @@ int main(int argc, char** argv) {
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     float* buf = (float*)dev_malloc(8 * sizeof(float)); /* device memory: the cases fail for their own reasons */
-    cudaMemset(buf, 0, 8 * sizeof(float));
+    CUDA_CHECK(cudaMemset(buf, 0, 8 * sizeof(float)));
     check(ncclAllReduce(buf, buf, 8, ncclFloat32, ncclSum, NULL, (cudaStream_t)0) == ncclInvalidArgument, 0.0, "NULL comm -> ncclInvalidArgument");
     check(ncclAllReduce(buf, buf, 4, ncclFloat16, ncclSum, world, (cudaStream_t)0) == ncclInvalidArgument, 0.0, "ncclFloat16 -> ncclInvalidArgument");
     check(ncclAllReduce(buf, buf, 4, ncclFloat32, (ncclRedOp_t)9, world, (cudaStream_t)0) == ncclInvalidArgument, 0.0,
@@ -358,7 +374,7 @@ int main(int argc, char** argv) {
     {   /* the host/device memory checks: every buffer a call touches is device memory over the bytes it touches */
         float host[64] = {0};
         float* pinned = NULL;
-        cudaMallocHost((void**)&pinned, 64 * sizeof(float));
+        CUDA_CHECK(cudaMallocHost((void**)&pinned, 64 * sizeof(float)));
         float* dev = (float*)dev_malloc(8 * world_size * sizeof(float));
         int last = world_size - 1;
         check(ncclAllReduce(host, buf, 8, ncclFloat32, ncclSum, world, (cudaStream_t)0) == ncclInvalidArgument, 0.0,
@@ -393,7 +409,7 @@ int main(int argc, char** argv) {
         group_ok &= ncclGroupEnd() == ncclSuccess;
         check(group_ok, 0.0, "memory: a grouped ncclAllReduce of host memory -> ncclInvalidArgument at the call, nothing queued");
         dev_free(dev);
-        cudaFreeHost(pinned);
+        CUDA_CHECK(cudaFreeHost(pinned));
     }
     ncclUniqueId garbage;
     memset(&garbage, 7, sizeof(garbage));
@@ -406,17 +422,21 @@ int main(int argc, char** argv) {
           "ncclGetErrorString");
     check(ncclCommDestroy(world) == ncclSuccess, 0.0, "ncclCommDestroy");
     dev_free(buf);
-    fflush(stderr);
-    dup2(saved_stderr, 2);
-    close(saved_stderr);
+    if (fflush(stderr) != 0 || dup2(saved_stderr, 2) < 0 || close(saved_stderr) != 0) {
+        fprintf(stderr, "error: restoring stderr failed: %s (%s:%d)\n", strerror(errno), __FILE__, __LINE__);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
     if (world_rank == 0) {
         char line[512];
         rewind(captured);
         while (fgets(line, sizeof(line), captured)) printf("  stderr of the error cases (rank 0): %s", line);
     }
-    fclose(captured);
+    if (fclose(captured) != 0) {
+        fprintf(stderr, "error: closing the captured stderr failed: %s (%s:%d)\n", strerror(errno), __FILE__, __LINE__);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
 
     if (world_rank == 0) printf("%d passed, %d failed\n", passed, failed);
-    MPI_Finalize();
+    MPI_CHECK(MPI_Finalize());
     return failed != 0;
 }
