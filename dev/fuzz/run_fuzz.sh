@@ -1,36 +1,35 @@
 #!/usr/bin/env bash
 # usage: dev/fuzz/run_fuzz.sh SECONDS HARNESS...
 # Runs each build/fuzz/fuzz_<HARNESS> for SECONDS on a working copy of its seed corpus
-# (dev/fuzz/corpus/<HARNESS>/, copied to build/fuzz/corpus_<HARNESS>/, which keeps what it finds).
-# A crash, hang (10 s per input), out-of-memory (2 GiB) or sanitizer report fails the harness; its
-# reproducer is left in build/fuzz/. Prints executions and executions per second of each, then
-# "N passed, M failed".
+# (dev/fuzz/corpus/<HARNESS>/, copied to build/fuzz/corpus_<HARNESS>/, which keeps what it finds), side by side
+# (dev/testlib.sh's jobs: a libFuzzer run is one process). A crash, hang (10 s per input), out-of-memory (2 GiB) or
+# sanitizer report fails the harness; its reproducer is left in build/fuzz/. Prints executions and executions per
+# second of each, then "N passed, M failed".
 set -u
-here=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$here" || exit 1
 seconds=$1
 shift
-pass=0
-fail=0
+. "$(dirname "$0")/../testlib.sh"
+test_begin
 for h in "$@"; do
     corpus=build/fuzz/corpus_$h
     mkdir -p "$corpus"
     cp -n dev/fuzz/corpus/"$h"/* "$corpus"/ 2>/dev/null
-    log=build/fuzz/fuzz_$h.log
-    ASAN_OPTIONS=detect_leaks=0 ./build/fuzz/fuzz_"$h" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-        -max_len=65536 -print_final_stats=1 -artifact_prefix=build/fuzz/"$h"- "$corpus" >"$log" 2>&1
+    job_start "$h" env ASAN_OPTIONS=detect_leaks=0 ./build/fuzz/fuzz_"$h" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+        -max_len=65536 -print_final_stats=1 -artifact_prefix=build/fuzz/"$h"- "$corpus"
+done
+for h in "$@"; do
+    job_wait "$h"
     rc=$?
+    log=build/fuzz/fuzz_$h.log
+    echo "$job_out" >"$log"
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
     rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
     cov=$(grep -E '^#[0-9]+' "$log" | tail -1 | sed -E 's/.*(cov: [0-9]+ ft: [0-9]+ corp: [0-9]+).*/\1/')
     if [ $rc -eq 0 ] && [ -n "$execs" ]; then
-        echo "ok    fuzz_$h: ${seconds} s, ${execs} executions, ${rate} exec/s, $cov, no crash, hang or sanitizer report"
-        pass=$((pass + 1))
+        ok "fuzz_$h: ${seconds} s, ${execs} executions, ${rate} exec/s, $cov, no crash, hang or sanitizer report"
     else
-        echo "FAIL  fuzz_$h: exit $rc after ${execs:-?} executions; see $log:"
+        bad "fuzz_$h: exit $rc after ${execs:-?} executions; see $log:"
         grep -E 'ERROR|SUMMARY|runtime error|deadly|Test unit written' "$log" | head -5
-        fail=$((fail + 1))
     fi
 done
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+test_end
