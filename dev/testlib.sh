@@ -27,18 +27,24 @@ bad() { echo "FAIL  $1"; fail=$((fail + 1)); }
 #   job_start ID CMD...   starts CMD in the background, its stdout and stderr kept for job_wait
 #   job_wait ID           waits for it: returns CMD's status and leaves its output in $job_out
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+[ "$JOBS" -ge 1 ] 2>/dev/null || JOBS=1
 declare -A job_files=()
+job_count=0
 job_start() {
     local id=$1 file
     shift
     while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
-    file=$tmp/job.${#job_files[@]}
+    job_count=$((job_count + 1))
+    file=$tmp/job.$job_count
     job_files[$id]=$file
     { "$@" >"$file" 2>&1; echo $? >"$file.status" && mv "$file.status" "$file.rc"; } &
 }
 job_wait() {
     local file=${job_files[$1]}
-    while [ ! -f "$file.rc" ]; do wait -n 2>/dev/null || sleep 0.2; done
+    while [ ! -f "$file.rc" ]; do
+        wait -n 2>/dev/null && continue
+        [ -f "$file.rc" ] || [ -n "$(jobs -rp)" ] || { job_out="job $1 ended without a status: $(cat "$file" 2>/dev/null)"; return 255; }
+    done
     job_out=$(cat "$file")
     return "$(cat "$file.rc")"
 }

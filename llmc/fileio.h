@@ -145,7 +145,7 @@ static inline int fread_try_(void* buf, size_t size, size_t n, FILE* f, const ch
     size_t got = fread(buf, size, n, f);
     if (got == n) return 0;
     if (feof(f))
-        return sys_error_(err, cap, file, line, "%s: file is truncated (wanted %zu items of %zu bytes, got %zu)", path, n, size, got);
+        return file_error_(err, cap, "%s: file is truncated (wanted %zu items of %zu bytes, got %zu)", path, n, size, got);
     return sys_error_(err, cap, file, line, "%s: read failed: %s", path, strerror(errno));
 }
 static inline int fseek_try_(FILE* f, long long off, int whence, const char* path, char* err, size_t cap, const char* file, int line) {

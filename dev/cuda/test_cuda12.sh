@@ -56,7 +56,7 @@ build() {
     local name=$1 src=$2 out=$3 archs=$4 gencode=() a what=compiles
     shift 4
     for a in $archs; do gencode+=(-gencode "arch=compute_$a,code=sm_$a"); done
-    local cmd=("$nvcc" "${flags[@]}" "${gencode[@]}" "$@" -c "$src" -o "$tmp/o.o")
+    local cmd=("$nvcc" "${flags[@]}" "${gencode[@]}" "$@" -c "$src" -o "$tmp/$(basename "$src").o")
     if [ "$out" != -c ]; then cmd=("$nvcc" "${flags[@]}" "${gencode[@]}" "$@" "$src" -o "$out" "${libs[@]}"); what="builds and links"; fi
     names+=("$name|$src|$what for sm_${archs// /, sm_}")
     job_start "$name" "${cmd[@]}"
