@@ -49,6 +49,7 @@
 #include <omp.h>
 #include <time.h>
 
+#include "llmc/cli.h"
 #include "llmc/tokenizer.h"
 #include "llmc/signals.h"
 
@@ -69,81 +70,37 @@
 #endif
 
 /* ----------------------------------------------------------------------------
- * command line: one table drives the parser and --help */
-typedef enum { FLAG_STRING, FLAG_STRINGS, FLAG_LONG, FLAG_DOUBLE } FlagType;
+ * command line (llmc/cli.h) */
 typedef struct {
-    const char* name;
-    FlagType type;
-    void* value;
-    const char* help;
-} Flag;
-
-typedef struct {
-    const char** inputs;
-    int num_inputs;
+    CliList inputs;
     const char* output_dir;
     double val_fraction;
     long shard_tokens;
     const char* json_field;
     const char* doc_separator;
-    long threads;
+    int threads;
     const char* tokenizer_path;
 } Options;
 
-/* prints the help (to stderr, then `error` as the last line, if error is non-NULL) and exits */
-static void usage(const Flag* flags, int n, const char* error, const char* arg) {
-    FILE* out = error ? stderr : stdout;
-    fprintf(out, "usage: prepare_data --input PATH [--input PATH ...] --output-dir DIR [flags]\n");
-    for (int i = 0; i < n; i++) fprintf(out, "  --%-15s %s\n", flags[i].name, flags[i].help);
-    if (error) fprintf(out, "error: %s%s\n", error, arg);
-    exit(error ? 2 : 0);
-}
+#define OPTION(l, type, field, def, lo, hi, help) {NULL, l, type, offsetof(Options, field), def, lo, hi, NULL, help}
+static const CliFlag PREPARE_FLAGS[] = {
+    OPTION("--input", CLI_STRS, inputs, NULL, 0, 0, "text file, JSON-lines file (*.jsonl, *.json), directory, or - (stdin, text); repeatable"),
+    OPTION("--output-dir", CLI_STR, output_dir, NULL, 0, 0, "where train_NNNNNN.bin and val_NNNNNN.bin go (created)"),
+    OPTION("--val-fraction", CLI_DOUBLE, val_fraction, "0.005", 0, 1, "the share of documents that go to val, F: one in every 1/F (below 1)"),
+    OPTION("--shard-tokens", CLI_LONG, shard_tokens, "100000000", 1, 1e15, "tokens per shard"),
+    OPTION("--json-field", CLI_STR, json_field, "text", 0, 0, "the document field of JSON lines"),
+    OPTION("--doc-separator", CLI_STR, doc_separator, NULL, 0, 0, "split text files into documents at lines equal to this one"),
+    OPTION("--threads", CLI_INT, threads, "0", 0, 1024, "encoding threads (0: all cores)"),
+    OPTION("--tokenizer", CLI_STR, tokenizer_path, "data/gpt2_tokenizer.bin", 0, 0, "GBPE tokenizer file"),
+};
 
 static void parse_options(int argc, char** argv, Options* o) {
+    const CliSpec spec = {PREPARE_FLAGS, (int)(sizeof(PREPARE_FLAGS) / sizeof(PREPARE_FLAGS[0])),
+                          "prepare_data --input PATH [--input PATH ...] --output-dir DIR [flags]", "give each path its own --input", NULL};
     memset(o, 0, sizeof(*o));
-    o->val_fraction = 0.005;
-    o->shard_tokens = 100000000;
-    o->json_field = "text";
-    o->tokenizer_path = "data/gpt2_tokenizer.bin";
-    o->inputs = (const char**)malloc_check((size_t)argc * sizeof(char*));
-    const Flag flags[] = {
-        {"input", FLAG_STRINGS, NULL, "PATH: text file, JSON-lines file (*.jsonl, *.json), directory, or - (stdin, text); repeatable"},
-        {"output-dir", FLAG_STRING, &o->output_dir, "DIR: where train_NNNNNN.bin and val_NNNNNN.bin go (created)"},
-        {"val-fraction", FLAG_DOUBLE, &o->val_fraction, "F: one document in every 1/F goes to val (default 0.005)"},
-        {"shard-tokens", FLAG_LONG, &o->shard_tokens, "N: tokens per shard (default 100000000)"},
-        {"json-field", FLAG_STRING, &o->json_field, "NAME: the document field of JSON lines (default text)"},
-        {"doc-separator", FLAG_STRING, &o->doc_separator, "LINE: split text files into documents at lines equal to LINE"},
-        {"threads", FLAG_LONG, &o->threads, "N: encoding threads (default: all cores)"},
-        {"tokenizer", FLAG_STRING, &o->tokenizer_path, "PATH: GBPE tokenizer file (default data/gpt2_tokenizer.bin)"},
-    };
-    int nflags = (int)(sizeof(flags) / sizeof(flags[0]));
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) usage(flags, nflags, NULL, "");
-        const Flag* f = NULL;
-        for (int k = 0; k < nflags; k++)
-            if (strncmp(argv[i], "--", 2) == 0 && strcmp(argv[i] + 2, flags[k].name) == 0) f = &flags[k];
-        if (!f) usage(flags, nflags, "unknown argument ", argv[i]);
-        if (i + 1 >= argc) usagef("--%s needs a value", f->name);
-        const char* v = argv[++i];
-        char* end = NULL;
-        errno = 0;
-        switch (f->type) {
-        case FLAG_STRINGS: o->inputs[o->num_inputs++] = v; break;
-        case FLAG_STRING: *(const char**)f->value = v; break;
-        case FLAG_LONG:
-            *(long*)f->value = strtol(v, &end, 10);
-            if (errno || *end || end == v) usagef("--%s: '%s' is not an integer", f->name, v);
-            break;
-        case FLAG_DOUBLE:
-            *(double*)f->value = strtod(v, &end);
-            if (errno || *end || end == v) usagef("--%s: '%s' is not a number", f->name, v);
-            break;
-        }
-    }
-    if (o->num_inputs == 0 || !o->output_dir) usage(flags, nflags, "--input and --output-dir are required", "");
-    if (!(o->val_fraction >= 0 && o->val_fraction < 1)) usagef("--val-fraction %g is outside [0, 1)", o->val_fraction);
-    if (o->shard_tokens < 1) usagef("--shard-tokens %ld must be positive", o->shard_tokens);
-    if (o->threads < 0 || o->threads > 1024) usagef("--threads %ld is outside [0, 1024]", o->threads);
+    cli_parse(&spec, o, argc, argv);
+    if (o->inputs.count == 0 || !o->output_dir) usagef("--input and --output-dir are required");
+    if (o->val_fraction >= 1) usagef("--val-fraction %g is outside [0, 1)", o->val_fraction);
     if (o->threads == 0) o->threads = omp_get_num_procs();
     if (o->doc_separator && strpbrk(o->doc_separator, "\r\n")) /* lines are compared without their "\r\n" or "\n" */
         usagef("--doc-separator must be a single line without '\\r' or '\\n'");
@@ -281,8 +238,8 @@ static void add_directory(FileList* l, const char* dir, int* binaries) {
 
 static void gather_inputs(FileList* l, const Options* o) {
     memset(l, 0, sizeof(*l));
-    for (int i = 0; i < o->num_inputs; i++) {
-        const char* input = strcmp(o->inputs[i], "-") == 0 ? "/dev/stdin" : o->inputs[i]; /* "-": stdin, as ./tokenize */
+    for (int i = 0; i < o->inputs.count; i++) {
+        const char* input = strcmp(o->inputs.items[i], "-") == 0 ? "/dev/stdin" : o->inputs.items[i]; /* "-": stdin, as ./tokenize */
         struct stat st;
         if (stat(input, &st) != 0) sys_fatalf("%s: cannot read input: %s", input, strerror(errno));
         if (S_ISDIR(st.st_mode)) {
@@ -1046,7 +1003,7 @@ int main(int argc, char** argv) {
         last = !more;
         /* one thread reads the next batch, then joins the others; a chunk is written once the ones
          * before it are (omp ordered), so the shards are the same for any number of threads */
-#pragma omp parallel num_threads((int)o.threads)
+#pragma omp parallel num_threads(o.threads)
         {
             Encoded encoded;
             memset(&encoded, 0, sizeof(encoded));
@@ -1073,8 +1030,8 @@ int main(int argc, char** argv) {
             last_report = now;
         }
     }
-    if (out.documents == 0) fatalf("%s: the inputs hold no documents (all empty)", o.inputs[0]);
-    if (train->total == 0) fatalf("%s: every document went to val (%lld documents, --val-fraction %g)", o.inputs[0], out.documents, o.val_fraction);
+    if (out.documents == 0) fatalf("%s: the inputs hold no documents (all empty)", o.inputs.items[0]);
+    if (train->total == 0) fatalf("%s: every document went to val (%lld documents, --val-fraction %g)", o.inputs.items[0], out.documents, o.val_fraction);
     if (train->open) shard_finish(train);
     if (val->open) shard_finish(val);
     stop_if_signalled(); /* the last chance: from here the shards go under their names */
@@ -1082,7 +1039,7 @@ int main(int argc, char** argv) {
     shard_commit_all(val);
     int stale = remove_stale_shards(train) + remove_stale_shards(val);
     double elapsed = now_seconds() - start;
-    fprintf(stderr, "%s%lld documents from %d files (%.1f MB) in %.2f s, %.1f MB/s, %ld threads\n", progress_tty ? "\r" : "",
+    fprintf(stderr, "%s%lld documents from %d files (%.1f MB) in %.2f s, %.1f MB/s, %d threads\n", progress_tty ? "\r" : "",
             out.documents, files.count, out.bytes_done / 1e6, elapsed, out.bytes_done / 1e6 / elapsed, o.threads);
     if (files.binaries)
         fprintf(stderr, "skipped %d binary files in the input directories (a NUL byte in their first 8 KiB or a UTF-16 byte order mark: compressed, or UTF-16/UTF-32)\n",
@@ -1114,7 +1071,7 @@ int main(int argc, char** argv) {
     free(files.sizes);
     free(files.invalid_utf8);
     free(files.first_invalid);
-    free(o.inputs);
+    free(o.inputs.items);
     tokenizer_free(&t);
     return 0;
 }

@@ -1248,7 +1248,7 @@ static TrainArgs parse(int argc, const char** argv) {
     flags_parse(&a, argc, (char**)argv, "train_gpt");
     return a;
 }
-typedef struct { int argc; const char* argv[8]; } Argv;
+typedef struct { int argc; const char* argv[14]; } Argv;
 static void child_parse(void* ctx) {
     Argv* v = (Argv*)ctx;
     parse(v->argc, v->argv);
@@ -1257,6 +1257,57 @@ static void child_reject_zero(void* ctx) {
     Argv* v = (Argv*)ctx;
     TrainArgs a = parse(v->argc, v->argv);
     flags_reject(&a, "--zero", "the CPU trainer has one rank");
+}
+
+/* llmc/cli.h with the types the trainers' table lacks: repeatable strings, long, double, a string not given */
+typedef struct {
+    CliList in;
+    long n;
+    double f;
+    const char *s, *w;
+} CliOpts;
+static const CliFlag CLI_TEST_FLAGS[] = {
+    {NULL, "--in", CLI_STRS, offsetof(CliOpts, in), NULL, 0, 0, NULL, "repeatable"},
+    {"-n", "--count", CLI_LONG, offsetof(CliOpts, n), "5000000000", 1, 1e15, NULL, "a long"},
+    {NULL, "--frac", CLI_DOUBLE, offsetof(CliOpts, f), "0.25", 0, 1, NULL, "a double"},
+    {NULL, "--name", CLI_STR, offsetof(CliOpts, s), NULL, 0, 0, NULL, "not given: NULL"},
+    {NULL, "--word", CLI_STR, offsetof(CliOpts, w), "bb", 0, 0, "a|bb|c", "one of three words"},
+};
+static const CliSpec CLI_TEST_SPEC = {CLI_TEST_FLAGS, 5, "t [flags]", NULL, NULL};
+static void child_cli(void* ctx) {
+    Argv* v = (Argv*)ctx;
+    CliOpts o;
+    cli_parse(&CLI_TEST_SPEC, &o, v->argc, (char**)v->argv);
+    free(o.in.items);
+}
+
+static void test_cli(void) {
+    const char* none[] = {"t"};
+    CliOpts d;
+    cli_parse(&CLI_TEST_SPEC, &d, 1, (char**)none);
+    check(d.in.count == 0 && d.n == 5000000000L && d.f == 0.25 && d.s == NULL && strcmp(d.w, "bb") == 0,
+          "cli: defaults (no --in, a long above 2^32, a double, a string not given is NULL, a word)");
+    const char* argv[] = {"t", "--in", "x", "--in=y", "-n", "7", "--frac=0.1", "--name", "", "--word", "c", "--in", "-"};
+    CliOpts o;
+    cli_parse(&CLI_TEST_SPEC, &o, 13, (char**)argv);
+    check(o.in.count == 3 && strcmp(o.in.items[0], "x") == 0 && strcmp(o.in.items[1], "y") == 0 && strcmp(o.in.items[2], "-") == 0 &&
+              o.n == 7 && o.f == 0.1 && o.s && o.s[0] == '\0' && strcmp(o.w, "c") == 0,
+          "cli: --in three times in order (one of them -), -n, --frac=0.1 as a double, an empty --name, a word");
+    free(o.in.items);
+    char text[64];
+    cli_format(text, sizeof(text), &CLI_TEST_FLAGS[0], &d);
+    check(strcmp(text, "none") == 0, "cli: an empty repeatable flag formats as none");
+    Argv word = {3, {"t", "--word", "b"}};
+    expect_failure("cli: a word not among the choices (a prefix of one)", child_cli, &word, 2, "--word: bad value 'b': expected a|bb|c");
+    Argv frac = {2, {"t", "--frac=1.5"}};
+    expect_failure("cli: a double out of range", child_cli, &frac, 2, "--frac: bad value '1.5': expected a finite number in [0, 1]");
+    Argv count = {3, {"t", "-n", "0"}};
+    expect_failure("cli: a long out of range", child_cli, &count, 2, "--count: bad value '0': expected an integer in [1, 1000000000000000]");
+    Argv in = {2, {"t", "--in"}};
+    expect_failure("cli: a repeatable flag without a value", child_cli, &in, 2, "--in: missing value");
+    Argv save = {3, {"train_gpt", "--on-save-error", "maybe"}};
+    expect_failure("flags: a word flag's value is checked by the parser", child_parse, &save, 2,
+                   "--on-save-error: bad value 'maybe': expected stop|continue");
 }
 
 static void test_flags(void) {
@@ -1295,7 +1346,7 @@ static void test_flags(void) {
     Argv frac = {3, {"train_gpt", "-q", "1.5"}};
     expect_failure("flags float out of range", child_parse, &frac, 2, "--final-lr-frac: bad value '1.5'");
     Argv sched = {3, {"train_gpt", "-k", "cosin"}};
-    expect_failure("flags unknown schedule", child_parse, &sched, 2, "expected cosine, linear, constant or wsd");
+    expect_failure("flags unknown schedule", child_parse, &sched, 2, "expected cosine|linear|constant|wsd");
     Argv unknown = {3, {"train_gpt", "--max-step", "5"}};
     expect_failure("flags unknown flag", child_parse, &unknown, 2, "unknown flag '--max-step', did you mean --max-steps?");
     Argv unknown_eq = {2, {"train_gpt", "--lr-schedul=wsd"}};
@@ -1483,6 +1534,7 @@ int main(void) {
     test_state_file();
     test_checkpoint_dir();
     test_flags();
+    test_cli();
     test_sampler();
     test_logger();
     char cmd[512];

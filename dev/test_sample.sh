@@ -111,11 +111,15 @@ expect_error --alone "truncated model file" "trunc.bin.*(truncated|shorter)" ./s
 expect_error --alone "negative temperature" "--temperature: bad value '-1'" ./sample_gpt_cpu -e "$tmp/small.bin" --temperature -1
 expect_error --alone "token count not a number" "--tokens: bad value 'ten'" ./sample_gpt_cpu -e "$tmp/small.bin" -g ten
 expect_error --alone "unknown flag (a suggestion)" "unknown flag '--topk', did you mean --top-k\?" ./sample_gpt_cpu -e "$tmp/small.bin" --topk 5
-expect_error --alone "the model file without -e" "'.*small.bin' is not a flag: the model is given with -e" ./sample_gpt_cpu "$tmp/small.bin"
+expect_error --alone "the model file without -e" "unexpected argument '.*small.bin' \\(flags start with -; the model is given with -e\\)" ./sample_gpt_cpu "$tmp/small.bin"
 expect_error --alone "missing value" "--seed: missing value" ./sample_gpt_cpu -e "$tmp/small.bin" --seed
 rcs=$(for bad in "--topk 5" "--seed" "-g ten" "--temperature -1"; do ./sample_gpt_cpu -e "$tmp/small.bin" $bad >/dev/null 2>&1; printf '%s ' $?; done)
 if [ "$rcs" = "2 2 2 2 " ]; then ok "a bad command line exits 2, as the trainers' (unknown flag, missing value, bad values)"
 else bad "bad command lines exit $rcs, not 2 2 2 2"; fi
+spaced=$(./sample_gpt_cpu -e "$tmp/small.bin" --ids --seed 7 -g 5 2>/dev/null)
+joined=$(./sample_gpt_cpu -e="$tmp/small.bin" --ids=1 --seed=7 -g=5 2>/dev/null)
+if [ -n "$spaced" ] && [ "$spaced" = "$joined" ]; then ok "the trainers' flag forms: -e=FILE --ids=1 --seed=7 -g=5 as -e FILE --ids --seed 7 -g 5"
+else bad "-e=FILE --ids=1 --seed=7 -g=5 gave '$joined', the spaced form '$spaced'"; fi
 expect_error --alone "prompt, tokenizer does not match the model" "tokenizer has 50257 tokens but the model .* has 300" \
     ./sample_gpt_cpu -e "$tmp/small.bin" --prompt "hello"
 ./sample_gpt_cpu -e "$tmp/small.bin" --ids -g 8 >/dev/full 2>"$tmp/full.err"

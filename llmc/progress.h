@@ -70,16 +70,12 @@ static inline void run_header_print(FILE* f, const RunInfo* r, const TrainArgs* 
 }
 
 /* one flag's value as a JSON value: a string, an integer or a number */
-static inline void run_header_flag_json_(FILE* f, const TrainArgs* a, const FlagSpec* s) {
+static inline void run_header_flag_json_(FILE* f, const TrainArgs* a, const CliFlag* s) {
     const char* field = (const char*)a + s->offset;
     char text[8200];
-    switch (s->type) {
-    case FLAG_STR:
-    case FLAG_SCHED: logger_json_string(text, sizeof(text), *(const char* const*)field); break;
-    case FLAG_INT:
-    case FLAG_BOOL: snprintf(text, sizeof(text), "%d", *(const int*)field); break;
-    case FLAG_FLOAT: logger_json_number(text, sizeof(text), *(const float*)field); break;
-    }
+    if (s->type == CLI_STR) logger_json_string(text, sizeof(text), *(const char* const*)field);
+    else if (s->type == CLI_FLOAT) logger_json_number(text, sizeof(text), *(const float*)field);
+    else snprintf(text, sizeof(text), "%d", *(const int*)field); /* the trainers' other types: CLI_INT, CLI_BOOL */
     fputs(text, f);
 }
 

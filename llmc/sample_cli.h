@@ -36,7 +36,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <time.h>
-#include "llmc/fileio.h"
+#include "llmc/cli.h"
 #include "llmc/rng.h"
 #include "llmc/sampler.h"
 #include "llmc/tokenizer.h"
@@ -52,89 +52,32 @@ typedef struct {
 
 #define SAMPLE_DEFAULT_TOKENIZER "data/gpt2_tokenizer.bin"
 
-/* which tools take a flag: a flag the running tool does not take is absent from its --help and an unknown flag */
-typedef enum { SAMPLE_TOOL_CPU = 1, SAMPLE_TOOL_GPU = 2, SAMPLE_TOOL_ALL = 3 } SampleTool;
+/* which tool parses: the CPU tool also takes --threads */
+typedef enum { SAMPLE_TOOL_CPU, SAMPLE_TOOL_GPU } SampleTool;
 
-typedef enum { SAMPLE_ARG_STR, SAMPLE_ARG_INT, SAMPLE_ARG_FLOAT, SAMPLE_ARG_SWITCH } SampleArgType;
-typedef struct {
-    SampleTool tools;
-    const char* short_name;
-    const char* long_name;
-    SampleArgType type;
-    size_t offset;
-    double min, max;
-    const char* help;
-} SampleFlag;
-
-#define SAMPLE_FLAG(tools, s, l, type, field, lo, hi, help) {tools, s, l, type, offsetof(SampleArgs, field), lo, hi, help}
-static const SampleFlag SAMPLE_FLAGS[] = {
-    SAMPLE_FLAG(SAMPLE_TOOL_ALL, "-e", "--model", SAMPLE_ARG_STR, model, 0, 0, "model file (GPTM), e.g. a checkpoint's model_NNNNNNNN.bin (required)"),
-    SAMPLE_FLAG(SAMPLE_TOOL_ALL, NULL, "--prompt", SAMPLE_ARG_STR, prompt, 0, 0, "text to continue, after <|endoftext|> (default: none)"),
-    SAMPLE_FLAG(SAMPLE_TOOL_ALL, NULL, "--temperature", SAMPLE_ARG_FLOAT, temperature, 0, 1e6, "sampling temperature; 0: argmax (default 1.0)"),
-    SAMPLE_FLAG(SAMPLE_TOOL_ALL, NULL, "--top-k", SAMPLE_ARG_INT, top_k, 0, 1 << 24, "sample among the k most likely tokens; 0: all (default 0)"),
-    SAMPLE_FLAG(SAMPLE_TOOL_ALL, NULL, "--seed", SAMPLE_ARG_INT, seed, 0, 2147483647, "random seed, as the trainer's --seed (default 1337)"),
-    SAMPLE_FLAG(SAMPLE_TOOL_ALL, "-g", "--tokens", SAMPLE_ARG_INT, tokens, 0, 1 << 24, "tokens to generate (default 64)"),
-    SAMPLE_FLAG(SAMPLE_TOOL_ALL, NULL, "--tokenizer", SAMPLE_ARG_STR, tokenizer, 0, 0, "tokenizer file (GBPE) (default data/gpt2_tokenizer.bin, with --ids alone only if readable)"),
-    SAMPLE_FLAG(SAMPLE_TOOL_ALL, NULL, "--ids", SAMPLE_ARG_SWITCH, ids, 0, 1, "print the generated token ids instead of text"),
-    SAMPLE_FLAG(SAMPLE_TOOL_CPU, NULL, "--threads", SAMPLE_ARG_INT, threads, 0, 4096, "CPU threads; 0: the OpenMP default (default 0)"),
+#define SAMPLE_FLAG(s, l, type, field, def, lo, hi, help) {s, l, type, offsetof(SampleArgs, field), def, lo, hi, NULL, help}
+static const CliFlag SAMPLE_FLAGS[] = {
+    SAMPLE_FLAG("-e", "--model", CLI_STR, model, NULL, 0, 0, "model file (GPTM), e.g. a checkpoint's model_NNNNNNNN.bin (required)"),
+    SAMPLE_FLAG(NULL, "--prompt", CLI_STR, prompt, "", 0, 0, "text to continue, after <|endoftext|>"),
+    SAMPLE_FLAG(NULL, "--temperature", CLI_FLOAT, temperature, "1.0", 0, 1e6, "sampling temperature; 0: argmax"),
+    SAMPLE_FLAG(NULL, "--top-k", CLI_INT, top_k, "0", 0, 1 << 24, "sample among the k most likely tokens; 0: all"),
+    SAMPLE_FLAG(NULL, "--seed", CLI_INT, seed, "1337", 0, 2147483647, "random seed, as the trainer's --seed"),
+    SAMPLE_FLAG("-g", "--tokens", CLI_INT, tokens, "64", 0, 1 << 24, "tokens to generate"),
+    SAMPLE_FLAG(NULL, "--tokenizer", CLI_STR, tokenizer, NULL, 0, 0,
+                "tokenizer file (GBPE); not given: " SAMPLE_DEFAULT_TOKENIZER ", with --ids alone only if readable"),
+    SAMPLE_FLAG(NULL, "--ids", CLI_BOOL, ids, "0", 0, 1, "print the generated token ids instead of text"),
+    SAMPLE_FLAG(NULL, "--threads", CLI_INT, threads, "0", 0, 4096, "CPU threads; 0: the OpenMP default"), /* last: the CPU tool's */
 };
 #define SAMPLE_FLAG_COUNT ((int)(sizeof(SAMPLE_FLAGS) / sizeof(SAMPLE_FLAGS[0])))
 
-/* Parses argv into a (defaults first) with the flags `tool` takes; --help prints them and exits 0; a bad flag or
- * value is a one-line error, exit status 2. */
+/* Parses argv into a with the flags `tool` takes (llmc/cli.h: --help, exit status 2 for a bad command line). */
 static inline void sample_cli_parse(SampleArgs* a, int argc, char** argv, const char* program, SampleTool tool) {
-    *a = (SampleArgs){NULL, "", NULL, 1.0f, 0, 1337, 64, 0, 0};
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: %s -e MODEL [flags]: generate text with a KV cache\n", program);
-            for (int j = 0; j < SAMPLE_FLAG_COUNT; j++)
-                if (SAMPLE_FLAGS[j].tools & tool)
-                    printf("  %-3s %-14s %s\n", SAMPLE_FLAGS[j].short_name ? SAMPLE_FLAGS[j].short_name : "", SAMPLE_FLAGS[j].long_name,
-                           SAMPLE_FLAGS[j].help);
-            exit(0);
-        }
-        const SampleFlag* f = NULL;
-        for (int j = 0; j < SAMPLE_FLAG_COUNT && !f; j++) {
-            const SampleFlag* g = &SAMPLE_FLAGS[j];
-            if ((g->tools & tool) && ((g->short_name && !strcmp(argv[i], g->short_name)) || !strcmp(argv[i], g->long_name))) f = g;
-        }
-        if (!f && argv[i][0] != '-') usagef("'%s' is not a flag: the model is given with -e (-e %s)", argv[i], argv[i]);
-        if (!f) {
-            const char* best = NULL;
-            int best_d = 3; /* within 2 edits */
-            for (int j = 0; j < SAMPLE_FLAG_COUNT; j++) {
-                int d = edit_distance(argv[i], SAMPLE_FLAGS[j].long_name);
-                if ((SAMPLE_FLAGS[j].tools & tool) && d < best_d) {
-                    best_d = d;
-                    best = SAMPLE_FLAGS[j].long_name;
-                }
-            }
-            if (best) usagef("unknown flag '%s', did you mean %s?", argv[i], best);
-            usagef("unknown flag '%s'", argv[i]);
-        }
-        char* field = (char*)a + f->offset;
-        if (f->type == SAMPLE_ARG_SWITCH) {
-            *(int*)field = 1;
-            continue;
-        }
-        if (i + 1 >= argc) usagef("%s: missing value", f->long_name);
-        const char* text = argv[++i];
-        char* end;
-        errno = 0;
-        if (f->type == SAMPLE_ARG_STR) {
-            *(const char**)field = text;
-        } else if (f->type == SAMPLE_ARG_INT) {
-            long long v = strtoll(text, &end, 10);
-            if (end == text || *end || errno || v < f->min || v > f->max)
-                usagef("%s: bad value '%s': expected an integer in [%.0f, %.0f]", f->long_name, text, f->min, f->max);
-            *(int*)field = (int)v;
-        } else {
-            double v = strtod(text, &end);
-            if (end == text || *end || errno || !isfinite(v) || v < f->min || v > f->max)
-                usagef("%s: bad value '%s': expected a number in [%g, %g]", f->long_name, text, f->min, f->max);
-            *(float*)field = (float)v;
-        }
-    }
+    char usage[512];
+    snprintf(usage, sizeof(usage), "%s -e MODEL [flags]: generate text with a KV cache", program);
+    CliSpec spec = {SAMPLE_FLAGS, tool == SAMPLE_TOOL_CPU ? SAMPLE_FLAG_COUNT : SAMPLE_FLAG_COUNT - 1, usage,
+                    "quote a value with spaces", "the model is given with -e"};
+    memset(a, 0, sizeof(*a));
+    cli_parse(&spec, a, argc, argv);
     if (!a->model) usagef("no model: give -e MODEL");
 }
 

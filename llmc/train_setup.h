@@ -45,28 +45,11 @@
 #include <sys/file.h>
 #include <time.h>
 
-/* usagef unless s is one of the NULL-terminated words (the message lists them) */
-static inline void train_flag_word_check_(const char* flag, const char* s, const char* const* words) {
-    char expected[256] = "";
-    for (int i = 0; words[i]; i++) {
-        if (strcmp(s, words[i]) == 0) return;
-        snprintf(expected + strlen(expected), sizeof(expected) - strlen(expected), "%s%s", i ? "|" : "", words[i]);
-    }
-    usagef("%s: bad value '%s': expected %s", flag, s, expected);
-}
-
-/* What the flag table's ranges cannot say: the word-valued flags, AdamW's betas below 1 (the bias
+/* What the flag table's ranges and choices cannot say: AdamW's betas below 1 (the bias
  * correction divides by 1 - beta^t) and ε above 0 (a zero gradient's update is 0/0), --total-batch not
  * 0, and the flags that contradict or need others. A problem: usagef (exit status 2, as the flag
  * parser). Returns 1 for --on-save-error continue, 0 for stop. */
 static inline int train_check_run_flags(const TrainArgs* args) {
-    static const char* const save_words[] = {"stop", "continue", NULL}, *const comm_words[] = {"bf16", "fp32", NULL},
-                             *const scale_words[] = {"none", "linear", "sqrt", NULL},
-                             *const init_words[] = {"auto", "mpi", "file", "tcp", NULL};
-    train_flag_word_check_("--on-save-error", args->on_save_error, save_words);
-    train_flag_word_check_("--grad-comm", args->grad_comm, comm_words);
-    train_flag_word_check_("--lr-scale", args->lr_scale, scale_words);
-    train_flag_word_check_("--dist-init", args->dist_init, init_words);
     if (args->beta1 >= 1.0f || args->beta2 >= 1.0f)
         usagef("--beta1 and --beta2 must be below 1 (AdamW's bias correction divides by 1 - beta^step; they are floats, and one "
                "within 3e-8 of 1 rounds to 1)");

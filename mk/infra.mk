@@ -1,6 +1,6 @@
 # Shared trainer infrastructure (llmc/rng.h schedule.h dataloader.h checkpoint.h flags.h sampler.h logger.h)
 # and its test. The headers are also compiled as C++ (g++) to keep them valid for the CUDA trainer.
-INFRA_HEADERS := llmc/fileio.h llmc/rng.h llmc/schedule.h llmc/dataloader.h llmc/checkpoint.h llmc/flags.h \
+INFRA_HEADERS := llmc/fileio.h llmc/rng.h llmc/schedule.h llmc/dataloader.h llmc/checkpoint.h llmc/cli.h llmc/flags.h \
                  llmc/sampler.h llmc/logger.h
 
 build/test_infra: dev/test_infra.c dev/testlib.h $(INFRA_HEADERS)

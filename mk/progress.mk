@@ -4,7 +4,7 @@
 #   (end to end, in `make test-ux`: run header, metrics fields, step line, --early-stop, --profile)
 PROGRESS_HEADERS := llmc/progress.h llmc/profile.h llmc/early_stop.h llmc/logger.h
 
-build/test_progress: dev/test_progress.c $(PROGRESS_HEADERS) llmc/checkpoint.h llmc/flags.h llmc/fileio.h
+build/test_progress: dev/test_progress.c $(PROGRESS_HEADERS) llmc/checkpoint.h llmc/cli.h llmc/flags.h llmc/fileio.h
 	@mkdir -p build
 	$(CC) $(CFLAGS) -o $@ $< $(LDLIBS)
 

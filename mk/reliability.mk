@@ -1,7 +1,7 @@
 # Reliability (doc/reliability.md): health-guard unit test, stop signals / corrupted checkpoints /
 # out-of-space / divergence end to end, the SIGKILL test, and the fuzz harnesses of dev/fuzz/.
 
-RELIABILITY_HEADERS := llmc/fileio.h llmc/checkpoint.h llmc/health.h llmc/signals.h llmc/flags.h
+RELIABILITY_HEADERS := llmc/fileio.h llmc/checkpoint.h llmc/health.h llmc/signals.h llmc/cli.h llmc/flags.h
 
 build/test_health: dev/test_health.c dev/testlib.h $(RELIABILITY_HEADERS) llmc/rng.h
 	@mkdir -p build
@@ -41,7 +41,7 @@ build/fuzz/fuzz_%: dev/fuzz/fuzz_%.c dev/fuzz/fuzz_common.h $(RELIABILITY_HEADER
 	@mkdir -p build/fuzz
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< -lm -lpthread
 
-build/fuzz/fuzz_corpus: dev/fuzz/fuzz_corpus.c dev/fuzz/fuzz_common.h prepare_data.c llmc/tokenizer.h
+build/fuzz/fuzz_corpus: dev/fuzz/fuzz_corpus.c dev/fuzz/fuzz_common.h prepare_data.c llmc/cli.h llmc/tokenizer.h
 	@mkdir -p build/fuzz
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fopenmp -o $@ $< -lm -lpthread
 

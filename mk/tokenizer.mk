@@ -8,7 +8,7 @@ TOKENIZER_DEPS := llmc/tokenizer.h llmc/unicode_tables.h llmc/fileio.h
 tokenize: tokenize.c $(TOKENIZER_DEPS)
 	$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)
 
-prepare_data: prepare_data.c $(TOKENIZER_DEPS)
+prepare_data: prepare_data.c $(TOKENIZER_DEPS) llmc/cli.h
 	$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)
 
 build/test_tokenizer: dev/test_tokenizer.c $(TOKENIZER_DEPS)
@@ -40,7 +40,7 @@ test-tokenizer-exact: tokenize prepare_data
 
 # prepare_data: determinism, shards, JSON lines, bad input
 # build/prepare_data_small: tiny buffer sizes, AddressSanitizer (its tests cross every boundary often)
-build/prepare_data_small: prepare_data.c $(TOKENIZER_DEPS)
+build/prepare_data_small: prepare_data.c $(TOKENIZER_DEPS) llmc/cli.h
 	@mkdir -p build
 	$(CC) $(filter-out -O3,$(CFLAGS)) -O1 -fsanitize=address -fno-omit-frame-pointer -DCHUNK_BYTES=64u -DREAD_BYTES=256u \
 	    -DBATCH_BYTES=1024u -DMAX_UNCUT_BYTES='(1u << 20)' $< -o $@ $(LDLIBS)

@@ -28,7 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         TrainArgs a;
         flags_parse(&a, argc, argv, "train_gpt");
         char value[4096];
-        for (int i = 0; i < FLAG_COUNT; i++) flags_format_(value, sizeof(value), &a, &FLAG_SPECS[i]);
+        for (int i = 0; i < FLAG_COUNT; i++) cli_format(value, sizeof(value), &FLAG_SPECS[i], &a);
     });
     if (dup2(saved_stderr, 2) < 0 || close(saved_stderr) != 0 || fclose(devnull) != 0) abort();
     free(text);
