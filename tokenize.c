@@ -6,18 +6,20 @@
  * No special-token parsing: "<|endoftext|>" in the text is ordinary text; id 50256 decodes to it.
  * A pre-token piece over 16 MiB (TOKENIZER_MAX_PIECE_BYTES) is an error naming its byte offset, as in prepare_data.
  */
+#include "llmc/cli.h"
 #include "llmc/tokenizer.h"
 
-/* prints the help (to stderr, then `error` as the last line, if error is non-NULL) and exits */
-static void usage(const char* error, const char* arg) {
-    fprintf(error ? stderr : stdout,
-            "usage: tokenize --ids FILE | --text   [--tokenizer PATH]\n"
-            "  --ids FILE        print the token ids of FILE's bytes ('-' reads stdin)\n"
-            "  --text            read token ids from stdin, write their bytes to stdout\n"
-            "  --tokenizer PATH  tokenizer file (default data/gpt2_tokenizer.bin)\n");
-    if (error) fprintf(stderr, "error: %s%s\n", error, arg);
-    exit(error ? 2 : 0);
-}
+typedef struct {
+    const char* ids;
+    int text;
+    const char* tokenizer;
+} Options;
+
+static const CliFlag TOKENIZE_FLAGS[] = {
+    {NULL, "--ids", CLI_STR, offsetof(Options, ids), NULL, 0, 0, NULL, "print the token ids of this file's bytes ('-' reads stdin)"},
+    {NULL, "--text", CLI_BOOL, offsetof(Options, text), "0", 0, 1, NULL, "read token ids from stdin, write their bytes to stdout"},
+    {NULL, "--tokenizer", CLI_STR, offsetof(Options, tokenizer), "data/gpt2_tokenizer.bin", 0, 0, NULL, "tokenizer file (GBPE)"},
+};
 
 /* writes ids as decimal, space-separated, newline-terminated */
 static void print_ids(const int* ids, size_t n) {
@@ -62,25 +64,18 @@ static void print_text(const Tokenizer* t, const unsigned char* text, size_t n) 
 }
 
 int main(int argc, char** argv) {
-    const char* tokenizer_path = "data/gpt2_tokenizer.bin";
-    const char* ids_path = NULL;
-    int text_mode = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--ids") == 0 && i + 1 < argc) ids_path = argv[++i];
-        else if (strcmp(argv[i], "--text") == 0) text_mode = 1;
-        else if (strcmp(argv[i], "--tokenizer") == 0 && i + 1 < argc) tokenizer_path = argv[++i];
-        else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) usage(NULL, "");
-        else usage("unknown or incomplete argument ", argv[i]);
-    }
-    if ((ids_path != NULL) == text_mode) usage("give exactly one of --ids FILE and --text", "");
+    const CliSpec spec = {TOKENIZE_FLAGS, 3, "tokenize --ids FILE | --text   [--tokenizer PATH]", NULL, NULL};
+    Options o;
+    cli_parse(&spec, &o, argc, argv);
+    if ((o.ids != NULL) == (o.text != 0)) usagef("give exactly one of --ids FILE and --text");
     Tokenizer t;
-    tokenizer_load(&t, tokenizer_path);
-    const char* in_path = text_mode || strcmp(ids_path, "-") == 0 ? "stdin" : ids_path;
-    FILE* f = (text_mode || strcmp(ids_path, "-") == 0) ? stdin : fopen_check(ids_path, "rb");
+    tokenizer_load(&t, o.tokenizer);
+    const char* in_path = o.text || strcmp(o.ids, "-") == 0 ? "stdin" : o.ids;
+    FILE* f = (o.text || strcmp(o.ids, "-") == 0) ? stdin : fopen_check(o.ids, "rb");
     size_t n;
     unsigned char* input = tokenizer_read_all(f, in_path, &n);
     if (f != stdin) fclose_check(f, in_path);
-    if (text_mode) {
+    if (o.text) {
         print_text(&t, input, n);
     } else {
         TokenizerOutput out;

@@ -5,7 +5,7 @@
 
 TOKENIZER_DEPS := llmc/tokenizer.h llmc/unicode_tables.h llmc/fileio.h
 
-tokenize: tokenize.c $(TOKENIZER_DEPS)
+tokenize: tokenize.c $(TOKENIZER_DEPS) llmc/cli.h
 	$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)
 
 prepare_data: prepare_data.c $(TOKENIZER_DEPS) llmc/cli.h
