@@ -957,6 +957,7 @@ static double now_seconds(void) {
 }
 
 int main(int argc, char** argv) {
+    std_fds_open();
     Options o;
     parse_options(argc, argv, &o);
     Tokenizer t;

@@ -404,6 +404,7 @@ static int save_checkpoint(GPT* m, const char* dir, const TrainState* st, int ke
 }
 
 int main(int argc, char** argv) {
+    std_fds_open();
     TrainArgs args;
     flags_parse(&args, argc, argv, "train_gpt_cpu");
     flags_reject(&args, "zero", "the CPU trainer has no ZeRO sharding (it runs as one process)");

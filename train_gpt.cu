@@ -942,6 +942,7 @@ static size_t gpt_first_nonfinite_param(GPT* m) {
 }
 
 int main(int argc, char** argv) {
+    std_fds_open();
     TrainArgs args;
     flags_parse(&args, argc, argv, "train_gpt");
     flags_reject(&args, "threads", "--threads sets the CPU trainer's OpenMP threads; the GPU trainer's host side does not use them");

@@ -79,6 +79,21 @@ expect_error "a checkpoint directory as --init" "m0: a directory, where a file i
     ./train_gpt_cpu -e "$tmp/m0" $data $quiet -x 1
 expect_error "a data directory as -i: a glob suggested" "data: a directory, where a file is expected .*a glob such as -i 'DIR/train_\*.bin'" \
     ./train_gpt_cpu $small -i "$tmp/data" $quiet -x 1
+mkfifo "$tmp/fifo.bin"
+expect_error "a FIFO as -i: an error at once, not a wait for a writer" "fifo.bin: not a regular file \(a FIFO\)" \
+    timeout 20 ./train_gpt_cpu $small $quiet -x 1 -i "$tmp/fifo.bin"
+expect_error "a FIFO as -e" "fifo.bin: not a regular file \(a FIFO\)" timeout 20 ./train_gpt_cpu -e "$tmp/fifo.bin" $data $quiet -x 1
+expect_error "a device as -i" "/dev/zero: not a regular file \(a device\)" ./train_gpt_cpu $small $quiet -x 1 -i /dev/zero
+# launched with stdout (then stderr) closed: the log goes nowhere, never into a file the run opens (its .lock)
+for closed in 1 2; do
+    rc=0
+    if [ $closed = 1 ]; then ./train_gpt_cpu $small $data $quiet -x 2 -n 1 -o "$tmp/closed$closed" >&- 2>"$tmp/closed.err" || rc=$?
+    else ./train_gpt_cpu $small $data $quiet -x 2 -n 1 -o "$tmp/closed$closed" >"$tmp/closed.out" 2>&- || rc=$?; fi
+    if [ $rc -eq 0 ] && [ -f "$tmp/closed$closed/model_00000002.bin" ] && grep -qE '^[^ ]+ [0-9]+ [0-9.]+$' "$tmp/closed$closed/.lock" &&
+        ! grep -qE 'step|checkpoint|warning' "$tmp/closed$closed/.lock"; then
+        ok "file descriptor $closed closed at launch: trains, the lock file holds only its token"
+    else bad "file descriptor $closed closed at launch: exit $rc, .lock: $(head -c 200 "$tmp/closed$closed/.lock")"; fi
+done
 ./train_gpt_cpu $small $data $quiet -x 1 -o "$tmp/nockpt" >"$tmp/nockpt.log" 2>&1
 if grep -q "^note: --checkpoint-every 0: .*nockpt gets metrics.jsonl but no model" "$tmp/nockpt.log" && ! ls "$tmp/nockpt"/model_* >/dev/null 2>&1; then
     ok "-o without -n: said to save no model"

@@ -325,7 +325,7 @@ static inline void params_finite_check(const float* values, size_t n, const GPTC
 /* Opens a GPTM file and checks its header (magic, version, length, dtype, config, parameter count);
  * fills *c and h, returns the file positioned at the payload. */
 static inline FILE* model_file_open(const char* path, GPTConfig* c, int32_t* h) {
-    FILE* f = fopen_check(path, "rb");
+    FILE* f = fopen_regular_check(path);
     header_read_check(f, path, "model file", GPTM_MAGIC, GPTM_VERSION, h);
     int dtype = h[5];
     if (dtype != MODEL_DTYPE_FP32 && dtype != MODEL_DTYPE_BF16)
@@ -504,7 +504,7 @@ static inline void state_file_write(const char* path, const TrainState* st, cons
 /* Opens a state file and checks its header (every field, the payload's length); fills *st and h,
  * returns the file positioned at the payload. */
 static inline FILE* state_file_open(const char* path, TrainState* st, int32_t* h) {
-    FILE* f = fopen_check(path, "rb");
+    FILE* f = fopen_regular_check(path);
     header_read_check(f, path, "training state file", GPTS_MAGIC, GPTS_VERSION, h);
     if ((uint32_t)h[HEADER_WORDS - 1] != header_crc(h))
         fatalf("%s: training state header is corrupt: header CRC-32 0x%08x, word 255 says 0x%08x", path, header_crc(h),

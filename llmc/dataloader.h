@@ -239,7 +239,7 @@ static inline void dataloader_init(DataLoader* dl, const char* glob_pattern, int
         const char* path = g.gl_pathv[k];
         dl->shard_paths[k] = (char*)malloc_check(strlen(path) + 1);
         strcpy(dl->shard_paths[k], path);
-        FILE* f = fopen_check(path, "rb");
+        FILE* f = fopen_regular_check(path);
         if (dataloader_shard_header_(f, path, &dl->shard_vocab[k], h, &dl->shard_tokens[k], &dl->shard_crc[k], dl->error,
                                      sizeof(dl->error)) != 0)
             fatalf("%s", dl->error);
@@ -300,7 +300,7 @@ static inline int dataloader_load_shard_(DataLoader* dl, int k) {
     const char* path = dl->shard_paths[k];
     dl->loaded_shard = -1; /* dl->tokens is overwritten */
     FILE* f;
-    if (fopen_try(&f, path, "rb", dl->error, sizeof(dl->error)) != 0) return -1;
+    if (fopen_regular_try(&f, path, dl->error, sizeof(dl->error)) != 0) return -1;
     int32_t* h = (int32_t*)malloc_check(HEADER_BYTES);
     uint64_t n = 0;
     int vocab = 0, rc = dataloader_read_shard_(dl, k, f, h, &n, &vocab);

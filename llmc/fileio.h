@@ -225,16 +225,56 @@ static inline int edit_distance(const char* a, const char* b) {
     return row[m];
 }
 
+static inline int directory_error_(char* err, size_t cap, const char* path) {
+    return file_error_(err, cap, "%s: a directory, where a file is expected (a model: DIR/model_NNNNNNNN.bin, or -o DIR -y 1 to "
+                       "resume; token shards: a glob such as -i 'DIR/train_*.bin')", path);
+}
+
 /* size of an open file in bytes; a directory is an error (fopen opens one, and its reads fail) */
 #define file_size_try(f, path, size, err, cap) file_size_try_(f, path, size, err, cap, __FILE__, __LINE__)
 static inline int file_size_try_(FILE* f, const char* path, long long* size, char* err, size_t cap, const char* file, int line) {
     struct stat st;
     if (fstat(fileno(f), &st) != 0) return sys_error_(err, cap, file, line, "%s: stat failed: %s", path, strerror(errno));
-    if (S_ISDIR(st.st_mode))
-        return file_error_(err, cap, "%s: a directory, where a file is expected (a model: DIR/model_NNNNNNNN.bin, or -o DIR -y 1 to "
-                           "resume; token shards: a glob such as -i 'DIR/train_*.bin')", path);
+    if (S_ISDIR(st.st_mode)) return directory_error_(err, cap, path);
     *size = (long long)st.st_size;
     return 0;
+}
+
+/* Opens path for reading as a regular file (a model, state, tokenizer, shard or reference file): a directory, a FIFO, a
+ * socket or a device is an error, not a wait (opened with O_NONBLOCK: a FIFO without a writer blocks open(2) for ever,
+ * and a stop signal cannot end it) */
+#define fopen_regular_try(f, path, err, cap) fopen_regular_try_(f, path, err, cap, __FILE__, __LINE__)
+#define fopen_regular_check(path) fopen_regular_check_(path, __FILE__, __LINE__)
+static inline int fopen_regular_try_(FILE** f, const char* path, char* err, size_t cap, const char* file, int line) {
+    *f = NULL;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return sys_error_(err, cap, file, line, "%s: cannot open for reading: %s", path, strerror(errno));
+    struct stat st;
+    int rc = 0;
+    if (fstat(fd, &st) != 0) rc = sys_error_(err, cap, file, line, "%s: stat failed: %s", path, strerror(errno));
+    else if (S_ISDIR(st.st_mode)) rc = directory_error_(err, cap, path);
+    else if (!S_ISREG(st.st_mode))
+        rc = file_error_(err, cap, "%s: not a regular file (a %s), where a file is expected", path,
+                         S_ISFIFO(st.st_mode) ? "FIFO" : S_ISSOCK(st.st_mode) ? "socket" : "device");
+    else if (!(*f = fdopen(fd, "rb"))) rc = sys_error_(err, cap, file, line, "%s: fdopen failed: %s", path, strerror(errno));
+    if (rc != 0) close(fd);
+    return rc;
+}
+static inline FILE* fopen_regular_check_(const char* path, const char* file, int line) {
+    FILE* f;
+    char err[4600];
+    if (fopen_regular_try_(&f, path, err, sizeof(err), file, line) != 0) fatalf("%s", err);
+    return f;
+}
+
+/* File descriptors 0, 1 and 2 that a launcher left closed are opened on /dev/null: otherwise the next file opened (a
+ * lock file, a checkpoint) would take one, and the log, or error messages, would be written into it. */
+static inline void std_fds_open(void) {
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+        int null_fd = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+        if (null_fd != fd) exit(71); /* nothing can be reported: stderr may be the one missing */
+    }
 }
 #define file_size_check(f, path) file_size_check_(f, path, __FILE__, __LINE__)
 static inline long long file_size_check_(FILE* f, const char* path, const char* file, int line) {

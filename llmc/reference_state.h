@@ -31,7 +31,7 @@ typedef struct {
 } ReferenceState;
 
 static inline void reference_state_read(ReferenceState* r, const char* path) {
-    FILE* f = fopen_check(path, "rb");
+    FILE* f = fopen_regular_check(path);
     int32_t h[HEADER_WORDS];
     header_read_check(f, path, "reference state", REFERENCE_MAGIC, REFERENCE_VERSION, h);
     memset(r, 0, sizeof(*r));

@@ -195,7 +195,7 @@ static inline void tokenizer_load(Tokenizer* t, const char* path) {
     if (path[0] != '/' && access(path, F_OK) != 0 && errno == ENOENT) /* most often the default, run from another directory */
         fatalf("%s: no such tokenizer file (a relative path, from the current directory: run from the repository root, or give "
                "--tokenizer PATH)", path);
-    FILE* f = fopen_check(path, "rb");
+    FILE* f = fopen_regular_check(path);
     int32_t h[HEADER_WORDS];
     header_read_check(f, path, "tokenizer file", GBPE_MAGIC, GBPE_VERSION, h);
     int V = h[5], eot = h[6], M = h[7];
