@@ -516,6 +516,15 @@ def main():
         r = subprocess.run(["./build/prepare_data_small", "--input", long_line, "--output-dir", os.path.join(tmp, "long_out")],
                            capture_output=True, cwd=ROOT, text=True, errors="replace")
         expect_failure("tiny buffers: a 2 MiB JSON line (1 MiB uncut at most)", r, "long_line.jsonl:3: no cut point in 1 MiB")
+        # --doc-separator: a document of CRLF lines has no cut point (a cut after "\r\n" changes the tokens); the
+        # error says so, not "a line that long"
+        crlf = os.path.join(tmp, "crlf.txt")
+        with open(crlf, "wb") as f:
+            f.write(b"alpha beta the of\r\n" * 60000)
+        r = subprocess.run(["./build/prepare_data_small", "--input", crlf, "--output-dir", os.path.join(tmp, "crlf_out"), "--doc-separator", "%"],
+                           capture_output=True, cwd=ROOT, text=True, errors="replace")
+        expect_failure("tiny buffers: a 1.1 MiB --doc-separator document of CRLF lines", r,
+                       "crlf.txt: no cut point in 1 MiB: with --doc-separator a document is cut only where a line starts after")
 
         # ./tokenize bad input
         def tokenize(*args, stdin=b""):
