@@ -19,6 +19,8 @@
 #     the previous checkpoint stays valid and no .tmp is left; --on-save-error continue trains on, but
 #     a failed final checkpoint still exits 74, and the failed saves leave no files (a model file written
 #     before its state file failed is deleted); a metrics.jsonl write failure follows --on-save-error;
+#   - -y 1 marks done a checkpoint whose files are complete and verify but that has no marker (a run stopped
+#     just before writing it, a copy without the markers) and resumes it;
 #   - -y 1 deletes the debris of interrupted writes (.tmp files, files of a step without a marker), and applies the
 #     retention (--keep-last, --keep-every) that a run killed after its last checkpoint's marker did not;
 #   - a new run (no -y) in a directory holding checkpoints stops (exit 1) and writes nothing;
@@ -425,6 +427,19 @@ if [ $rc -eq 0 ] && grep -q '^resume: deleted 2 file(s) of unfinished checkpoint
     ok "-y 1 (nothing left to train) deletes an unmarked model file and a .tmp, keeps checkpoint 4 and a .bak: $(grep -m1 'deleted' "$tmp/debris.log")"
 else
     bad "debris on resume: exit $rc, left: $left: $(grep -m2 '^resume' "$tmp/debris.log")"
+fi
+# ---------------------------------------------------------------- -y 1 marks done a complete checkpoint without its marker
+mkdir -p "$tmp/unmarked"
+cp "$tmp/ref/model_00000004.bin" "$tmp/ref/state_00000004_00000.bin" "$tmp/ref/model_00000006.bin" "$tmp/unmarked/"
+cp "$tmp/ref/state_00000002_00000.bin" "$tmp/unmarked/state_00000006_00000.bin" # another step's state file: step 6 does not verify
+"${short[@]}" -o "$tmp/unmarked" -n 2 -y 1 >"$tmp/unmarked.log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q '^resume: step 4 of .*unmarked: its files are complete and verify but had no done marker' "$tmp/unmarked.log" &&
+    ! grep -q '^resume: step 6 of' "$tmp/unmarked.log" && grep -q '^resume: step 4 from' "$tmp/unmarked.log" &&
+    grep -q '^resume: deleted 2 file(s)' "$tmp/unmarked.log" && same_final "$tmp/ref" "$tmp/unmarked" 10; then
+    ok "-y 1 on a copy without markers: step 4 (complete, verified) marked done and resumed, bit-identical at step 10; step 6 (another step's state file) deleted"
+else
+    bad "unmarked checkpoints: exit $rc: $(grep -E '^resume|^error' "$tmp/unmarked.log" | head -4)"
 fi
 # metrics.jsonl on a full disk (a 2 KiB file-size limit: the header record and a few steps; no checkpoints): as a failed save, by --on-save-error
 for policy in stop continue; do

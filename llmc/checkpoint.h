@@ -186,8 +186,8 @@ static inline void gpt_config_check(const GPTConfig* c, const char* origin) {
  * go to header (HEADER_WORDS of them) unless it is NULL. file_verify checks it all. */
 static inline int file_verify_(const char* path, const char* kind, uint32_t magic, int32_t version, int32_t* header, int payload,
                                char* err, size_t cap) {
-    FILE* f = fopen(path, "rb");
-    if (!f) return sys_error(err, cap, "%s: cannot open: %s", path, strerror(errno));
+    FILE* f;
+    if (fopen_regular_try(&f, path, err, cap) != 0) return -1;
     struct stat sb;
     int32_t h[HEADER_WORDS];
     int rc = -1;
@@ -796,12 +796,11 @@ static inline int checkpoint_list(const char* dir, int** steps) {
  * with the first problem in err. */
 /* full = 0: only the marker and the model file's header and length (no payload pass: cheap enough for every
  * rank), that header into mh */
-static inline int checkpoint_verify_(const char* dir, int step, int full, int32_t* mh, char* err, size_t cap) {
+/* the files of checkpoint `step` (of `world` ranks) without its marker, as checkpoint_verify_ */
+static inline int checkpoint_verify_files_(const char* dir, int step, int world, int full, int32_t* mh, char* err, size_t cap) {
     char model[4200], state[4200], done[4200];
     checkpoint_paths(model, state, done, sizeof(model), dir, step, 0);
-    int world = 0;
     int32_t sh[HEADER_WORDS] = {0};
-    if (checkpoint_read_marker(done, step, &world, err, cap) != 0) return -1;
     if (file_verify_(model, "model file", GPTM_MAGIC, GPTM_VERSION, mh, full, err, cap) != 0) return -1;
     for (int r = 0; r < (full ? world : 0); r++) {
         checkpoint_paths(model, state, done, sizeof(model), dir, step, r);
@@ -816,6 +815,13 @@ static inline int checkpoint_verify_(const char* dir, int step, int full, int32_
                                model, state, model_header_crc(mh), (uint32_t)sh[GPTS_DATA_WORD + 12]);
     }
     return 0;
+}
+static inline int checkpoint_verify_(const char* dir, int step, int full, int32_t* mh, char* err, size_t cap) {
+    char model[4200], state[4200], done[4200];
+    checkpoint_paths(model, state, done, sizeof(model), dir, step, 0);
+    int world = 0;
+    if (checkpoint_read_marker(done, step, &world, err, cap) != 0) return -1;
+    return checkpoint_verify_files_(dir, step, world, full, mh, err, cap);
 }
 static inline int checkpoint_verify(const char* dir, int step, char* err, size_t cap) {
     int32_t mh[HEADER_WORDS];
@@ -890,6 +896,41 @@ static inline int checkpoint_sweep_(const char* dir, int newest, int only, FILE*
     if (errno != 0) sys_fatalf("%s: cannot list directory: %s", dir, strerror(errno));
     if (closedir(d) != 0) sys_fatalf("%s: cannot close directory: %s", dir, strerror(errno));
     return deleted;
+}
+
+/* Marks done each checkpoint of dir that has no marker but whose files are complete and verify in full (checkpoint_verify_
+ * with the world size its rank-0 state file names): a run stopped between its last file and the marker, or a directory
+ * copied without its markers, which the sweep below would otherwise delete as debris. Called where the sweep is (a
+ * resuming run, holding the directory's lock); one line to report for each; returns how many. */
+static inline int checkpoint_adopt(const char* dir, FILE* report) {
+    DIR* d = opendir(dir);
+    if (!d) sys_fatalf("%s: cannot list directory: %s", dir, strerror(errno));
+    int* steps = NULL;
+    int n = 0, adopted = 0;
+    struct dirent* e;
+    while ((errno = 0, e = readdir(d)) != NULL) {
+        int is_tmp, step = checkpoint_file_step_(e->d_name, &is_tmp);
+        if (step >= 0 && !is_tmp && strncmp(e->d_name, "model_", 6) == 0) {
+            steps = (int*)realloc_check(steps, (size_t)(n + 1) * sizeof(int));
+            steps[n++] = step;
+        }
+    }
+    if (errno != 0) sys_fatalf("%s: cannot list directory: %s", dir, strerror(errno));
+    if (closedir(d) != 0) sys_fatalf("%s: cannot close directory: %s", dir, strerror(errno));
+    for (int i = 0; i < n; i++) {
+        char model[4200], state[4200], done[4200], err[4600];
+        checkpoint_paths(model, state, done, sizeof(model), dir, steps[i], 0);
+        int32_t sh[HEADER_WORDS], mh[HEADER_WORDS];
+        if (access(done, F_OK) == 0 || file_verify_(state, "training state file", GPTS_MAGIC, GPTS_VERSION, sh, 0, err, sizeof(err)) != 0 ||
+            sh[7] < 1 || sh[7] > 65536 || checkpoint_verify_files_(dir, steps[i], sh[7], 1, mh, err, sizeof(err)) != 0)
+            continue;
+        if (checkpoint_try_mark_done(dir, steps[i], sh[7], err, sizeof(err)) != 0) sys_fatalf("%s", err);
+        fprintf(report, "resume: step %d of %s: its files are complete and verify but had no done marker (a run stopped before "
+                "writing it, or a copy without the markers): marked done\n", steps[i], dir);
+        adopted++;
+    }
+    free(steps);
+    return adopted;
 }
 
 /* The debris of interrupted checkpoint writes in dir (".tmp" files, files of a step without a marker),

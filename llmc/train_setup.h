@@ -383,6 +383,7 @@ static inline int train_resume_find(const TrainArgs* args, char* why, size_t cap
         file_error_(why, cap, "--resume 1 needs --output-dir, where the checkpoints are");
         return -2;
     }
+    if (args->resume && access(args->output_dir, F_OK) == 0) checkpoint_adopt(args->output_dir, stdout);
     int markers = 0, found = args->resume ? checkpoint_find_valid(args->output_dir, stdout, &markers) : -1;
     /* the debris of unfinished writes goes when there is a checkpoint to resume, or none at all; not when every
      * checkpoint fails (the run stops: its files may be all that is left of the weights) */
