@@ -909,13 +909,11 @@ static int read_block(Reader* r, Batch* b, const FileList* files, const Options*
         if (n >= MAX_UNCUT_BYTES && jsonl) /* the line that does not end: the last one (no '\n' after the lines before it) */
             fatalf("%s:%lld: no cut point in %u MiB: a JSON line that long (not JSON lines?); prepare_data holds at most that much uncut",
                    path, r->line + count_lines(block, n), MAX_UNCUT_BYTES >> 20);
-        if (n >= MAX_UNCUT_BYTES && o->doc_separator) /* a document is cut only at the start of a line after a non-space character */
-            fatalf("%s: no cut point in %u MiB: with --doc-separator a document is cut only where a line starts after a line that "
-                   "ends in a non-space character (not after \\r\\n line ends, nor before an indented line), and no separator "
-                   "line came: split the documents (prepare_data holds at most that much uncut)", path, MAX_UNCUT_BYTES >> 20);
-        if (n >= MAX_UNCUT_BYTES)
-            fatalf("%s: no cut point in %u MiB (a line that long, or text without white space before a word): not a text "
-                   "corpus? split it (prepare_data holds at most that much uncut)", path, MAX_UNCUT_BYTES >> 20);
+        if (n >= MAX_UNCUT_BYTES) /* with separators a document is cut only at a line start after a non-space character */
+            fatalf("%s: no cut point in %u MiB (a line that long, or text without white space before a word%s): not a text corpus? "
+                   "split it (prepare_data holds at most that much uncut)", path, MAX_UNCUT_BYTES >> 20,
+                   o->doc_separator ? "; with --doc-separator, also a document without a separator line whose lines end in "
+                                      "\\r\\n or are indented: a cut there would change its tokens" : "");
         r->carry = block;
         r->carry_len = n;
         r->read_size = 2 * r->read_size < MAX_UNCUT_BYTES - n ? 2 * r->read_size : MAX_UNCUT_BYTES - n;

@@ -64,7 +64,7 @@ static void print_text(const Tokenizer* t, const unsigned char* text, size_t n) 
 }
 
 int main(int argc, char** argv) {
-    const CliSpec spec = {TOKENIZE_FLAGS, 3, "tokenize --ids FILE | --text   [--tokenizer PATH]", NULL, NULL};
+    const CliSpec spec = {TOKENIZE_FLAGS, (int)(sizeof(TOKENIZE_FLAGS) / sizeof(TOKENIZE_FLAGS[0])), "tokenize --ids FILE | --text   [--tokenizer PATH]", NULL, NULL};
     Options o;
     cli_parse(&spec, &o, argc, argv);
     if ((o.ids != NULL) == (o.text != 0)) usagef("give exactly one of --ids FILE and --text");

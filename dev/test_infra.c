@@ -1258,6 +1258,12 @@ static void child_reject_zero(void* ctx) {
     TrainArgs a = parse(v->argc, v->argv);
     flags_reject(&a, "--zero", "the CPU trainer has one rank");
 }
+static void child_reject_dist(void* ctx) {
+    Argv* v = (Argv*)ctx;
+    TrainArgs a = parse(v->argc, v->argv);
+    flags_reject(&a, "--dist-timeout", "one rank");
+    flags_reject(&a, "--dist-file", "one rank");
+}
 
 /* llmc/cli.h with the types the trainers' table lacks: repeatable strings, long, double, a string not given */
 typedef struct {
@@ -1374,6 +1380,14 @@ static void test_flags(void) {
                    "unexpected argument 'd/train_001.bin' (flags start with -; an unquoted glob? quote it: -i 'DIR/train_*.bin')");
     Argv zero_ok = {3, {"train_gpt", "-z", "0"}};
     expect_failure("flags_reject at the default value passes", child_reject_zero, &zero_ok, 0, "");
+    Argv timeout = {3, {"train_gpt", "--dist-timeout", "600.0001"}};
+    expect_failure("flags_reject compares the value, not its %g text (600.0001 prints as 600)", child_reject_dist, &timeout, 2,
+                   "--dist-timeout 600 is not supported");
+    Argv none_word = {3, {"train_gpt", "--dist-file", "none"}};
+    expect_failure("flags_reject: a string given as 'none' is not the default ''", child_reject_dist, &none_word, 2,
+                   "--dist-file none is not supported");
+    Argv bool01 = {3, {"train_gpt", "--mock-data", "01"}};
+    expect_failure("flags: a 0|1 flag given 01", child_parse, &bool01, 2, "--mock-data: bad value '01': expected 0 or 1");
     Argv zero1 = {3, {"train_gpt", "-z", "1"}};
     expect_failure("flags_reject non-default", child_reject_zero, &zero1, 2, "--zero 1 is not supported: the CPU trainer");
 

@@ -76,6 +76,28 @@ rc=$?
 if [ $rc -eq 2 ] && grep -q 'LAUNCH=MPI: expected mpirun or env' <<<"$err"; then ok "LAUNCH=MPI (a typo): exit 2"
 else bad "LAUNCH=MPI: exit $rc: $err"; fi
 
+# SIGTERM to an mpirun launch script: a SIGUSR1 to mpirun at once (Open MPI forwards it; a SIGTERM to mpirun would reach
+# the ranks only after odls_base_sigkill_timeout, then SIGKILL them), and the script exits with mpirun's 75
+mkdir -p "$tmp/bin_sig"
+printf '#!/bin/bash\ntrap "touch %s/usr1.mpirun; exit 75" USR1\ntouch %s/started.mpirun\nwhile :; do sleep 0.05; done\n' "$tmp" "$tmp" \
+    >"$tmp/bin_sig/mpirun"
+chmod +x "$tmp/bin_sig/mpirun"
+for script in run_single_node.sh run_multi_node_mpirun.sh; do
+    rm -f "$tmp/usr1.mpirun" "$tmp/started.mpirun"
+    ngpus=2
+    [ $script = run_single_node.sh ] || ngpus=
+    # shellcheck disable=SC2086 # no NGPUS argument for the multi-node script (HOSTS gives it)
+    PATH="$tmp/bin_sig:$PATH" HOSTS=a:2 TRAINER=ok_trainer bash "scripts/$script" $ngpus -- -x 1 >/dev/null 2>&1 &
+    launcher=$!
+    for _ in $(seq 1 200); do [ -e "$tmp/started.mpirun" ] && break; sleep 0.05; done
+    kill -TERM $launcher
+    wait $launcher
+    rc=$?
+    if [ $rc -eq 75 ] && [ -e "$tmp/usr1.mpirun" ]; then ok "$script: SIGTERM to the script reaches mpirun as SIGUSR1, exit 75"
+    else bad "$script: SIGTERM to the script: exit $rc, mpirun got SIGUSR1: $([ -e "$tmp/usr1.mpirun" ] && echo yes || echo no)"; fi
+done
+pkill -f "$tmp/bin_sig/mpirun" 2>/dev/null
+
 # run_multi_node_mpirun.sh
 err=$(env -u HOSTS bash scripts/run_multi_node_mpirun.sh -- -x 1 2>&1)
 rc=$?

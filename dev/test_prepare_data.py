@@ -524,7 +524,7 @@ def main():
         r = subprocess.run(["./build/prepare_data_small", "--input", crlf, "--output-dir", os.path.join(tmp, "crlf_out"), "--doc-separator", "%"],
                            capture_output=True, cwd=ROOT, text=True, errors="replace")
         expect_failure("tiny buffers: a 1.1 MiB --doc-separator document of CRLF lines", r,
-                       "crlf.txt: no cut point in 1 MiB: with --doc-separator a document is cut only where a line starts after")
+                       "with --doc-separator, also a document without a separator line whose lines end in")
 
         # ./tokenize bad input
         def tokenize(*args, stdin=b""):
@@ -533,6 +533,12 @@ def main():
         def text_of(r):
             return subprocess.CompletedProcess(r.args, r.returncode, r.stdout, r.stderr.decode("utf-8", "replace"))
         expect_failure("tokenize: missing file", text_of(tokenize("--ids", os.path.join(tmp, "missing.txt"))), "missing.txt")
+        hello = os.path.join(tmp, "hello.txt")
+        open(hello, "wb").write(b"hello world")
+        r = tokenize(f"--ids={hello}")
+        check(r.returncode == 0 and r.stdout.split() == [b"31373", b"995"], f"tokenize --ids=FILE (llmc/cli.h's forms): {r.stdout!r}")
+        r = text_of(tokenize("--idz", hello))
+        check(r.returncode == 2 and "did you mean --ids?" in r.stderr, f"tokenize: a misspelt flag exits 2 with a suggestion: {r.stderr!r}")
         expect_failure("tokenize --text: id out of range", text_of(tokenize("--text", stdin=b"15496 50257 1")), "token 1")
         expect_failure("tokenize --text: not a number", text_of(tokenize("--text", stdin=b"15496 12x")), "token 1")
         real = open(os.path.join(ROOT, "data", "gpt2_tokenizer.bin"), "rb").read()

@@ -441,6 +441,27 @@ if [ $rc -eq 0 ] && grep -q '^resume: step 4 of .*unmarked: its files are comple
 else
     bad "unmarked checkpoints: exit $rc: $(grep -E '^resume|^error' "$tmp/unmarked.log" | head -4)"
 fi
+# the same copy resumed without model flags (the config from the unmarked model file); and a retention's leftover (a
+# step older than the newest marker, whose marker went first) is debris, not marked done
+mkdir -p "$tmp/unmarked_noflags" "$tmp/leftover"
+cp "$tmp/ref/model_00000004.bin" "$tmp/ref/state_00000004_00000.bin" "$tmp/unmarked_noflags/"
+noflags=("$trainer" -b "$B" -t "$T" -i "$tmp/train_*.bin" -s 0 -v 0 -l 1e-3 -u 2 --seed 3 -x 10)
+"${noflags[@]}" -o "$tmp/unmarked_noflags" -n 2 -y 1 >"$tmp/unmarked_noflags.log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q '^resume: step 4 from' "$tmp/unmarked_noflags.log" && same_final "$tmp/ref" "$tmp/unmarked_noflags" 10; then
+    ok "-y 1 without model flags on a copy without markers: the config from its model file, step 4 resumed, bit-identical at step 10"
+else
+    bad "unmarked, no model flags: exit $rc: $(grep -E '^resume|^error' "$tmp/unmarked_noflags.log" | head -3)"
+fi
+cp "$tmp/ref/model_00000004.bin" "$tmp/ref/state_00000004_00000.bin" "$tmp/ref"/*_00000006*.* "$tmp/leftover/"
+"${short[@]}" -o "$tmp/leftover" -n 2 -y 1 >"$tmp/leftover.log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && ! grep -q 'marked done' "$tmp/leftover.log" && grep -q '^resume: step 6 from' "$tmp/leftover.log" &&
+    grep -q '^resume: deleted 2 file(s)' "$tmp/leftover.log" && ! [ -e "$tmp/leftover/model_00000004.bin" ]; then
+    ok "an unmarked step older than the newest marker (a retention's leftover) is deleted, not marked done"
+else
+    bad "retention leftover: exit $rc: $(grep -E '^resume|^error' "$tmp/leftover.log" | head -3)"
+fi
 # metrics.jsonl on a full disk (a 2 KiB file-size limit: the header record and a few steps; no checkpoints): as a failed save, by --on-save-error
 for policy in stop continue; do
     (ulimit -f 2 && trap '' XFSZ && exec "${short[@]}" -o "$tmp/metrics_$policy" -n 0 --on-save-error $policy 2>&1) | cat >"$tmp/metrics_$policy.log"

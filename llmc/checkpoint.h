@@ -789,14 +789,7 @@ static inline int checkpoint_list(const char* dir, int** steps) {
     return n;
 }
 
-/* Checks checkpoint `step` of dir without exiting: its marker, the model file and the state file of
- * every rank verify (header, length, CRC), each state file names this step, its rank and the marker's
- * world, and the model file is the one every state file recorded (a model file of another step or a
- * changed header is not; nor is a state file of another run, whose weights differ). 0 if good, else −1
- * with the first problem in err. */
-/* full = 0: only the marker and the model file's header and length (no payload pass: cheap enough for every
- * rank), that header into mh */
-/* the files of checkpoint `step` (of `world` ranks) without its marker, as checkpoint_verify_ */
+/* The files of checkpoint `step` of `world` ranks, its marker aside, as checkpoint_verify_ checks them. */
 static inline int checkpoint_verify_files_(const char* dir, int step, int world, int full, int32_t* mh, char* err, size_t cap) {
     char model[4200], state[4200], done[4200];
     checkpoint_paths(model, state, done, sizeof(model), dir, step, 0);
@@ -816,6 +809,12 @@ static inline int checkpoint_verify_files_(const char* dir, int step, int world,
     }
     return 0;
 }
+/* Checks checkpoint `step` of dir without exiting: its marker, the model file and the state file of
+ * every rank verify (header, length, CRC), each state file names this step, its rank and the marker's
+ * world, and the model file is the one every state file recorded (a model file of another step or a
+ * changed header is not; nor is a state file of another run, whose weights differ). 0 if good, else −1
+ * with the first problem in err. full = 0: only the marker and the model file's header and length (no
+ * payload pass: cheap enough for every rank), that header into mh. */
 static inline int checkpoint_verify_(const char* dir, int step, int full, int32_t* mh, char* err, size_t cap) {
     char model[4200], state[4200], done[4200];
     checkpoint_paths(model, state, done, sizeof(model), dir, step, 0);
@@ -898,39 +897,77 @@ static inline int checkpoint_sweep_(const char* dir, int newest, int only, FILE*
     return deleted;
 }
 
-/* Marks done each checkpoint of dir that has no marker but whose files are complete and verify in full (checkpoint_verify_
- * with the world size its rank-0 state file names): a run stopped between its last file and the marker, or a directory
- * copied without its markers, which the sweep below would otherwise delete as debris. Called where the sweep is (a
- * resuming run, holding the directory's lock); one line to report for each; returns how many. */
-static inline int checkpoint_adopt(const char* dir, FILE* report) {
+/* The steps of dir's model files, newest first, malloc'd into *steps (caller frees), if dir has no marker at all (else
+ * none); returns how many. Where markers exist, a step without one is an unfinished write, a retention's leftover (its
+ * marker goes first) or a checkpoint the user discarded by deleting its marker: the sweep's. Without any, the files are
+ * a copy without its markers, or the first checkpoint of a run stopped just before its marker. */
+static inline int checkpoint_unmarked_models_(const char* dir, int** steps) {
+    int* marked;
+    int n_marked = checkpoint_list(dir, &marked), n = 0;
+    free(marked);
+    *steps = NULL;
+    if (n_marked > 0) return 0;
     DIR* d = opendir(dir);
-    if (!d) sys_fatalf("%s: cannot list directory: %s", dir, strerror(errno));
-    int* steps = NULL;
-    int n = 0, adopted = 0;
+    if (!d) {
+        if (errno == ENOENT) return 0;
+        sys_fatalf("%s: cannot list directory: %s", dir, strerror(errno));
+    }
     struct dirent* e;
     while ((errno = 0, e = readdir(d)) != NULL) {
         int is_tmp, step = checkpoint_file_step_(e->d_name, &is_tmp);
         if (step >= 0 && !is_tmp && strncmp(e->d_name, "model_", 6) == 0) {
-            steps = (int*)realloc_check(steps, (size_t)(n + 1) * sizeof(int));
-            steps[n++] = step;
+            *steps = (int*)realloc_check(*steps, (size_t)(n + 1) * sizeof(int));
+            int i = n++;
+            for (; i > 0 && (*steps)[i - 1] < step; i--) (*steps)[i] = (*steps)[i - 1];
+            (*steps)[i] = step;
         }
     }
     if (errno != 0) sys_fatalf("%s: cannot list directory: %s", dir, strerror(errno));
     if (closedir(d) != 0) sys_fatalf("%s: cannot close directory: %s", dir, strerror(errno));
+    return n;
+}
+
+/* The newest of those steps whose model file's header and length are right, its header in h; −1 if none (or dir has
+ * markers). For a resume without model flags in a directory without markers: the config; checkpoint_adopt verifies
+ * the rest. */
+static inline int checkpoint_newest_unmarked_model(const char* dir, int32_t* h) {
+    int* steps;
+    int n = checkpoint_unmarked_models_(dir, &steps), found = -1;
+    for (int i = 0; i < n && found < 0; i++) {
+        char model[4200], state[4200], done[4200], err[4600];
+        checkpoint_paths(model, state, done, sizeof(model), dir, steps[i], 0);
+        if (file_verify_(model, "model file", GPTM_MAGIC, GPTM_VERSION, h, 0, err, sizeof(err)) == 0) found = steps[i];
+    }
+    free(steps);
+    return found;
+}
+
+/* In a dir without markers, marks done each step whose files are complete and verify in full
+ * (checkpoint_verify_files_ with the world size its rank-0 state file names, every state file recording its model
+ * file's header): a run stopped between its last file and the marker, or a directory copied without its markers,
+ * which the sweep below would otherwise delete as debris. Called where the sweep is (a resuming run, holding the
+ * directory's lock); one line to report for each. */
+static inline void checkpoint_adopt(const char* dir, FILE* report) {
+    int* steps;
+    int n = checkpoint_unmarked_models_(dir, &steps);
     for (int i = 0; i < n; i++) {
         char model[4200], state[4200], done[4200], err[4600];
         checkpoint_paths(model, state, done, sizeof(model), dir, steps[i], 0);
         int32_t sh[HEADER_WORDS], mh[HEADER_WORDS];
-        if (access(done, F_OK) == 0 || file_verify_(state, "training state file", GPTS_MAGIC, GPTS_VERSION, sh, 0, err, sizeof(err)) != 0 ||
-            sh[7] < 1 || sh[7] > 65536 || checkpoint_verify_files_(dir, steps[i], sh[7], 1, mh, err, sizeof(err)) != 0)
+        if (file_verify_(state, "training state file", GPTS_MAGIC, GPTS_VERSION, sh, 0, err, sizeof(err)) != 0 || sh[7] < 1 ||
+            sh[7] > 65536 || sh[GPTS_DATA_WORD + 11] != 1)
             continue;
-        if (checkpoint_try_mark_done(dir, steps[i], sh[7], err, sizeof(err)) != 0) sys_fatalf("%s", err);
+        int world = sh[7], complete = 1;
+        for (int r = 1; r < world && complete; r++) { /* all there before the full pass */
+            checkpoint_paths(model, state, done, sizeof(model), dir, steps[i], r);
+            complete = access(state, F_OK) == 0;
+        }
+        if (!complete || checkpoint_verify_files_(dir, steps[i], world, 1, mh, err, sizeof(err)) != 0) continue;
+        if (checkpoint_try_mark_done(dir, steps[i], world, err, sizeof(err)) != 0) sys_fatalf("%s", err);
         fprintf(report, "resume: step %d of %s: its files are complete and verify but had no done marker (a run stopped before "
                 "writing it, or a copy without the markers): marked done\n", steps[i], dir);
-        adopted++;
     }
     free(steps);
-    return adopted;
 }
 
 /* The debris of interrupted checkpoint writes in dir (".tmp" files, files of a step without a marker),

@@ -38,7 +38,7 @@ typedef struct {
     const char* long_name;     /* "--batch-size" */
     CliType type;              /* of the field: const char*, CliList, int, long, float, double, int (0|1) */
     size_t offset;             /* of the field in the options struct */
-    const char* default_value; /* as a user would write it; NULL: not given */
+    const char* default_value; /* as a user would write it; NULL: not given (the help then says what that means) */
     double min, max;           /* numbers: the accepted range, both ends included */
     const char* choices;       /* strings: the only words accepted, "a|b|c"; NULL: any */
     const char* help;
@@ -152,6 +152,30 @@ static inline void cli_format(char* out, size_t cap, const CliFlag* f, const voi
     }
 }
 
+/* 1 if f's field holds the same value in a and b (strings by content, NULL only equal to NULL) */
+static inline int cli_equal(const CliFlag* f, const void* a, const void* b) {
+    const char *x = (const char*)a + f->offset, *y = (const char*)b + f->offset;
+    switch (f->type) {
+    case CLI_STR: {
+        const char *s = *(const char* const*)x, *t = *(const char* const*)y;
+        return s && t ? strcmp(s, t) == 0 : s == t;
+    }
+    case CLI_STRS: {
+        const CliList *s = (const CliList*)x, *t = (const CliList*)y;
+        if (s->count != t->count) return 0;
+        for (int i = 0; i < s->count; i++)
+            if (strcmp(s->items[i], t->items[i]) != 0) return 0;
+        return 1;
+    }
+    case CLI_INT:
+    case CLI_BOOL: return *(const int*)x == *(const int*)y;
+    case CLI_LONG: return *(const long*)x == *(const long*)y;
+    case CLI_FLOAT: return *(const float*)x == *(const float*)y;
+    case CLI_DOUBLE: return *(const double*)x == *(const double*)y;
+    }
+    return 0;
+}
+
 static inline void cli_print_help(FILE* out, const CliSpec* spec) {
     fprintf(out, "usage: %s\n\n", spec->usage);
     for (int i = 0; i < spec->count; i++) {
@@ -159,7 +183,8 @@ static inline void cli_print_help(FILE* out, const CliSpec* spec) {
         char names[64];
         snprintf(names, sizeof(names), "%s%s%s %s", f->short_name ? f->short_name : "", f->short_name ? ", " : "    ", f->long_name,
                  cli_type_name_(f));
-        fprintf(out, "  %-30s %s (default: %s)\n", names, f->help, cli_default_text_(f));
+        if (f->default_value) fprintf(out, "  %-30s %s (default: %s)\n", names, f->help, cli_default_text_(f));
+        else fprintf(out, "  %-30s %s\n", names, f->help);
     }
     fprintf(out, "  %-30s %s\n", "-h, --help", "print this help and exit");
     fprintf(out, "  %-30s %s\n", "    --help-markdown", "print the flags as a markdown table and exit");
@@ -245,7 +270,8 @@ static inline void cli_parse(const CliSpec* spec, void* opts, int argc, char** a
         if (eq) value = eq + 1;
         else if (f->type == CLI_BOOL) {
             int has = i + 1 < argc && (strcmp(argv[i + 1], "0") == 0 || strcmp(argv[i + 1], "1") == 0);
-            if (!has && i + 1 < argc && argv[i + 1][0] >= '0' && argv[i + 1][0] <= '9') cli_set(f, opts, argv[i + 1]);
+            if (!has && i + 1 < argc && argv[i + 1][0] >= '0' && argv[i + 1][0] <= '9')
+                usagef("%s: bad value '%s': expected 0 or 1, or nothing (1)", f->long_name, argv[i + 1]);
             value = has ? argv[++i] : "1";
         } else if (i + 1 < argc) value = argv[++i];
         else usagef("%s: missing value", f->long_name);

@@ -256,6 +256,8 @@ static inline int fopen_regular_try_(FILE** f, const char* path, char* err, size
     else if (!S_ISREG(st.st_mode))
         rc = file_error_(err, cap, "%s: not a regular file (a %s), where a file is expected", path,
                          S_ISFIFO(st.st_mode) ? "FIFO" : S_ISSOCK(st.st_mode) ? "socket" : "device");
+    else if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) /* for the reads: a FUSE file system passes it on */
+        rc = sys_error_(err, cap, file, line, "%s: fcntl failed: %s", path, strerror(errno));
     else if (!(*f = fdopen(fd, "rb"))) rc = sys_error_(err, cap, file, line, "%s: fdopen failed: %s", path, strerror(errno));
     if (rc != 0) close(fd);
     return rc;

@@ -165,10 +165,9 @@ static inline void flags_reject(const TrainArgs* a, const char* long_name, const
     }
     TrainArgs defaults;
     flags_set_defaults_(&defaults);
-    char given[4096], def[4096];
-    cli_format(given, sizeof(given), s, a);
-    cli_format(def, sizeof(def), s, &defaults);
-    if (strcmp(given, def) != 0) {
+    if (!cli_equal(s, a, &defaults)) {
+        char given[4096];
+        cli_format(given, sizeof(given), s, a);
         fprintf(stderr, "error: %s %s is not supported: %s\n", s->long_name, given, why);
         exit(2);
     }

@@ -32,8 +32,6 @@
 #define LLMC_SAMPLE_CLI_H
 
 #include <errno.h>
-#include <math.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <time.h>
 #include "llmc/cli.h"
@@ -64,7 +62,7 @@ static const CliFlag SAMPLE_FLAGS[] = {
     SAMPLE_FLAG(NULL, "--seed", CLI_INT, seed, "1337", 0, 2147483647, "random seed, as the trainer's --seed"),
     SAMPLE_FLAG("-g", "--tokens", CLI_INT, tokens, "64", 0, 1 << 24, "tokens to generate"),
     SAMPLE_FLAG(NULL, "--tokenizer", CLI_STR, tokenizer, NULL, 0, 0,
-                "tokenizer file (GBPE); not given: " SAMPLE_DEFAULT_TOKENIZER ", with --ids alone only if readable"),
+                "tokenizer file (GBPE); not given: " SAMPLE_DEFAULT_TOKENIZER " (with --ids alone, only if readable)"),
     SAMPLE_FLAG(NULL, "--ids", CLI_BOOL, ids, "0", 0, 1, "print the generated token ids instead of text"),
     SAMPLE_FLAG(NULL, "--threads", CLI_INT, threads, "0", 0, 4096, "CPU threads; 0: the OpenMP default"), /* last: the CPU tool's */
 };

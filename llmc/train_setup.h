@@ -137,6 +137,8 @@ static inline ModelSource train_model_source(const TrainArgs* args, GPTConfig* c
      * over: train_resume_find, later, says why */
     int32_t h[HEADER_WORDS];
     int markers = 0, latest = args->resume && args->output_dir[0] ? checkpoint_newest_model(args->output_dir, NULL, &markers, h) : -1;
+    if (latest < 0 && markers == 0 && args->resume && args->output_dir[0]) /* files without markers: train_resume_find adopts */
+        latest = checkpoint_newest_unmarked_model(args->output_dir, h);
     if (latest >= 0) {
         char model[4200], state[4200], done[4200];
         checkpoint_paths(model, state, done, sizeof(model), args->output_dir, latest, 0);

@@ -24,6 +24,9 @@ forward=()
 for v in $(env | sed -n 's/^\(NCCL_[A-Za-z0-9_]*\)=.*/\1/p'); do forward+=(-x "$v"); done
 # the search paths too: NCCL, CUDA or MPI from a module or a virtual environment are found on every node
 for v in PATH LD_LIBRARY_PATH; do [ -n "${!v:-}" ] && forward+=(-x "$v"); done
-# ranks are placed host by host, so OMPI_COMM_WORLD_LOCAL_RANK picks the GPU on each host
+# shellcheck source=scripts/mpirun_signals.sh
+. "$here/mpirun_signals.sh"
+# ranks are placed host by host, so OMPI_COMM_WORLD_LOCAL_RANK picks the GPU on each host; SIGTERM, SIGINT or SIGUSR1 to
+# this script: every rank checkpoints and exits 75
 # shellcheck disable=SC2086
-exec mpirun -np "$np" --host "$HOSTS" --map-by slot --bind-to none "${forward[@]}" ${MPIRUN_ARGS:-} "$TRAINER" "$@"
+mpirun_forwarding_signals -np "$np" --host "$HOSTS" --map-by slot --bind-to none "${forward[@]}" ${MPIRUN_ARGS:-} "$TRAINER" "$@"

@@ -4,8 +4,8 @@
 #   scripts/run_single_node.sh 8 -- -e d12 -i "data/fineweb_train_*.bin" -j "data/fineweb_val_*.bin" -b 32 -t 1024 -d 524288 -z 1 -o out/d12
 # NGPUS defaults to the GPUs CUDA_VISIBLE_DEVICES names, else every GPU nvidia-smi lists. Without MPI (a build without it, or no mpirun), the same
 # job runs with torchrun-style variables and a tcp rendezvous on this host: LAUNCH=env; there the first
-# rank to fail stops the others (the script exits with its status), and SIGTERM / SIGINT / SIGUSR1 to the
-# script reach every rank (they checkpoint and exit 75). TRAINER (default ./train_gpt) is the binary;
+# rank to fail stops the others (the script exits with its status). Either way SIGTERM / SIGINT / SIGUSR1 to the
+# script reach every rank at once (they checkpoint and exit 75, and so does the script). TRAINER (default ./train_gpt) is the binary;
 # extra mpirun options go in MPIRUN_ARGS.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -35,9 +35,11 @@ case $LAUNCH in mpirun | env) ;; *) echo "error: LAUNCH=$LAUNCH: expected mpirun
 # shellcheck source=scripts/nccl_env.sh
 . "$here/nccl_env.sh"
 if [ "$LAUNCH" = mpirun ]; then
+    # shellcheck source=scripts/mpirun_signals.sh
+    . "$here/mpirun_signals.sh"
     # --bind-to none: each rank's data loader and host work may use several cores
     # shellcheck disable=SC2086
-    exec mpirun -np "$ngpus" --bind-to none ${MPIRUN_ARGS:-} "$TRAINER" "$@"
+    mpirun_forwarding_signals -np "$ngpus" --bind-to none ${MPIRUN_ARGS:-} "$TRAINER" "$@"
 fi
 # torchrun-style: RANK / WORLD_SIZE / LOCAL_RANK per process, the id over tcp from rank 0. Each rank runs
 # in a subshell that records the trainer's pid and, when it ends, its exit status, in $dir.

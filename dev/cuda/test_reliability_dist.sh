@@ -46,6 +46,26 @@ else
     bad "resumed run differs or did not resume: $(grep -E '^resume|error' "$tmp/resume.log" | head -3)"
 fi
 
+# A 2-rank checkpoint copied without its done marker is marked done ("world 2", from its state files) and resumed; with
+# rank 1's state file missing it is not a checkpoint: its files are deleted as debris (and the run starts afresh).
+for missing in none 00001; do
+    mkdir -p "$tmp/nomark_$missing"
+    cp "$tmp/ref"/model_*.bin "$tmp/ref"/state_*.bin "$tmp/nomark_$missing/"
+    [ $missing = none ] || rm "$tmp/nomark_$missing/state_$(printf %08d $steps)_$missing.bin"
+    mpi 2 "$tmp/nomark_$missing.log" "${run[@]}" -o "$tmp/nomark_$missing" -y 1 -n $steps
+    marker=$(cat "$tmp/nomark_$missing/done_$(printf %08d $steps).txt" 2>/dev/null)
+    if [ $missing = none ] && [ "$marker" = "$(printf 'step %d\nworld 2' $steps)" ] &&
+        grep -q "^resume: step $steps of .*: its files are complete and verify but had no done marker" "$tmp/nomark_$missing.log" &&
+        grep -q "^resume: step $steps from" "$tmp/nomark_$missing.log"; then
+        ok "2-rank checkpoint without its marker: marked done with world 2 and resumed"
+    elif [ $missing != none ] && ! grep -q "marked done" "$tmp/nomark_$missing.log" &&
+        grep -q "^resume: deleted 2 file(s)" "$tmp/nomark_$missing.log"; then
+        ok "2-rank checkpoint without its marker and rank 1's state file: not marked done, its 2 files deleted as debris"
+    else
+        bad "2-rank checkpoint without its marker (missing state: $missing): marker '$marker': $(grep -E '^resume|error' "$tmp/nomark_$missing.log" | head -3)"
+    fi
+done
+
 # Rank 0 alone verifies the checkpoints on resume (llmc/train_setup.h): a corrupt rank-1 shard in the only
 # checkpoint is found there, and both ranks stop together (no wait in a collective), each saying why.
 cp -r "$tmp/ref" "$tmp/bad"
