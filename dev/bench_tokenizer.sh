@@ -6,6 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-/usr/bin/python3}
 GPT2_DIR=${GPT2_DIR:-../shared/data/gpt2}
+for f in vocab.bpe encoder.json; do
+    [ -f "$GPT2_DIR/$f" ] || { echo "error: $GPT2_DIR/$f not found: set GPT2_DIR to a directory with OpenAI's GPT-2 vocab.bpe and encoder.json" >&2; exit 1; }
+done
 src=$(bash data/setup.sh --fetch-only | tail -n 1)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

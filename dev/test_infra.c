@@ -1338,6 +1338,10 @@ static void test_flags(void) {
     const char* argv_bool2[] = {"train_gpt", "--mock-data=1"};
     TrainArgs b2 = parse(2, argv_bool2);
     check(b.mock_data == 0 && b.batch_size == 2 && b2.mock_data == 1, "flags: --mock-data 0 and --mock-data=1");
+    const char* argv_y[] = {"train_gpt", "-y", "--shuffle", "-w", "0", "--deterministic"};
+    TrainArgs y = parse(6, argv_y);
+    check(y.resume == 1 && y.shuffle == 1 && y.master_weights == 0 && y.deterministic == 1,
+          "flags: the 0|1 flags -y, --shuffle, --deterministic alone mean 1 (-w 0 still 0)");
 
     Argv bad_int = {3, {"train_gpt", "-b", "abc"}};
     expect_failure("flags bad int", child_parse, &bad_int, 2, "--batch-size: bad value 'abc'");

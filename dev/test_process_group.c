@@ -414,6 +414,25 @@ static void test_discovery(const char* tmp) {
     first_line(err_path, msg, sizeof(msg));
     check(WIFEXITED(status) && WEXITSTATUS(status) == 1 && strstr(msg, "RANK=4") != NULL, "RANK=4 of WORLD_SIZE=4: exit %d, \"%s\"",
           WIFEXITED(status) ? WEXITSTATUS(status) : -1, msg);
+    /* a batch script's own process sees the allocation's SLURM_NTASKS: the error says to use srun */
+    fflush(stdout);
+    pid = fork();
+    if (pid == 0) {
+        if (!freopen(err_path, "w", stderr)) _exit(99);
+        clear_launcher_env();
+        setenv("SLURM_PROCID", "0", 1);
+        setenv("SLURM_NTASKS", "4", 1);
+        setenv("SLURM_LOCALID", "0", 1);
+        ProcessGroup pg;
+        process_group_find(&pg, "auto", "", 5.0);
+        process_group_start_mpi(&pg, NULL, NULL);
+        _exit(0);
+    }
+    waitpid(pid, &status, 0);
+    first_line(err_path, msg, sizeof(msg));
+    check(WIFEXITED(status) && WEXITSTATUS(status) == 1 && strstr(msg, "rank 0 of 4 (from slurm)") != NULL &&
+              strstr(msg, "launch it with srun") != NULL,
+          "Slurm variables of the allocation, no srun step: exit %d, \"%s\"", WIFEXITED(status) ? WEXITSTATUS(status) : -1, msg);
 }
 
 /* tcp rendezvous with a port scanner's connection (bytes that are no hello) and a silent one reaching rank 0

@@ -34,6 +34,11 @@ from tiktoken_ext.openai_public import r50k_pat_str
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GPT2_DIR = os.environ.get("GPT2_DIR", os.path.join(ROOT, "..", "shared", "data", "gpt2"))
+for name in ("vocab.bpe", "encoder.json"):
+    if not os.path.isfile(os.path.join(GPT2_DIR, name)):
+        print(f"FAIL {os.path.join(GPT2_DIR, name)} not found: set GPT2_DIR to a directory with OpenAI's GPT-2 vocab.bpe and "
+              f"encoder.json\n0 passed, 1 failed")
+        sys.exit(1)
 EOT = 50256
 passed = failed = 0
 

@@ -58,7 +58,7 @@
     X(top_k, NULL, "--top-k", CLI_INT, "0", 0, FLAG_INT_MAX, NULL, "sample among the k most likely tokens (0: all)")                      \
     X(checkpoint_every, "-n", "--checkpoint-every", CLI_INT, "0", 0, FLAG_INT_MAX, NULL,                                                  \
       "write a checkpoint to -o every this many steps (0: never)")                                                                         \
-    X(resume, "-y", "--resume", CLI_INT, "0", 0, 1, NULL, "1: resume from the newest complete, valid checkpoint in --output-dir")                \
+    X(resume, "-y", "--resume", CLI_BOOL, "0", 0, 1, NULL, "1: resume from the newest complete, valid checkpoint in --output-dir")                \
     X(keep_last, NULL, "--keep-last", CLI_INT, "0", 0, FLAG_INT_MAX, NULL, "keep the newest K checkpoints of -o, delete older ones (0: keep all)")   \
     X(keep_every, NULL, "--keep-every", CLI_INT, "0", 0, FLAG_INT_MAX, NULL,                                                              \
       "also keep every checkpoint whose step is a multiple of M (0: none)")                                                          \
@@ -82,12 +82,12 @@
     X(lr_scale, NULL, "--lr-scale", CLI_STR, "none", 0, 0, "none|linear|sqrt", "scale --lr by the global batch / --lr-ref-batch: none|linear|sqrt")      \
     X(lr_ref_batch, NULL, "--lr-ref-batch", CLI_INT, "0", 0, FLAG_INT_MAX, NULL, "tokens per step --lr was tuned for (--lr-scale; 0: B*T)") \
     X(recompute, "-r", "--recompute", CLI_INT, "0", 0, 2, NULL, "recompute activations in backward: 0 off, 1 GELU, 2 also LayerNorm")     \
-    X(master_weights, "-w", "--master-weights", CLI_INT, "1", 0, 1, NULL, "keep fp32 master weights (1) or not (0; bf16 build only)")   \
-    X(deterministic, NULL, "--deterministic", CLI_INT, "1", 0, 1, NULL,                                                                   \
+    X(master_weights, "-w", "--master-weights", CLI_BOOL, "1", 0, 1, NULL, "keep fp32 master weights (1) or not (0; bf16 build only)")   \
+    X(deterministic, NULL, "--deterministic", CLI_BOOL, "1", 0, 1, NULL,                                                                   \
       "1: bit-identical gradients run to run; 0: faster attention backward (atomic dQ)")                                             \
     X(seed, NULL, "--seed", CLI_INT, "1337", 0, FLAG_INT_MAX, NULL, "random seed (init, data order, sampling)")                           \
     X(mock_data, NULL, "--mock-data", CLI_BOOL, "0", 0, 1, NULL, "train on deterministic random tokens, no files")                        \
-    X(shuffle, NULL, "--shuffle", CLI_INT, "1", 0, 1, NULL, "1: shuffle shard and batch order each epoch; 0: read in order")             \
+    X(shuffle, NULL, "--shuffle", CLI_BOOL, "1", 0, 1, NULL, "1: shuffle shard and batch order each epoch; 0: read in order")             \
     X(tokenizer, NULL, "--tokenizer", CLI_STR, TRAIN_DEFAULT_TOKENIZER, 0, 0, NULL, "tokenizer file (GBPE), to print samples")          \
     X(threads, NULL, "--threads", CLI_INT, "0", 0, 4096, NULL, "CPU threads (0: the OpenMP default)")
 

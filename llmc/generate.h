@@ -36,7 +36,9 @@ static inline void sample_setup(SampleSetup* s, int enabled, const char* tokeniz
     memset(s, 0, sizeof(*s));
     s->vocab_size = vocab_size;
     if (enabled && access(tokenizer_path, R_OK) != 0) {
-        if (prompt[0]) sys_fatalf("--prompt needs the tokenizer, but %s cannot be read: %s", tokenizer_path, strerror(errno));
+        if (prompt[0])
+            sys_fatalf("--prompt needs the tokenizer, but %s cannot be read: %s (a relative path counts from the current directory: "
+                       "run from the repository root, or give --tokenizer PATH)", tokenizer_path, strerror(errno));
         printf("samples: cannot read the tokenizer %s (%s; a relative path counts from the current directory): printing "
                "token ids\n", tokenizer_path, strerror(errno));
     } else if (enabled) {

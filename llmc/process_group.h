@@ -175,9 +175,13 @@ static inline void process_group_find(ProcessGroup* pg, const char* method, cons
         else if (file_path && file_path[0]) chosen = "file";
         else
             fatalf("rank %d of %d (from %s): no way to share the NCCL id: %sset MASTER_ADDR and MASTER_PORT (tcp), or give "
-                   "--dist-file PATH on a shared file system",
+                   "--dist-file PATH on a shared file system%s",
                    pg->rank, pg->world, pg->launcher,
-                   pg_mpi_launched_() ? "this binary was built without MPI, so mpirun cannot share it: " : "start with mpirun, ");
+                   pg_mpi_launched_() ? "this binary was built without MPI, so mpirun cannot share it: " : "start with mpirun, ",
+                   strcmp(pg->launcher, "slurm") == 0 ? " (a process a batch script starts itself, not through srun, sees the "
+                                                        "allocation's SLURM_NTASKS: launch it with srun, or unset SLURM_PROCID to "
+                                                        "run one process)"
+                                                      : "");
     } else if (strcmp(method, "mpi") != 0 && strcmp(method, "file") != 0 && strcmp(method, "tcp") != 0) {
         fatalf("--dist-init %s: expected auto, mpi, file or tcp", method);
     }
