@@ -382,6 +382,26 @@ static int discovers(const char* const* env, int rank, int world, int local, con
     return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
+/* process_group_find + start_mpi in a child under env, its stderr in err_path: its exit status (−1 if killed), the
+ * first line of its stderr in msg */
+static int discovery_fails(const char* const* env, const char* err_path, char* msg, size_t cap) {
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (!freopen(err_path, "w", stderr)) _exit(99);
+        clear_launcher_env();
+        for (int i = 0; env[i]; i++) putenv((char*)env[i]);
+        ProcessGroup pg;
+        process_group_find(&pg, "auto", "", 5.0);
+        process_group_start_mpi(&pg, NULL, NULL);
+        _exit(0);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    first_line(err_path, msg, cap);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 static void test_discovery(const char* tmp) {
     const char* slurm[] = {"SLURM_PROCID=2", "SLURM_NTASKS=4", "SLURM_LOCALID=1", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=29500", NULL};
     check(discovers(slurm, 2, 4, 1, "slurm", "tcp"), "Slurm variables: rank 2 of 4, local rank 1, id by tcp (MASTER_ADDR set)");
@@ -394,45 +414,16 @@ static void test_discovery(const char* tmp) {
     check(discovers(pmi2, 1, 2, 1, "pmi", "tcp"), "srun --mpi=pmi2 (PMI_RANK, no MPI_LOCALRANKID): local rank 1 from SLURM_LOCALID");
     const char* lone[] = {"MASTER_ADDR=localhost", NULL};
     check(discovers(lone, 0, 1, 0, "none", "none"), "one process with MASTER_ADDR but no MASTER_PORT: no rendezvous at all");
-    char err_path[4200];
+    char err_path[4200], msg[512];
     snprintf(err_path, sizeof(err_path), "%s/discovery.err", tmp);
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0) {
-        if (!freopen(err_path, "w", stderr)) _exit(99);
-        clear_launcher_env();
-        setenv("RANK", "4", 1);
-        setenv("WORLD_SIZE", "4", 1);
-        ProcessGroup pg;
-        process_group_find(&pg, "auto", "", 5.0);
-        process_group_start_mpi(&pg, NULL, NULL);
-        _exit(0);
-    }
-    int status;
-    waitpid(pid, &status, 0);
-    char msg[512];
-    first_line(err_path, msg, sizeof(msg));
-    check(WIFEXITED(status) && WEXITSTATUS(status) == 1 && strstr(msg, "RANK=4") != NULL, "RANK=4 of WORLD_SIZE=4: exit %d, \"%s\"",
-          WIFEXITED(status) ? WEXITSTATUS(status) : -1, msg);
+    const char* past_world[] = {"RANK=4", "WORLD_SIZE=4", NULL};
+    int code = discovery_fails(past_world, err_path, msg, sizeof(msg));
+    check(code == 1 && strstr(msg, "RANK=4") != NULL, "RANK=4 of WORLD_SIZE=4: exit %d, \"%s\"", code, msg);
     /* a batch script's own process sees the allocation's SLURM_NTASKS: the error says to use srun */
-    fflush(stdout);
-    pid = fork();
-    if (pid == 0) {
-        if (!freopen(err_path, "w", stderr)) _exit(99);
-        clear_launcher_env();
-        setenv("SLURM_PROCID", "0", 1);
-        setenv("SLURM_NTASKS", "4", 1);
-        setenv("SLURM_LOCALID", "0", 1);
-        ProcessGroup pg;
-        process_group_find(&pg, "auto", "", 5.0);
-        process_group_start_mpi(&pg, NULL, NULL);
-        _exit(0);
-    }
-    waitpid(pid, &status, 0);
-    first_line(err_path, msg, sizeof(msg));
-    check(WIFEXITED(status) && WEXITSTATUS(status) == 1 && strstr(msg, "rank 0 of 4 (from slurm)") != NULL &&
-              strstr(msg, "launch it with srun") != NULL,
-          "Slurm variables of the allocation, no srun step: exit %d, \"%s\"", WIFEXITED(status) ? WEXITSTATUS(status) : -1, msg);
+    const char* batch[] = {"SLURM_PROCID=0", "SLURM_NTASKS=4", "SLURM_LOCALID=0", NULL};
+    code = discovery_fails(batch, err_path, msg, sizeof(msg));
+    check(code == 1 && strstr(msg, "rank 0 of 4 (from slurm)") != NULL && strstr(msg, "launch it with srun") != NULL,
+          "Slurm variables of the allocation, no srun step: exit %d, \"%s\"", code, msg);
 }
 
 /* tcp rendezvous with a port scanner's connection (bytes that are no hello) and a silent one reaching rank 0
