@@ -4,7 +4,7 @@
  * Include it before any llmc/ header. The parsers under test stop on bad input with fatalf /
  * fatal_exit (llmc/fileio.h); here the fatal hook longjmps back into the harness, which turns one
  * rejected input into a normal return. So that a rejected input leaks nothing, the harness's
- * translation unit routes malloc/calloc/realloc/free and fopen/fclose through trackers (macros
+ * translation unit routes malloc/calloc/realloc/free and fopen/fdopen/fclose through trackers (macros
  * defined below, after the system headers), and fuzz_end() frees and closes whatever the
  * interrupted parser left behind (only objects made inside FUZZ_RUN are tracked; the harness
  * frees its own). Readers take paths: fuzz_file() puts the input into a memfd
@@ -93,6 +93,11 @@ static FILE* fuzz_fopen(const char* path, const char* mode) {
     fuzz_track_((void**)fuzz_live_files_, f);
     return f;
 }
+static FILE* fuzz_fdopen(int fd, const char* mode) {
+    FILE* f = fdopen(fd, mode);
+    fuzz_track_((void**)fuzz_live_files_, f);
+    return f;
+}
 static int fuzz_fclose(FILE* f) {
     fuzz_untrack_((void**)fuzz_live_files_, f);
     return fclose(f);
@@ -146,6 +151,7 @@ static size_t fuzz_repair(const uint8_t* data, size_t size, uint8_t* out, uint32
 #define realloc fuzz_realloc
 #define free fuzz_free
 #define fopen fuzz_fopen
+#define fdopen fuzz_fdopen
 #define fclose fuzz_fclose
 
 /* FUZZ_RUN({ statements }): runs them; a fatal error inside comes back here instead of exiting */
