@@ -28,7 +28,10 @@ resumes_ok=0
 # checkpoint file after step target-1 is being written (even attempts, a tight poll for a .tmp,
 # falling back to a plain kill if the process gets two steps past the target). Kills are tied
 # to progress, not to wall time, so a fast or a slow machine gives the same number of them.
-step_done() { grep -qE "^step +$1/$steps \| loss" "$tmp/attempt.log"; }
+# step_done N: the attempt has printed the line of step N or of a later one (an attempt in a
+# directory without markers may adopt a complete unmarked checkpoint, newer than `from`, and
+# never print step N's line).
+step_done() { awk -v n="$1" -v s="$steps" '$1 == "step" && $2 ~ "/" s "$" && $3 == "|" && $4 == "loss" && $2 + 0 >= n { f = 1; exit } END { exit !f }' "$tmp/attempt.log"; }
 for attempt in $(seq 1 40); do
     [ $kills -ge 6 ] && [ $write_kills -ge 2 ] && break
     expected=$(checkpoint_steps "$tmp/run" | tail -n 1)
