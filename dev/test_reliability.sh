@@ -165,19 +165,23 @@ else
 fi
 
 # ---------------------------------------------------------------- a training shard breaks during the run
-# Two shards read in order (--shuffle 0), 12 steps' windows in the first, 2 in the second: the second is first
-# read in step 13. Once step 1's line is out, the trainer is paused (SIGSTOP: steps 2-12 are the margin, the
-# swap lands before step 13 on a loaded machine too), the second shard rewritten (the same length, other
-# tokens), truncated or deleted, and the trainer resumed: it stops in step 13, naming the shard, with a
-# checkpoint of the 12 completed steps and exit 66. With the shard restored, -y 1 ends bit-identical.
+# Two shards read in order (--shuffle 0), FIRST steps' windows in the first, 2 in the second: the second is
+# first read in step FIRST+1. Once step 1's line is out, the trainer is paused (SIGSTOP: steps 2-FIRST are the
+# margin, the swap lands before step FIRST+1 on a fast or a loaded machine too), the second shard rewritten (the
+# same length, other tokens), truncated or deleted, and the trainer resumed: it stops in step FIRST+1, naming
+# the shard, with a checkpoint of the FIRST completed steps and exit 66. With the shard restored, -y 1 ends
+# bit-identical.
 window=$((micro_steps * B * T))
+first=40
+total=$((first + 2))
+first8=$(printf %08d $first)
 mkdir -p "$tmp/data_err"
-write_shard "$tmp/data_err/train_000.bin" 256 $((12 * window + 1)) || bad "writing shards"
+write_shard "$tmp/data_err/train_000.bin" 256 $((first * window + 1)) || bad "writing shards"
 write_shard "$tmp/data_err/train_001.bin" 256 $((2 * window + 1)) || bad "writing shards"
 write_shard "$tmp/data_err.other" 256 $((2 * window + 1)) random || bad "writing shards"
 cp "$tmp/data_err/train_001.bin" "$tmp/data_err.orig"
 data_run=("$trainer" --n-layer 2 --n-head 4 --n-embd 64 --vocab-size 256 -b "$B" -t "$T" -i "$tmp/data_err/train_*.bin" --shuffle 0
-    -s 0 -v 0 -l 1e-3 -u 2 --seed 3 -d "$window" -x 14 -n 14)
+    -s 0 -v 0 -l 1e-3 -u 2 --seed 3 -d "$window" -x $total -n $total)
 "${data_run[@]}" -o "$tmp/data_ref" >"$tmp/data_ref.log" 2>&1 || bad "uninterrupted data-error-test run failed"
 shard1="$tmp/data_err/train_001.bin"
 for how in rewritten truncated deleted; do
@@ -185,7 +189,7 @@ for how in rewritten truncated deleted; do
     log="$tmp/data_$how.log"
     "${data_run[@]}" -o "$dir" >"$log" 2>&1 &
     pid=$!
-    for _ in $(seq 1 6000); do grep -qE '^step +1/14 ' "$log" && break; sleep 0.01; done
+    for _ in $(seq 1 6000); do grep -qE "^step +1/$total " "$log" && break; sleep 0.01; done
     kill -STOP $pid
     case $how in
     rewritten) cp "$tmp/data_err.other" "$shard1"; want="$shard1: token shard changed since it was opened" ;;
@@ -195,9 +199,9 @@ for how in rewritten truncated deleted; do
     kill -CONT $pid
     wait $pid
     rc=$?
-    if [ $rc -eq 66 ] && [ "$(checkpoint_steps "$dir")" = 00000012 ] && [ "$(last_step "$log")" = 12 ] && grep -qF "error: $want" "$log" &&
-        grep -q '^data error: stopping after 12 completed steps$' "$log"; then
-        ok "shard $how during the run: exit 66, checkpoint of the 12 completed steps, \"$(grep -m1 '^error' "$log" | cut -c1-140)\""
+    if [ $rc -eq 66 ] && [ "$(checkpoint_steps "$dir")" = "$first8" ] && [ "$(last_step "$log")" = $first ] && grep -qF "error: $want" "$log" &&
+        grep -q "^data error: stopping after $first completed steps$" "$log"; then
+        ok "shard $how during the run: exit 66, checkpoint of the $first completed steps, \"$(grep -m1 '^error' "$log" | cut -c1-140)\""
     else
         bad "shard $how during the run: exit $rc, checkpoints $(checkpoint_steps "$dir" | tr '\n' ' '): $(grep -E '^error|stopping' "$log" | head -3)"
     fi
@@ -206,9 +210,9 @@ for how in rewritten truncated deleted; do
     steplines "$tmp/data_ref.log" >"$tmp/a"
     cat "$log" "$tmp/data_resume.log" >"$tmp/data_both.log"
     steplines "$tmp/data_both.log" >"$tmp/b"
-    if same_final "$tmp/data_ref" "$dir" 14 && grep -q '^resume: step 12 from' "$tmp/data_resume.log" && [ -s "$tmp/a" ] &&
+    if same_final "$tmp/data_ref" "$dir" $total && grep -q "^resume: step $first from" "$tmp/data_resume.log" && [ -s "$tmp/a" ] &&
         cmp -s "$tmp/a" "$tmp/b"; then
-        ok "shard $how: restored, -y 1 resumes from step 12 and ends bit-identical (step 14 model and state, the 14 step lines)"
+        ok "shard $how: restored, -y 1 resumes from step $first and ends bit-identical (step $total model and state, the $total step lines)"
     else
         bad "shard $how: resumed run differs: $(diff "$tmp/a" "$tmp/b" | head -3) $(grep -E '^resume|^error' "$tmp/data_resume.log" | head -2)"
     fi
@@ -217,10 +221,10 @@ done
 # model file's .tmp): exit 74, saying that the completed steps are not saved and which checkpoint is the last
 "${data_run[@]}" -o "$tmp/data_nosave" >"$tmp/data_nosave.log" 2>&1 &
 pid=$!
-for _ in $(seq 1 6000); do grep -qE '^step +1/14 ' "$tmp/data_nosave.log" && break; sleep 0.01; done
+for _ in $(seq 1 6000); do grep -qE "^step +1/$total " "$tmp/data_nosave.log" && break; sleep 0.01; done
 kill -STOP $pid
 rm "$shard1"
-mkdir -p "$tmp/data_nosave/model_00000012.bin.tmp"
+mkdir -p "$tmp/data_nosave/model_$first8.bin.tmp"
 kill -CONT $pid
 wait $pid
 rc=$?
@@ -231,34 +235,34 @@ else
 fi
 cp "$tmp/data_err.orig" "$shard1"
 
-# a validation shard: two of one batch each, both read in every validation (-m 2, after steps 0, 10 and 14), the
-# second rewritten after step 1: the validation after step 10 is left unfinished, the 10 completed steps
+# a validation shard: two of one batch each, both read in every validation (-m 2, after steps 0, FIRST and FIRST+2),
+# the second rewritten after step 1: the validation after step FIRST is left unfinished, the FIRST completed steps
 # checkpointed, exit 66; restored, -y 1 computes that validation (the uninterrupted run's loss) and ends bit-identical
 write_shard "$tmp/data_err/val_000.bin" 256 $((B * T + 1)) && write_shard "$tmp/data_err/val_001.bin" 256 $((B * T + 1)) &&
     write_shard "$tmp/data_err/val.other" 256 $((B * T + 1)) random || bad "writing validation shards"
 cp "$tmp/data_err/val_001.bin" "$tmp/data_err/val.orig"
-val_run=("${data_run[@]}" -j "$tmp/data_err/val_*.bin" -v 10 -m 2)
+val_run=("${data_run[@]}" -j "$tmp/data_err/val_*.bin" -v $first -m 2)
 "${val_run[@]}" -o "$tmp/val_ref" >"$tmp/val_ref.log" 2>&1 || bad "uninterrupted validation data-error-test run failed"
 "${val_run[@]}" -o "$tmp/val_err" >"$tmp/val_err.log" 2>&1 &
 pid=$!
-for _ in $(seq 1 6000); do grep -qE '^step +1/14 ' "$tmp/val_err.log" && break; sleep 0.01; done
+for _ in $(seq 1 6000); do grep -qE "^step +1/$total " "$tmp/val_err.log" && break; sleep 0.01; done
 kill -STOP $pid
 cp "$tmp/data_err/val.other" "$tmp/data_err/val_001.bin"
 kill -CONT $pid
 wait $pid
 rc=$?
-if [ $rc -eq 66 ] && [ "$(checkpoint_steps "$tmp/val_err")" = 00000010 ] && [ "$(last_step "$tmp/val_err.log")" = 10 ] &&
+if [ $rc -eq 66 ] && [ "$(checkpoint_steps "$tmp/val_err")" = "$first8" ] && [ "$(last_step "$tmp/val_err.log")" = $first ] &&
     grep -qF "error: $tmp/data_err/val_001.bin: token shard changed since it was opened" "$tmp/val_err.log" &&
-    ! grep -qE '^step +10/14 \| val loss' "$tmp/val_err.log" && grep -q '^data error: stopping after 10 completed steps$' "$tmp/val_err.log"; then
-    ok "validation shard rewritten during the run: the validation after step 10 unfinished, exit 66, checkpoint of step 10"
+    ! grep -qE "^step +$first/$total \| val loss" "$tmp/val_err.log" && grep -q "^data error: stopping after $first completed steps$" "$tmp/val_err.log"; then
+    ok "validation shard rewritten during the run: the validation after step $first unfinished, exit 66, checkpoint of step $first"
 else
     bad "validation shard rewritten during the run: exit $rc, checkpoints $(checkpoint_steps "$tmp/val_err" | tr '\n' ' '): $(grep -E '^error|stopping' "$tmp/val_err.log" | head -3)"
 fi
 cp "$tmp/data_err/val.orig" "$tmp/data_err/val_001.bin"
 "${val_run[@]}" -o "$tmp/val_err" -y 1 >"$tmp/val_resume.log" 2>&1
-val_ref=$(grep -E '^step +10/14 \| val loss' "$tmp/val_ref.log")
-if [ -n "$val_ref" ] && [ "$(grep -E '^step +10/14 \| val loss' "$tmp/val_resume.log")" = "$val_ref" ] && same_final "$tmp/val_ref" "$tmp/val_err" 14; then
-    ok "validation shard restored: -y 1 computes the validation after step 10 (\"$val_ref\", as uninterrupted) and ends bit-identical"
+val_ref=$(grep -E "^step +$first/$total \| val loss" "$tmp/val_ref.log")
+if [ -n "$val_ref" ] && [ "$(grep -E "^step +$first/$total \| val loss" "$tmp/val_resume.log")" = "$val_ref" ] && same_final "$tmp/val_ref" "$tmp/val_err" $total; then
+    ok "validation shard restored: -y 1 computes the validation after step $first (\"$val_ref\", as uninterrupted) and ends bit-identical"
 else
     bad "validation shard restored: resumed run differs: $(grep -E '^resume|^error|val loss' "$tmp/val_resume.log" | head -3)"
 fi
