@@ -752,9 +752,31 @@ static inline int checkpoint_read_marker(const char* path, int step, int* world,
     return 0;
 }
 
-/* The steps S of every done_S.txt marker (exactly 8 digits) in dir, newest first, malloc'd into
- * *steps (caller frees); returns how many, 0 if none or no such directory. */
-static inline int checkpoint_list(const char* dir, int** steps) {
+/* Step of a checkpoint file name "model_S.bin", "state_S_R.bin", "done_S.txt" (or any of them
+ * with ".tmp" appended); −1 for other names. *is_tmp tells whether it ends in ".tmp". */
+static inline int checkpoint_file_step_(const char* name, int* is_tmp) {
+    static const char* const prefixes[3] = {"model_", "state_", "done_"};
+    static const char* const suffixes[3] = {".bin", "_#####.bin", ".txt"}; /* after the step's 8 digits; '#': a digit */
+    size_t len = strlen(name);
+    *is_tmp = len > 4 && strcmp(name + len - 4, ".tmp") == 0;
+    if (*is_tmp) len -= 4;
+    for (int p = 0; p < 3; p++) {
+        size_t pl = strlen(prefixes[p]), sl = strlen(suffixes[p]);
+        if (strncmp(name, prefixes[p], pl) != 0 || len != pl + 8 + sl) continue;
+        int step = 0;
+        for (size_t i = pl; i < pl + 8 + sl; i++) {
+            char want = i < pl + 8 ? '#' : suffixes[p][i - pl - 8];
+            if (want == '#' ? name[i] < '0' || name[i] > '9' : name[i] != want) return -1;
+            if (i < pl + 8) step = step * 10 + (name[i] - '0');
+        }
+        return step;
+    }
+    return -1;
+}
+
+/* The steps S of dir's files named "<prefix>S..." as checkpoint_file_step_ reads them (no ".tmp" ones), newest
+ * first, malloc'd into *steps (caller frees); returns how many, 0 if none or no such directory. */
+static inline int checkpoint_steps_(const char* dir, const char* prefix, int** steps) {
     *steps = NULL;
     DIR* d = opendir(dir);
     if (!d) {
@@ -764,30 +786,22 @@ static inline int checkpoint_list(const char* dir, int** steps) {
     int n = 0, cap = 0;
     struct dirent* e;
     while ((errno = 0, e = readdir(d)) != NULL) {
-        const char* name = e->d_name;
-        if (strlen(name) != 17 || strncmp(name, "done_", 5) != 0 || strcmp(name + 13, ".txt") != 0) continue;
-        int step = 0, digits = 1;
-        for (int i = 5; i < 13; i++) {
-            if (name[i] < '0' || name[i] > '9') digits = 0;
-            else step = step * 10 + (name[i] - '0');
-        }
-        if (!digits) continue;
+        int is_tmp, step = checkpoint_file_step_(e->d_name, &is_tmp);
+        if (step < 0 || is_tmp || strncmp(e->d_name, prefix, strlen(prefix)) != 0) continue;
         if (n == cap) {
             cap = cap ? 2 * cap : 16;
             *steps = (int*)realloc_check(*steps, (size_t)cap * sizeof(int));
         }
-        (*steps)[n++] = step;
+        int i = n++; /* insertion, newest first */
+        for (; i > 0 && (*steps)[i - 1] < step; i--) (*steps)[i] = (*steps)[i - 1];
+        (*steps)[i] = step;
     }
     if (errno != 0) sys_fatalf("%s: cannot list directory: %s", dir, strerror(errno));
     if (closedir(d) != 0) sys_fatalf("%s: cannot close directory: %s", dir, strerror(errno));
-    for (int i = 1; i < n; i++) /* insertion sort, newest first */
-        for (int j = i; j > 0 && (*steps)[j] > (*steps)[j - 1]; j--) {
-            int t = (*steps)[j];
-            (*steps)[j] = (*steps)[j - 1];
-            (*steps)[j - 1] = t;
-        }
     return n;
 }
+/* The steps S of every done_S.txt marker (exactly 8 digits) in dir, newest first (checkpoint_steps_). */
+static inline int checkpoint_list(const char* dir, int** steps) { return checkpoint_steps_(dir, "done_", steps); }
 
 /* The files of checkpoint `step` of `world` ranks, its marker aside, as checkpoint_verify_ checks them. */
 static inline int checkpoint_verify_files_(const char* dir, int step, int world, int full, int32_t* mh, char* err, size_t cap) {
@@ -853,28 +867,6 @@ static inline int checkpoint_newest_model(const char* dir, FILE* report, int* ma
     return checkpoint_find_(dir, 0, report, markers, h);
 }
 
-/* Step of a checkpoint file name "model_S.bin", "state_S_R.bin", "done_S.txt" (or any of them
- * with ".tmp" appended); −1 for other names. *is_tmp tells whether it ends in ".tmp". */
-static inline int checkpoint_file_step_(const char* name, int* is_tmp) {
-    static const char* const prefixes[3] = {"model_", "state_", "done_"};
-    static const char* const suffixes[3] = {".bin", "_#####.bin", ".txt"}; /* after the step's 8 digits; '#': a digit */
-    size_t len = strlen(name);
-    *is_tmp = len > 4 && strcmp(name + len - 4, ".tmp") == 0;
-    if (*is_tmp) len -= 4;
-    for (int p = 0; p < 3; p++) {
-        size_t pl = strlen(prefixes[p]), sl = strlen(suffixes[p]);
-        if (strncmp(name, prefixes[p], pl) != 0 || len != pl + 8 + sl) continue;
-        int step = 0;
-        for (size_t i = pl; i < pl + 8 + sl; i++) {
-            char want = i < pl + 8 ? '#' : suffixes[p][i - pl - 8];
-            if (want == '#' ? name[i] < '0' || name[i] > '9' : name[i] != want) return -1;
-            if (i < pl + 8) step = step * 10 + (name[i] - '0');
-        }
-        return step;
-    }
-    return -1;
-}
-
 /* Deletes the debris of dir: every ".tmp" file, and the files of the steps without a marker, but those
  * of `newest` and, unless `only`, of the steps after it. Returns how many files it deleted. */
 static inline int checkpoint_sweep_(const char* dir, int newest, int only, FILE* report) {
@@ -903,28 +895,10 @@ static inline int checkpoint_sweep_(const char* dir, int newest, int only, FILE*
  * a copy without its markers, or the first checkpoint of a run stopped just before its marker. */
 static inline int checkpoint_unmarked_models_(const char* dir, int** steps) {
     int* marked;
-    int n_marked = checkpoint_list(dir, &marked), n = 0;
+    int n_marked = checkpoint_list(dir, &marked);
     free(marked);
     *steps = NULL;
-    if (n_marked > 0) return 0;
-    DIR* d = opendir(dir);
-    if (!d) {
-        if (errno == ENOENT) return 0;
-        sys_fatalf("%s: cannot list directory: %s", dir, strerror(errno));
-    }
-    struct dirent* e;
-    while ((errno = 0, e = readdir(d)) != NULL) {
-        int is_tmp, step = checkpoint_file_step_(e->d_name, &is_tmp);
-        if (step >= 0 && !is_tmp && strncmp(e->d_name, "model_", 6) == 0) {
-            *steps = (int*)realloc_check(*steps, (size_t)(n + 1) * sizeof(int));
-            int i = n++;
-            for (; i > 0 && (*steps)[i - 1] < step; i--) (*steps)[i] = (*steps)[i - 1];
-            (*steps)[i] = step;
-        }
-    }
-    if (errno != 0) sys_fatalf("%s: cannot list directory: %s", dir, strerror(errno));
-    if (closedir(d) != 0) sys_fatalf("%s: cannot close directory: %s", dir, strerror(errno));
-    return n;
+    return n_marked > 0 ? 0 : checkpoint_steps_(dir, "model_", steps);
 }
 
 /* The newest of those steps whose model file's header and length are right, its header in h; −1 if none (or dir has
