@@ -108,23 +108,31 @@ for sig in TERM USR1 INT HUP; do
     fi
 done
 
-# a long validation (VAL_BATCHES batches, ~2 s) after step 3, checkpoints every 3 steps: SIGTERM once step 3's
-# checkpoint is marked complete lands in that validation (it starts right after)
+# a long validation (VAL_BATCHES batches, ~2 s) after step 3, checkpoints every 3 steps: SIGTERM a moment after step
+# 3's checkpoint is marked complete lands in that validation (it starts once the marker's directory is synced and the
+# retention done). A signal that came before it (a slow directory sync) stops the run after step 3 without one: that
+# attempt is made again, the signal later.
 write_shard "$tmp/val.bin" 256 $((val_batches * B * T + 1)) || bad "writing the validation shard"
 evals=("${base[@]}" -j "$tmp/val.bin" -v 3 -m "$val_batches" -x 6 -n 3)
 "${evals[@]}" -o "$tmp/eval_ref" >"$tmp/eval_ref.log" 2>&1 || bad "uninterrupted validation-test run failed"
-"${evals[@]}" -o "$tmp/eval_sig" >"$tmp/sig.fifo" 2>&1 &
-pid=$!
-exec 3<"$tmp/sig.fifo"
-while IFS= read -r line <&3 && printf '%s\n' "$line" >>"$tmp/eval_sig.log" && ! [[ $line =~ ^step\ +3/6\ \|\ loss ]]; do :; done
-for _ in $(seq 1 1000); do [ -e "$tmp/eval_sig/done_00000003.txt" ] && break; sleep 0.01; done
-start=$EPOCHREALTIME
-kill -TERM $pid
-cat <&3 >>"$tmp/eval_sig.log"
-exec 3<&-
-wait $pid
-rc=$?
-took=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }')
+for delay in 0.05 0.2 0.5; do
+    rm -rf "$tmp/eval_sig"
+    : >"$tmp/eval_sig.log"
+    "${evals[@]}" -o "$tmp/eval_sig" >"$tmp/sig.fifo" 2>&1 &
+    pid=$!
+    exec 3<"$tmp/sig.fifo"
+    while IFS= read -r line <&3 && printf '%s\n' "$line" >>"$tmp/eval_sig.log" && ! [[ $line =~ ^step\ +3/6\ \|\ loss ]]; do :; done
+    for _ in $(seq 1 1000); do [ -e "$tmp/eval_sig/done_00000003.txt" ] && break; sleep 0.01; done
+    sleep $delay
+    start=$EPOCHREALTIME
+    kill -TERM $pid
+    cat <&3 >>"$tmp/eval_sig.log"
+    exec 3<&-
+    wait $pid
+    rc=$?
+    took=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }')
+    grep -q 'received: stopping after 3 completed steps' "$tmp/eval_sig.log" && ! grep -q '^stop signal during the validation' "$tmp/eval_sig.log" || break
+done
 if [ $rc -eq 75 ] && grep -q '^stop signal during the validation after step 3: left unfinished' "$tmp/eval_sig.log" &&
     ! grep -q 'val loss' <(grep -E '^step +3/6' "$tmp/eval_sig.log") && ! grep -q '"step":3,"val_loss"' "$tmp/eval_sig/metrics.jsonl" &&
     [ -e "$tmp/eval_sig/done_00000003.txt" ]; then
@@ -439,7 +447,8 @@ cp "$tmp/ref/state_00000002_00000.bin" "$tmp/unmarked/state_00000006_00000.bin" 
 "${short[@]}" -o "$tmp/unmarked" -n 2 -y 1 >"$tmp/unmarked.log" 2>&1
 rc=$?
 if [ $rc -eq 0 ] && grep -q '^resume: step 4 of .*unmarked: its files are complete and verify but had no done marker' "$tmp/unmarked.log" &&
-    ! grep -q '^resume: step 6 of' "$tmp/unmarked.log" && grep -q '^resume: step 4 from' "$tmp/unmarked.log" &&
+    grep -q '^resume: step 6 of .*unmarked has no done marker and is not a complete checkpoint: .* are not of one checkpoint' "$tmp/unmarked.log" &&
+    grep -q '^resume: step 4 from' "$tmp/unmarked.log" &&
     grep -q '^resume: deleted 2 file(s)' "$tmp/unmarked.log" && same_final "$tmp/ref" "$tmp/unmarked" 10; then
     ok "-y 1 on a copy without markers: step 4 (complete, verified) marked done and resumed, bit-identical at step 10; step 6 (another step's state file) deleted"
 else
@@ -465,6 +474,47 @@ if [ $rc -eq 0 ] && ! grep -q 'marked done' "$tmp/leftover.log" && grep -q '^res
     ok "an unmarked step older than the newest marker (a retention's leftover) is deleted, not marked done"
 else
     bad "retention leftover: exit $rc: $(grep -E '^resume|^error' "$tmp/leftover.log" | head -3)"
+fi
+# no markers, and files of two steps of which neither is complete (a copy missing the state files): no interrupted
+# first save leaves that, so the run stops and deletes nothing (it is not debris to delete and train over from scratch)
+mkdir -p "$tmp/unmarked_partial"
+cp "$tmp/ref/model_00000004.bin" "$tmp/ref/model_00000006.bin" "$tmp/unmarked_partial/"
+"${short[@]}" -o "$tmp/unmarked_partial" -n 2 -y 1 >"$tmp/unmarked_partial.log" 2>&1
+rc=$?
+if [ $rc -eq 1 ] && grep -q "^error: .*unmarked_partial: files of 2 steps without done markers, none a complete checkpoint" "$tmp/unmarked_partial.log" &&
+    [ "$(grep -c '^resume: step [46] of .* is not a complete checkpoint: .*state_0000000[46]_00000.bin: cannot open' "$tmp/unmarked_partial.log")" = 2 ] &&
+    [ "$(ls "$tmp/unmarked_partial" | grep -c '^model_')" = 2 ] && ! grep -q '^step ' "$tmp/unmarked_partial.log"; then
+    ok "no markers, files of 2 incomplete steps: exit 1, both model files kept, no step trained: $(grep -m1 '^error' "$tmp/unmarked_partial.log" | cut -c1-120)"
+else
+    bad "no markers, 2 incomplete steps: exit $rc: $(grep -E '^resume|^error' "$tmp/unmarked_partial.log" | head -3)"
+fi
+# an adoption stopped after its first marker (CHECKPOINT_ADOPTING left): the resumed run adopts the other steps instead
+# of deleting them as debris
+mkdir -p "$tmp/adopt_cut"
+cp "$tmp/ref"/model_0000000[246].bin "$tmp/ref"/state_0000000[246]_00000.bin "$tmp/ref/done_00000006.txt" "$tmp/adopt_cut/"
+: >"$tmp/adopt_cut/.adopting"
+"${short[@]}" -o "$tmp/adopt_cut" -n 2 -y 1 >"$tmp/adopt_cut.log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && [ "$(grep -c '^resume: step [24] of .*: its files are complete and verify but had no done marker' "$tmp/adopt_cut.log")" = 2 ] &&
+    grep -q '^resume: step 6 from' "$tmp/adopt_cut.log" && ! [ -e "$tmp/adopt_cut/.adopting" ] && [ -e "$tmp/adopt_cut/done_00000002.txt" ] &&
+    [ -e "$tmp/adopt_cut/model_00000002.bin" ] && same_final "$tmp/ref" "$tmp/adopt_cut" 10; then
+    ok "an adoption cut short after its first marker: steps 2 and 4 adopted on resume, not deleted; bit-identical at step 10"
+else
+    bad "adoption cut short: exit $rc: $(grep -E '^resume|^error' "$tmp/adopt_cut.log" | head -4)"
+fi
+# no markers and no model flags: a lone model file of another config (no state file) beside a complete step gives no
+# config; the newest step whose model and state files go together does
+mkdir -p "$tmp/lone_model"
+cp "$tmp/ref/model_00000004.bin" "$tmp/ref/state_00000004_00000.bin" "$tmp/lone_model/"
+"$trainer" --n-layer 1 --n-head 4 --n-embd 32 --vocab-size 256 -b "$B" -t "$T" -i "$tmp/train_*.bin" -s 0 -v 0 -x 1 -n 1 -o "$tmp/other_config" >/dev/null 2>&1
+cp "$tmp/other_config/model_00000001.bin" "$tmp/lone_model/model_00000008.bin"
+"${noflags[@]}" -o "$tmp/lone_model" -n 2 -y 1 >"$tmp/lone_model.log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q "^resume: no model flags: the model's config is that of the newest valid checkpoint, .*model_00000004.bin" "$tmp/lone_model.log" &&
+    grep -q '^resume: step 4 from' "$tmp/lone_model.log" && same_final "$tmp/ref" "$tmp/lone_model" 10; then
+    ok "no markers, no model flags: the config from step 4 (model and state files together), not from a newer lone model file of another config"
+else
+    bad "lone model file: exit $rc: $(grep -E '^resume|^error' "$tmp/lone_model.log" | head -4)"
 fi
 # metrics.jsonl on a full disk (a 2 KiB file-size limit: the header record and a few steps; no checkpoints): as a failed save, by --on-save-error
 for policy in stop continue; do

@@ -800,6 +800,14 @@ static inline int checkpoint_steps_(const char* dir, const char* prefix, int** s
     if (closedir(d) != 0) sys_fatalf("%s: cannot close directory: %s", dir, strerror(errno));
     return n;
 }
+/* How many steps have checkpoint files (not ".tmp" ones) in dir */
+static inline int checkpoint_steps_with_files(const char* dir) {
+    int* steps;
+    int n = checkpoint_steps_(dir, "", &steps), distinct = 0;
+    for (int i = 0; i < n; i++) distinct += i == 0 || steps[i] != steps[i - 1];
+    free(steps);
+    return distinct;
+}
 /* The steps S of every done_S.txt marker (exactly 8 digits) in dir, newest first (checkpoint_steps_). */
 static inline int checkpoint_list(const char* dir, int** steps) { return checkpoint_steps_(dir, "done_", steps); }
 
@@ -889,58 +897,113 @@ static inline int checkpoint_sweep_(const char* dir, int newest, int only, FILE*
     return deleted;
 }
 
-/* The steps of dir's model files, newest first, malloc'd into *steps (caller frees), if dir has no marker at all (else
- * none); returns how many. Where markers exist, a step without one is an unfinished write, a retention's leftover (its
- * marker goes first) or a checkpoint the user discarded by deleting its marker: the sweep's. Without any, the files are
- * a copy without its markers, or the first checkpoint of a run stopped just before its marker. */
+/* Present in a checkpoint directory while checkpoint_adopt writes its markers: a run that finds it resumes the adoption */
+#define CHECKPOINT_ADOPTING ".adopting"
+
+/* The steps of dir's model files without a marker, newest first, malloc'd into *steps (caller frees), if dir has no
+ * marker at all or an adoption was cut short there (CHECKPOINT_ADOPTING); else none; returns how many. Where markers
+ * exist, a step without one is an unfinished write, a retention's leftover (its marker goes first) or a checkpoint the
+ * user discarded by deleting its marker: the sweep's. Without any, the files are a copy without its markers, or the
+ * first checkpoint of a run stopped just before its marker. */
 static inline int checkpoint_unmarked_models_(const char* dir, int** steps) {
     int* marked;
-    int n_marked = checkpoint_list(dir, &marked);
-    free(marked);
+    int n_marked = checkpoint_list(dir, &marked), n = 0;
+    char sentinel[4200];
+    snprintf(sentinel, sizeof(sentinel), "%s/%s", dir, CHECKPOINT_ADOPTING);
     *steps = NULL;
-    return n_marked > 0 ? 0 : checkpoint_steps_(dir, "model_", steps);
+    if (n_marked == 0 || access(sentinel, F_OK) == 0) {
+        int all = checkpoint_steps_(dir, "model_", steps);
+        for (int i = 0; i < all; i++) {
+            int has_marker = 0;
+            for (int j = 0; j < n_marked; j++) has_marker |= marked[j] == (*steps)[i];
+            if (!has_marker) (*steps)[n++] = (*steps)[i];
+        }
+    }
+    free(marked);
+    return n;
 }
 
-/* The newest of those steps whose model file's header and length are right, its header in h; −1 if none (or dir has
- * markers). For a resume without model flags in a directory without markers: the config; checkpoint_adopt verifies
- * the rest. */
+/* What the headers alone say of unmarked step `step` of dir: its model file's header and length are right (the header
+ * into mh), and its rank-0 state file's header (into sh) names a world of 1 to 65536 ranks and records the model file's
+ * header CRC (a state file of another step, run or an older version cannot be told to go with this model file). 0, or
+ * −1 with the reason in err. */
+static inline int checkpoint_unmarked_headers_(const char* dir, int step, int32_t* mh, int32_t* sh, char* err, size_t cap) {
+    char model[4200], state[4200], done[4200];
+    checkpoint_paths(model, state, done, sizeof(model), dir, step, 0);
+    if (file_verify_(model, "model file", GPTM_MAGIC, GPTM_VERSION, mh, 0, err, cap) != 0 ||
+        file_verify_(state, "training state file", GPTS_MAGIC, GPTS_VERSION, sh, 0, err, cap) != 0)
+        return -1;
+    if (sh[7] < 1 || sh[7] > 65536) return file_error_(err, cap, "%s: world size %d (1 to 65536)", state, sh[7]);
+    if (sh[GPTS_DATA_WORD + 11] != 1)
+        return file_error_(err, cap, "%s records no model file CRC (an older version's): without a marker, nothing ties %s to it",
+                           state, model);
+    if ((uint32_t)sh[GPTS_DATA_WORD + 12] != model_header_crc(mh))
+        return file_error_(err, cap, "%s and %s are not of one checkpoint: the model file's header CRC-32 is 0x%08x, the state file "
+                           "recorded 0x%08x", model, state, model_header_crc(mh), (uint32_t)sh[GPTS_DATA_WORD + 12]);
+    return 0;
+}
+
+/* The newest of those steps whose headers go together (checkpoint_unmarked_headers_), its model header in h; −1 if none
+ * (or dir has markers). For a resume without model flags in a directory without markers: the config; checkpoint_adopt
+ * verifies the rest. */
 static inline int checkpoint_newest_unmarked_model(const char* dir, int32_t* h) {
     int* steps;
     int n = checkpoint_unmarked_models_(dir, &steps), found = -1;
     for (int i = 0; i < n && found < 0; i++) {
-        char model[4200], state[4200], done[4200], err[4600];
-        checkpoint_paths(model, state, done, sizeof(model), dir, steps[i], 0);
-        if (file_verify_(model, "model file", GPTM_MAGIC, GPTM_VERSION, h, 0, err, sizeof(err)) == 0) found = steps[i];
+        char err[4600];
+        int32_t sh[HEADER_WORDS];
+        if (checkpoint_unmarked_headers_(dir, steps[i], h, sh, err, sizeof(err)) == 0) found = steps[i];
     }
     free(steps);
     return found;
 }
 
-/* In a dir without markers, marks done each step whose files are complete and verify in full
- * (checkpoint_verify_files_ with the world size its rank-0 state file names, every state file recording its model
- * file's header): a run stopped between its last file and the marker, or a directory copied without its markers,
- * which the sweep below would otherwise delete as debris. Called where the sweep is (a resuming run, holding the
- * directory's lock); one line to report for each. */
+/* In a dir without markers (or with an adoption cut short), marks done each unmarked step whose files are complete and
+ * verify in full (checkpoint_unmarked_headers_, then checkpoint_verify_files_ with the world size its rank-0 state file
+ * names): a run stopped between its last file and the marker, or a directory copied without its markers, which the
+ * sweep below would otherwise delete as debris. Every step is verified before the first marker is written, and the
+ * markers are written under CHECKPOINT_ADOPTING, so a run stopped among them adopts the rest when resumed (else the
+ * first marker would make the others debris). Called where the sweep is (a resuming run, holding the directory's
+ * lock); one line to report for each step, adopted or not and why. */
 static inline void checkpoint_adopt(const char* dir, FILE* report) {
     int* steps;
-    int n = checkpoint_unmarked_models_(dir, &steps);
+    int n = checkpoint_unmarked_models_(dir, &steps), adopted = 0;
+    int* worlds = (int*)malloc_check((size_t)(n > 0 ? n : 1) * sizeof(int));
     for (int i = 0; i < n; i++) {
         char model[4200], state[4200], done[4200], err[4600];
-        checkpoint_paths(model, state, done, sizeof(model), dir, steps[i], 0);
         int32_t sh[HEADER_WORDS], mh[HEADER_WORDS];
-        if (file_verify_(state, "training state file", GPTS_MAGIC, GPTS_VERSION, sh, 0, err, sizeof(err)) != 0 || sh[7] < 1 ||
-            sh[7] > 65536 || sh[GPTS_DATA_WORD + 11] != 1)
-            continue;
-        int world = sh[7], complete = 1;
-        for (int r = 1; r < world && complete; r++) { /* all there before the full pass */
+        int ok = checkpoint_unmarked_headers_(dir, steps[i], mh, sh, err, sizeof(err)) == 0;
+        for (int r = 1; ok && r < sh[7]; r++) { /* all there before the full pass */
             checkpoint_paths(model, state, done, sizeof(model), dir, steps[i], r);
-            complete = access(state, F_OK) == 0;
+            if (access(state, F_OK) != 0) {
+                sys_error(err, sizeof(err), "%s (rank %d of %d): %s", state, r, sh[7], strerror(errno));
+                ok = 0;
+            }
         }
-        if (!complete || checkpoint_verify_files_(dir, steps[i], world, 1, mh, err, sizeof(err)) != 0) continue;
-        if (checkpoint_try_mark_done(dir, steps[i], world, err, sizeof(err)) != 0) sys_fatalf("%s", err);
+        if (ok) ok = checkpoint_verify_files_(dir, steps[i], sh[7], 1, mh, err, sizeof(err)) == 0;
+        if (!ok) {
+            fprintf(report, "resume: step %d of %s has no done marker and is not a complete checkpoint: %s\n", steps[i], dir, err);
+            continue;
+        }
+        worlds[adopted] = sh[7];
+        steps[adopted++] = steps[i];
+    }
+    char sentinel[4200], err[4600];
+    snprintf(sentinel, sizeof(sentinel), "%s/%s", dir, CHECKPOINT_ADOPTING);
+    const void* nothing[1] = {""};
+    size_t zero[1] = {0};
+    if (adopted > 0 && access(sentinel, F_OK) != 0 && atomic_try_write(sentinel, 1, nothing, zero, NULL, 0, 0, err, sizeof(err)) != 0)
+        sys_fatalf("%s", err);
+    for (int i = 0; i < adopted; i++) {
+        if (checkpoint_try_mark_done(dir, steps[i], worlds[i], err, sizeof(err)) != 0) sys_fatalf("%s", err);
         fprintf(report, "resume: step %d of %s: its files are complete and verify but had no done marker (a run stopped before "
                 "writing it, or a copy without the markers): marked done\n", steps[i], dir);
     }
+    if (access(sentinel, F_OK) == 0) {
+        if (unlink(sentinel) != 0) sys_fatalf("%s: cannot delete: %s", sentinel, strerror(errno));
+        if (dir_sync_(sentinel, err, sizeof(err)) != 0) sys_fatalf("%s", err);
+    }
+    free(worlds);
     free(steps);
 }
 

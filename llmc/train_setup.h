@@ -387,6 +387,19 @@ static inline int train_resume_find(const TrainArgs* args, char* why, size_t cap
     }
     if (args->resume && access(args->output_dir, F_OK) == 0) checkpoint_adopt(args->output_dir, stdout);
     int markers = 0, found = args->resume ? checkpoint_find_valid(args->output_dir, stdout, &markers) : -1;
+    /* without markers, an interrupted first save leaves the files of one step; more are no such debris (a copy
+     * missing files, files of several runs): the run stops, and deletes nothing */
+    int unmarked = found < 0 && markers == 0 && args->resume && access(args->output_dir, F_OK) == 0
+                       ? checkpoint_steps_with_files(args->output_dir)
+                       : 0;
+    if (unmarked > 1) {
+        file_error_(why, cap,
+                    "%s: files of %d steps without done markers, none a complete checkpoint (why: the 'resume: step' lines on "
+                    "stdout): more than one interrupted first save leaves, so neither deleted as its debris nor trained over "
+                    "from scratch: complete them or move them away",
+                    args->output_dir, unmarked);
+        return -2;
+    }
     /* the debris of unfinished writes goes when there is a checkpoint to resume, or none at all; not when every
      * checkpoint fails (the run stops: its files may be all that is left of the weights) */
     if (args->resume && access(args->output_dir, F_OK) == 0 && (found >= 0 || markers == 0)) checkpoint_sweep(args->output_dir, stdout);
