@@ -791,18 +791,20 @@ static const float* next_logits_gpu(void* model, const int* tokens, int n) { ret
 static int dist_any(GPT* m, int flag) { return dist_mean(m->dist, flag ? 1.0f : 0.0f, m->stream) > 0.0f; }
 
 /* The mean loss over the first `batches` batches of the validation loader (every rank its slice of each;
- * the mean over ranks), into *loss; returns 0; a heartbeat of pg's watchdog after each batch and check. With
- * `stoppable`, a stop signal on any rank before a batch (the ranks agree after each) leaves it
- * unfinished: returns 1 (a resumed run computes it). A rank whose validation shard cannot be read
- * (*data_error = val->error) goes on with batches of token 0 and flags it, in the next batch's check
- * or the loss's all-reduce: it is left unfinished on every rank too, returns 1. */
+ * the mean over ranks), into *loss; returns 0; a heartbeat of pg's watchdog after each batch and check. The
+ * ranks agree before each batch but the first (one collective a batch keeps them in step: apart, they could
+ * drift apart by up to the whole validation, and the first one done would wait in the loss's all-reduce past
+ * --dist-timeout). With `stoppable`, a stop signal on any rank before a batch leaves it unfinished: returns 1
+ * (a resumed run computes it). A rank whose validation shard cannot be read (*data_error = val->error) goes
+ * on with a batch of token 0 and flags it in the next batch's check or the loss's all-reduce: it is left
+ * unfinished on every rank, returns 1. */
 static int evaluate(GPT* m, DataLoader* val, int batches, ProcessGroup* pg, int stoppable, float* loss, const char** data_error) {
     dataloader_reset(val);
     double sum = 0.0;
     int failed = 0;
     for (int i = 0; i < batches; i++) {
-        if (stoppable && i > 0) {
-            int stop = dist_any(m, preempt_requested() || failed);
+        if (i > 0) {
+            int stop = dist_any(m, (stoppable && preempt_requested()) || failed);
             process_group_heartbeat(pg); /* the peers got here too */
             if (stop) return 1;
         }
