@@ -1293,12 +1293,12 @@ static void test_cli(void) {
     cli_parse(&CLI_TEST_SPEC, &d, 1, (char**)none);
     check(d.in.count == 0 && d.n == 5000000000L && d.f == 0.25 && d.s == NULL && strcmp(d.w, "bb") == 0,
           "cli: defaults (no --in, a long above 2^32, a double, a string not given is NULL, a word)");
-    const char* argv[] = {"t", "--in", "x", "--in=y", "-n", "7", "--frac=0.1", "--name", "", "--word", "c", "--in", "-"};
+    const char* argv[] = {"t", "--in", "x", "--in=y", "-n", "7", "--frac=0.1", "--name=--name", "--word", "c", "--in", "-"};
     CliOpts o;
-    cli_parse(&CLI_TEST_SPEC, &o, 13, (char**)argv);
+    cli_parse(&CLI_TEST_SPEC, &o, 12, (char**)argv);
     check(o.in.count == 3 && strcmp(o.in.items[0], "x") == 0 && strcmp(o.in.items[1], "y") == 0 && strcmp(o.in.items[2], "-") == 0 &&
-              o.n == 7 && o.f == 0.1 && o.s && o.s[0] == '\0' && strcmp(o.w, "c") == 0,
-          "cli: --in three times in order (one of them -), -n, --frac=0.1 as a double, an empty --name, a word");
+              o.n == 7 && o.f == 0.1 && o.s && strcmp(o.s, "--name") == 0 && strcmp(o.w, "c") == 0,
+          "cli: --in three times in order (one of them -), -n, --frac=0.1 as a double, --name=--name, a word");
     free(o.in.items);
     char text[64];
     cli_format(text, sizeof(text), &CLI_TEST_FLAGS[0], &d);
@@ -1311,6 +1311,13 @@ static void test_cli(void) {
     expect_failure("cli: a long out of range", child_cli, &count, 2, "--count: bad value '0': expected an integer in [1, 1000000000000000]");
     Argv in = {2, {"t", "--in"}};
     expect_failure("cli: a repeatable flag without a value", child_cli, &in, 2, "--in: missing value");
+    Argv flag_value = {4, {"t", "--name", "--in", "x"}};
+    expect_failure("cli: a string flag followed by a flag (an unset variable in --name $X --in x)", child_cli, &flag_value, 2,
+                   "--name: missing value: the next argument, '--in', is a flag (write --name=--in if it is the value)");
+    Argv empty = {3, {"t", "--in", ""}};
+    expect_failure("cli: an empty string value", child_cli, &empty, 2, "--in: empty value (an unset variable?)");
+    Argv empty_eq = {2, {"t", "--name="}};
+    expect_failure("cli: an empty string value after =", child_cli, &empty_eq, 2, "--name: empty value");
     Argv save = {3, {"train_gpt", "--on-save-error", "maybe"}};
     expect_failure("flags: a word flag's value is checked by the parser", child_parse, &save, 2,
                    "--on-save-error: bad value 'maybe': expected stop|continue");

@@ -9,7 +9,8 @@
  *   flag is repeatable (each value appended to its CliList); a string flag with choices ("a|b|c") takes
  *   only those words. Defaults are text, parsed by the same code as a user's value (NULL: a string not
  *   given is NULL, a number 0).
- *   A bad value, a missing value, an unknown flag (with a "did you mean" within a few edits, and a hint for
+ *   A bad value, a missing value (the next argument being a flag: `-o --resume`), an empty string (`-o ""`:
+ *   an unset variable, not the default), an unknown flag (with a "did you mean" within a few edits, and a hint for
  *   "-lr" or "-b4") or a bare argument: one line "error: ... (see --help)" on stderr, exit status 2.
  *   -h/--help prints the help, --help-markdown the flags as a markdown table, to stdout, exit 0.
  * No global state: the tables are the tools' constants.
@@ -190,12 +191,23 @@ static inline void cli_print_help(FILE* out, const CliSpec* spec) {
     fprintf(out, "  %-30s %s\n", "    --help-markdown", "print the flags as a markdown table and exit");
 }
 
+/* text as a markdown table cell: every '|' escaped, which would otherwise end the cell (in code spans too) */
+static inline void cli_markdown_cell_(FILE* out, const char* text) {
+    for (; *text; text++) fprintf(out, *text == '|' ? "\\|" : "%c", *text);
+}
+
 static inline void cli_print_markdown(FILE* out, const CliSpec* spec) {
     fprintf(out, "| short | long | type | default | meaning |\n|---|---|---|---|---|\n");
     for (int i = 0; i < spec->count; i++) {
         const CliFlag* f = &spec->flags[i];
-        fprintf(out, "| %s | `%s` | %s | %s | %s |\n", f->short_name ? f->short_name : "", f->long_name, cli_type_name_(f),
-                cli_default_text_(f), f->help);
+        const char* cells[3] = {cli_type_name_(f), cli_default_text_(f), f->help};
+        fprintf(out, "| %s | `%s` |", f->short_name ? f->short_name : "", f->long_name);
+        for (int c = 0; c < 3; c++) {
+            fputc(' ', out);
+            cli_markdown_cell_(out, cells[c]);
+            fputs(" |", out);
+        }
+        fputc('\n', out);
     }
     fprintf(out, "| -h | `--help` | | | print the help and exit |\n");
 }
@@ -273,8 +285,15 @@ static inline void cli_parse(const CliSpec* spec, void* opts, int argc, char** a
             if (!has && i + 1 < argc && argv[i + 1][0] >= '0' && argv[i + 1][0] <= '9')
                 usagef("%s: bad value '%s': expected 0 or 1, or nothing (1)", f->long_name, argv[i + 1]);
             value = has ? argv[++i] : "1";
-        } else if (i + 1 < argc) value = argv[++i];
-        else usagef("%s: missing value", f->long_name);
+        } else if (i + 1 < argc) {
+            const char* next = argv[i + 1];
+            if (next[0] == '-' && next[1] != '\0' && cli_find(spec, next, strcspn(next, "=")))
+                usagef("%s: missing value: the next argument, '%s', is a flag (write %s=%s if it is the value)", f->long_name, next,
+                       f->long_name, next);
+            value = argv[++i];
+        } else usagef("%s: missing value", f->long_name);
+        if ((f->type == CLI_STR || f->type == CLI_STRS) && value[0] == '\0')
+            usagef("%s: empty value (an unset variable?); leave the flag out for its default", f->long_name);
         cli_set(f, opts, value);
     }
 }
