@@ -1303,6 +1303,13 @@ static void test_cli(void) {
     char text[64];
     cli_format(text, sizeof(text), &CLI_TEST_FLAGS[0], &d);
     check(strcmp(text, "none") == 0, "cli: an empty repeatable flag formats as none");
+    char near[64], round[64];
+    o.f = 0.1 + 1e-12;
+    cli_format(near, sizeof(near), &CLI_TEST_FLAGS[2], &o);
+    o.f = 0.25;
+    cli_format(round, sizeof(round), &CLI_TEST_FLAGS[2], &o);
+    check(strtod(near, NULL) == 0.1 + 1e-12 && strcmp(round, "0.25") == 0,
+          "cli: a double formats with the digits it needs to read back the same (%s), no more (%s)", near, round);
     Argv word = {3, {"t", "--word", "b"}};
     expect_failure("cli: a word not among the choices (a prefix of one)", child_cli, &word, 2, "--word: bad value 'b': expected a|bb|c");
     Argv frac = {2, {"t", "--frac=1.5"}};
@@ -1392,8 +1399,8 @@ static void test_flags(void) {
     Argv zero_ok = {3, {"train_gpt", "-z", "0"}};
     expect_failure("flags_reject at the default value passes", child_reject_zero, &zero_ok, 0, "");
     Argv timeout = {3, {"train_gpt", "--dist-timeout", "600.0001"}};
-    expect_failure("flags_reject compares the value, not its %g text (600.0001 prints as 600)", child_reject_dist, &timeout, 2,
-                   "--dist-timeout 600 is not supported");
+    expect_failure("flags_reject compares the value and names it exactly (600.0001, not %g's 600)", child_reject_dist, &timeout, 2,
+                   "--dist-timeout 600.0001 is not supported");
     Argv none_word = {3, {"train_gpt", "--dist-file", "none"}};
     expect_failure("flags_reject: a string given as 'none' is not the default ''", child_reject_dist, &none_word, 2,
                    "--dist-file none is not supported");

@@ -127,8 +127,8 @@ static inline const char* cli_default_text_(const CliFlag* f) {
     return f->default_value && f->default_value[0] ? f->default_value : "none";
 }
 
-/* one flag's value as text, as the parser would accept it ("none" for a string not given; CLI_STRS: its values
- * joined by spaces) */
+/* one flag's value as text, as the parser would accept it and read back as the same value ("none" for a string not
+ * given; CLI_STRS: its values joined by spaces) */
 static inline void cli_format(char* out, size_t cap, const CliFlag* f, const void* opts) {
     const char* field = (const char*)opts + f->offset;
     switch (f->type) {
@@ -148,8 +148,15 @@ static inline void cli_format(char* out, size_t cap, const CliFlag* f, const voi
     case CLI_INT:
     case CLI_BOOL: snprintf(out, cap, "%d", *(const int*)field); break;
     case CLI_LONG: snprintf(out, cap, "%ld", *(const long*)field); break;
-    case CLI_FLOAT: snprintf(out, cap, "%g", (double)*(const float*)field); break;
-    case CLI_DOUBLE: snprintf(out, cap, "%g", *(const double*)field); break;
+    case CLI_FLOAT:
+    case CLI_DOUBLE: { /* the fewest digits (from 6) that read back as the same value */
+        double v = f->type == CLI_FLOAT ? (double)*(const float*)field : *(const double*)field;
+        for (int digits = 6; digits <= 17; digits++) {
+            snprintf(out, cap, "%.*g", digits, v);
+            if (f->type == CLI_FLOAT ? strtof(out, NULL) == (float)v : strtod(out, NULL) == v) break;
+        }
+        break;
+    }
     }
 }
 
