@@ -990,9 +990,7 @@ static inline void checkpoint_adopt(const char* dir, FILE* report) {
     }
     char sentinel[4200], err[4600];
     snprintf(sentinel, sizeof(sentinel), "%s/%s", dir, CHECKPOINT_ADOPTING);
-    const void* nothing[1] = {""};
-    size_t zero[1] = {0};
-    if (adopted > 0 && access(sentinel, F_OK) != 0 && atomic_try_write(sentinel, 1, nothing, zero, NULL, 0, 0, err, sizeof(err)) != 0)
+    if (adopted > 0 && access(sentinel, F_OK) != 0 && atomic_try_write(sentinel, 0, NULL, NULL, NULL, 0, 0, err, sizeof(err)) != 0)
         sys_fatalf("%s", err);
     for (int i = 0; i < adopted; i++) {
         if (checkpoint_try_mark_done(dir, steps[i], worlds[i], err, sizeof(err)) != 0) sys_fatalf("%s", err);

@@ -200,7 +200,10 @@ static inline void cli_print_help(FILE* out, const CliSpec* spec) {
 
 /* text as a markdown table cell: every '|' escaped, which would otherwise end the cell (in code spans too) */
 static inline void cli_markdown_cell_(FILE* out, const char* text) {
-    for (; *text; text++) fprintf(out, *text == '|' ? "\\|" : "%c", *text);
+    for (; *text; text++) {
+        if (*text == '|') fputc('\\', out);
+        fputc(*text, out);
+    }
 }
 
 static inline void cli_print_markdown(FILE* out, const CliSpec* spec) {

@@ -385,13 +385,12 @@ static inline int train_resume_find(const TrainArgs* args, char* why, size_t cap
         file_error_(why, cap, "--resume 1 needs --output-dir, where the checkpoints are");
         return -2;
     }
-    if (args->resume && access(args->output_dir, F_OK) == 0) checkpoint_adopt(args->output_dir, stdout);
+    int resuming_here = args->resume && access(args->output_dir, F_OK) == 0; /* -y 1 and the directory exists */
+    if (resuming_here) checkpoint_adopt(args->output_dir, stdout);
     int markers = 0, found = args->resume ? checkpoint_find_valid(args->output_dir, stdout, &markers) : -1;
     /* without markers, an interrupted first save leaves the files of one step; more are no such debris (a copy
      * missing files, files of several runs): the run stops, and deletes nothing */
-    int unmarked = found < 0 && markers == 0 && args->resume && access(args->output_dir, F_OK) == 0
-                       ? checkpoint_steps_with_files(args->output_dir)
-                       : 0;
+    int unmarked = resuming_here && found < 0 && markers == 0 ? checkpoint_steps_with_files(args->output_dir) : 0;
     if (unmarked > 1) {
         file_error_(why, cap,
                     "%s: files of %d steps without done markers, none a complete checkpoint (why: the 'resume: step' lines on "
@@ -402,7 +401,7 @@ static inline int train_resume_find(const TrainArgs* args, char* why, size_t cap
     }
     /* the debris of unfinished writes goes when there is a checkpoint to resume, or none at all; not when every
      * checkpoint fails (the run stops: its files may be all that is left of the weights) */
-    if (args->resume && access(args->output_dir, F_OK) == 0 && (found >= 0 || markers == 0)) checkpoint_sweep(args->output_dir, stdout);
+    if (resuming_here && (found >= 0 || markers == 0)) checkpoint_sweep(args->output_dir, stdout);
     if (found >= 0) return found;
     if (markers > 0) {
         file_error_(why, cap,
