@@ -2,7 +2,8 @@
 #   make sim-test-flash-attention    forward, lse, backward (atomic + deterministic), fp32 path vs llmc/cpu_ops.h,
 #                                    ASan+UBSan simulator build (hs 8..128, T up to 257)
 #   make sim-test-flash-attention-large   hs = 256 (T = 130, 300), 136, 200, 248 (T = 70) and T = 600, optimised simulator build
-#   make test-nvcc-flash-attention   the test and the benchmark compile with nvcc for sm_80 and sm_90, no warnings
+#   make test-nvcc-flash-attention   the test (front ends only: its kernels are the trainer's) and the benchmark
+#                                    compile with nvcc for sm_80 and sm_90, no warnings
 #   make bench-flash-attention       GPU only: builds the benchmark for the present GPU and runs it
 #   make ptxas-flash-attention       registers, stack frame and spill bytes of every kernel (nvcc -Xptxas -v, sm_80, sm_90)
 FLASH_ATTENTION_DEPS := llmc/flash_attention.cuh llmc/mma.cuh llmc/cuda_utils.cuh llmc/cpu_ops.h dev/cuda/lab.cuh $(CUDASIM_HEADERS)
@@ -29,7 +30,7 @@ sim-test-flash-attention-large: build/cudasim/test_flash_attention_fast
 	./build/cudasim/test_flash_attention_fast --large
 
 test-nvcc-flash-attention:
-	@bash dev/cudasim/tests/nvcc_build.sh "$(NVCC)" "$(NVCC_TEST_FLAGS) -Xcompiler -fopenmp" dev/cuda/test_flash_attention.cu dev/cuda/bench_flash_attention.cu
+	@bash dev/cudasim/tests/nvcc_build.sh "$(NVCC)" "$(NVCC_TEST_FLAGS) -Xcompiler -fopenmp" front:dev/cuda/test_flash_attention.cu dev/cuda/bench_flash_attention.cu
 
 bench-flash-attention: build/bench_flash_attention
 	./build/bench_flash_attention

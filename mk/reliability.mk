@@ -35,7 +35,7 @@ TEST_TARGETS += test-health test-reliability test-kill-cpu
 FUZZ_CC ?= clang
 FUZZ_CFLAGS ?= -g -O1 -std=c11 -D_GNU_SOURCE -I. -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 FUZZ_HARNESSES := model state shard tokenizer flags corpus
-FUZZ_SECONDS ?= 60
+FUZZ_RUNS ?= 50000
 
 build/fuzz/fuzz_%: dev/fuzz/fuzz_%.c dev/fuzz/fuzz_common.h $(RELIABILITY_HEADERS) llmc/dataloader.h llmc/tokenizer.h
 	@mkdir -p build/fuzz
@@ -48,12 +48,13 @@ build/fuzz/fuzz_corpus: dev/fuzz/fuzz_corpus.c dev/fuzz/fuzz_common.h prepare_da
 FUZZ_BINARIES := $(addprefix build/fuzz/fuzz_,$(FUZZ_HARNESSES))
 ALL_TARGETS += $(FUZZ_BINARIES)
 
-# every harness FUZZ_SECONDS (60) from its seed corpus; `make fuzz` runs each 10 minutes
+# every harness FUZZ_RUNS inputs from its seed corpus with a fixed seed (the same inputs each run, 5-20 s each, side by side);
+# `make fuzz` runs each 10 minutes with a random seed
 test-fuzz: $(FUZZ_BINARIES)
-	@bash dev/fuzz/run_fuzz.sh $(FUZZ_SECONDS) $(FUZZ_HARNESSES)
+	@bash dev/fuzz/run_fuzz.sh runs:$(FUZZ_RUNS) $(FUZZ_HARNESSES)
 
 fuzz: $(FUZZ_BINARIES)
-	@bash dev/fuzz/run_fuzz.sh 600 $(FUZZ_HARNESSES)
+	@bash dev/fuzz/run_fuzz.sh seconds:600 $(FUZZ_HARNESSES)
 
 # regenerates the committed seed corpora dev/fuzz/corpus/<harness>/
 fuzz-seeds: train_gpt_cpu

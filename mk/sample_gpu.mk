@@ -3,7 +3,7 @@
 #   make sample_gpt [PRECISION=FP32]      nvcc build, explicit only (GPU_ARCH as train_gpt)
 #   make test-sample-gpu   the fp32 build's token ids equal sample_gpt_cpu's (3 settings, past max_seq_len),
 #                          the bf16 build's text, bad input (~20 s)
-#   make test-nvcc-sample  nvcc compiles sample_gpt.cu for sm_80 and sm_90, both precisions, no warnings
+#   make test-nvcc-sample  nvcc compiles sample_gpt.cu (bf16) for sm_80 and sm_90, no warnings
 SAMPLE_GPU_DEPS := sample_gpt.cu train_gpt.cu llmc/sample_cli.h $(GPU_HEADERS)
 
 sample_gpt_sim: $(SAMPLE_GPU_DEPS)

@@ -9,8 +9,8 @@
 #                         their wait (CUDASIM_CP_ASYNC=deferred: a read that a barrier orders after the issue but
 #                         not after the wait shows): the flash-attention kernels (--race: one shape per kernel
 #                         instance, TSan is slow), every other kernel (dev/cuda/test_kernels.cu), the bf16 model
-#                         test (test_gpt.cu: every kernel of a training step, determinism, resume) on the smallest
-#                         reference state, and the data-parallel trainer on 2 ranks with ZeRO-1
+#                         test (test_gpt.cu: every kernel of a training step; 2 of its 10 AdamW steps, twice) on the
+#                         smallest reference state, and the data-parallel trainer on 2 ranks with ZeRO-1
 #                         (dev/cuda/race_dist.sh: the communication stream against the compute stream)
 SIM_TSAN_CXXFLAGS ?= -O1 -g -std=c++17 -Wall -Wextra -Wno-unused-parameter -I. -DCUDASIM -fopenmp -fsanitize=thread
 # halt at the first report with a known status; OpenMP's own regions in the tests run on one thread (TSan cannot
@@ -41,7 +41,7 @@ ALL_TARGETS += $(RACE_PROGRAMS)
 sim-test-races: $(RACE_PROGRAMS) build/references/.stamp
 	$(SIM_TSAN_RUN_ENV) ./build/racecheck/test_races "CUDASIM_STREAMS=deferred:others-first ./build/racecheck/test_races" \
 		"CUDASIM_CP_ASYNC=deferred ./build/racecheck/test_flash_attention --race" \
-		./build/racecheck/test_kernels "CUDASIM_CP_ASYNC=deferred ./build/racecheck/test_gpt_sim $(RACE_STATE) 0" \
+		./build/racecheck/test_kernels "CUDASIM_CP_ASYNC=deferred ./build/racecheck/test_gpt_sim $(RACE_STATE) 0 2" \
 		"MPIRUN='$(MPIRUN)' MPIRUN_FLAGS='$(MPIRUN_FLAGS)' bash dev/cuda/race_dist.sh build/racecheck/train_gpt_sim_dist"
 
 SIM_TEST_TARGETS += sim-test-races

@@ -5,7 +5,9 @@
 # and links the programs against those libraries: any use of an API that CUDA 12 lacks fails here
 # (CUDA 12.1 is the oldest runtime whose headers nvcc 13's own device headers accept). Then ldd must
 # resolve the CUDA 12 libraries, and the trainer must start with them (--help) and, with no driver on
-# this machine, stop with an error naming the driver. Not covered: nvcc 12's own front end and ptxas.
+# this machine, stop with an error naming the driver. Not covered: nvcc 12's own front end and ptxas. The compiles
+# go through the front ends only (testlib.sh's nvcc_target front: PTX, no ptxas; the headers are what differs here,
+# the kernels' SASS is test-nvcc-gpu's), so the fat train_gpt carries PTX for compute_80 and compute_90.
 #   fetch DIR   downloads and unpacks the wheels into DIR (make cuda12-wheels; .ci/run does it first)
 #   NVCC "FLAGS" DIR   the checks, FLAGS the other nvcc builds' (NVCC_TEST_FLAGS); without DIR/ready (no
 #                      download, e.g. offline) nothing is counted
@@ -55,10 +57,11 @@ fi
 build() {
     local name=$1 src=$2 out=$3 archs=$4 gencode=() a what=compiles
     shift 4
-    for a in $archs; do gencode+=(-gencode "arch=compute_$a,code=sm_$a"); done
+    for a in $archs; do gencode+=(-gencode "arch=compute_$a,code=compute_$a"); done
+    gencode+=(-Xcicc -O0)
     local cmd=("$nvcc" "${flags[@]}" "${gencode[@]}" "$@" -c "$src" -o "$tmp/$(basename "$src").o")
     if [ "$out" != -c ]; then cmd=("$nvcc" "${flags[@]}" "${gencode[@]}" "$@" "$src" -o "$out" "${libs[@]}"); what="builds and links"; fi
-    names+=("$name|$src|$what for sm_${archs// /, sm_}")
+    names+=("$name|$src|$what for compute_${archs// /, compute_}")
     job_start "$name" "${cmd[@]}"
 }
 libs+=("${dist_libs[@]}")

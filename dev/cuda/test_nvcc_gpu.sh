@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # nvcc compiles the GPU trainer, its test and the kernel benchmark for sm_80 and sm_90, in bf16 and fp32,
 # with warnings as errors, side by side (dev/testlib.sh's jobs); one check per (file, precision, arch). (The Makefile's
-# own rule builds the fat binary in test-nvcc-dist.)
+# own rule builds the fat binary in test-nvcc-dist.) The trainer is compiled to SASS; the test and the benchmark,
+# whose kernels are the trainer's (test_gpt.cu includes train_gpt.cu), through the front ends only (nvcc_target
+# front: PTX, no ptxas).
 # The compiles print ptxas's resource report (-Xptxas -v); every kernel of the trainer must be free of
 # register spills (local-memory traffic in the hot loops) on both architectures, except the head-dim-256
 # flash-attention instantiations and those for head dims that are not multiples of 8 (ALIGNED false: element-by-element
@@ -40,20 +42,22 @@ for src in train_gpt.cu test_gpt.cu dev/cuda/bench_kernels.cu; do
     for precision in bf16 fp32; do
         [ "$src" = dev/cuda/bench_kernels.cu ] && [ $precision = fp32 ] && continue
         define=""; [ $precision = fp32 ] && define=-DPRECISION_FP32
-        for arch in sm_80 sm_90; do
-            builds+=("$src $precision $arch")
+        mode=front; [ "$src" = train_gpt.cu ] && mode=full
+        for arch in 80 90; do
+            builds+=("$src $precision $arch $mode")
             # shellcheck disable=SC2086
-            job_start "$src.$precision.$arch" "$nvcc" $flags -Xptxas -v $define -arch=$arch -c "$src" -o "$tmp/$(basename "$src").$precision.$arch.o"
+            job_start "$src.$precision.$arch" "$nvcc" $flags -Xptxas -v $define $(nvcc_target $mode $arch) -c "$src" -o "$tmp/$(basename "$src").$precision.$arch.o"
         done
     done
 done
 for build in "${builds[@]}"; do
-    read -r src precision arch <<<"$build"
+    read -r src precision arch mode <<<"$build"
+    what="sm_$arch"; [ $mode = front ] && what="compute_$arch PTX"
     if job_wait "$src.$precision.$arch"; then
-        ok "nvcc -arch=$arch $precision $src (no warnings)"
-        [ "$src" = train_gpt.cu ] && check_spills "$job_out" "$arch" "$precision"
+        ok "nvcc $what $precision $src (no warnings)"
+        [ $mode = full ] && check_spills "$job_out" "sm_$arch" "$precision"
     else
-        echo "$job_out" | head -20; bad "nvcc -arch=$arch $precision $src"
+        echo "$job_out" | head -20; bad "nvcc $what $precision $src"
     fi
 done
 test_end
