@@ -1391,6 +1391,9 @@ static void test_flags(void) {
     Argv stray = {4, {"train_gpt", "-x", "2", "extra"}};
     expect_failure("flags: a stray word after a number names no glob", child_parse, &stray, 2,
                    "unexpected argument 'extra' (flags start with -) (see --help)");
+    Argv upper = {3, {"train_gpt", "--MAX-STEPS", "5"}};
+    expect_failure("flags: an unknown flag in capitals suggests its lower-case name", child_parse, &upper, 2,
+                   "unknown flag '--MAX-STEPS', did you mean --max-steps?");
     Argv short_far = {2, {"train_gpt", "--foo"}};
     expect_failure("flags: a short unknown name suggests nothing far from it", child_parse, &short_far, 2, "unknown flag '--foo' (see --help)");
     Argv expanded = {4, {"train_gpt", "-i", "d/train_000.bin", "d/train_001.bin"}};

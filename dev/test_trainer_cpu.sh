@@ -120,7 +120,7 @@ expect_error "beta2 of 1" "beta1 and --beta2 must be below 1" ./train_gpt_cpu $s
 expect_error "eps of 0 (0/0 for a zero gradient)" "eps must be above 0" ./train_gpt_cpu $small $data $quiet --eps 0
 expect_error "total batch 0" "total-batch 0" ./train_gpt_cpu $small $data $quiet -d 0
 expect_error "total batch near 2^31: only the total below suggested (the one above is out of the flag's range)" \
-    "total-batch 2147483647 is not a multiple of .* = 128 tokens: 2147483520 \(16777215 micro-steps\) would be$" \
+    "total-batch 2147483647 is not a multiple of .* = 128 tokens: 2147483520 \(16777215 micro-steps\) would be \(see --help\)$" \
     ./train_gpt_cpu $small $data $quiet -d 2147483647
 expect_error "mock data with shards" "mock-data.*train-data" ./train_gpt_cpu $small $data $quiet --mock-data
 expect_error "a prompt with sampling off" "prompt.*sample-every 0" ./train_gpt_cpu $small $data $quiet --prompt hello
@@ -135,6 +135,16 @@ else
     bad "a 10-token prompt with -t 8: exit $rc: $(grep -m2 -E 'error|prompt' "$tmp/long_prompt.log")"
 fi
 expect_error "a tokenizer file that is missing" "tokenizer .*nope.bin" ./train_gpt_cpu $small $data -v 0 -s 5 --tokenizer "$tmp/nope.bin"
+# flags that contradict or miss one another are a bad command line: exit 2, as the flag parser's errors
+rcs=""
+for args in "$small $data --init d6" "--n-layer 2 --n-head 2 $data" "$small" "$small $data -y 1" "$small $data -d 1000" \
+    "$small $data -b 2147483647 -t 2"; do
+    # shellcheck disable=SC2086
+    ./train_gpt_cpu $args $quiet -x 1 >/dev/null 2>&1
+    rcs+="$? "
+done
+if [ "$rcs" = "2 2 2 2 2 2 " ]; then ok "contradicting or missing flags exit 2 (--init with --n-layer, a partial model, no data, -y 1 without -o, --total-batch, -b x -t)"
+else bad "contradicting or missing flags: exit statuses $rcs, not 2 each"; fi
 
 # a training pattern that also matches the validation shard: a warning names it; a pattern starting with ~ (quoted,
 # so the shell leaves it) is expanded as the shell would

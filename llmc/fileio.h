@@ -24,6 +24,7 @@
 #define _GNU_SOURCE /* fseeko, fileno, fsync under -std=c11; must precede system headers */
 #endif
 #define _FILE_OFFSET_BITS 64
+#include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -204,7 +205,8 @@ static inline void* realloc_check_(void* p, size_t n, const char* file, int line
 #define calloc_check(n, size) calloc_check_(n, size, __FILE__, __LINE__)
 #define realloc_check(p, n) realloc_check_(p, n, __FILE__, __LINE__)
 
-/* Levenshtein distance of a and b, for the "did you mean" of unknown flags (both shorter than 64 characters; longer ones count as far) */
+/* Levenshtein distance of a and b ignoring case (--Max-Steps is one typo of --max-steps away, not three), for the "did you
+ * mean" of unknown flags (both shorter than 64 characters; longer ones count as far) */
 static inline int edit_distance(const char* a, const char* b) {
     size_t n = strlen(a), m = strlen(b);
     if (n >= 64 || m >= 64) return 1 << 20;
@@ -215,7 +217,7 @@ static inline int edit_distance(const char* a, const char* b) {
         row[0] = (int)i;
         for (size_t j = 1; j <= m; j++) {
             int up = row[j];
-            int best = diag + (a[i - 1] != b[j - 1]);
+            int best = diag + (tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]));
             if (up + 1 < best) best = up + 1;
             if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
             row[j] = best;

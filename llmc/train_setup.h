@@ -19,7 +19,7 @@
  *   train_resume_find         the newest valid checkpoint of --output-dir, for --resume 1 (it verifies
  *                             every file of it: one reader, rank 0, suffices; the others read no CRC)
  *   train_resume_check_model  a checkpoint's model config (its header) against this run's
- *   train_check_batch_shape   -t against the model's max_seq_len, B x T against int indexing
+ *   train_check_batch_shape   -t against the model's max_seq_len
  *   train_note_no_checkpoints the note of a run with --output-dir that saves no model
  *   train_resume_read_state   a rank's range of a checkpoint's optimizer state (any saved world size),
  *                             and its settings compared with this run's
@@ -47,8 +47,9 @@
 
 /* What the flag table's ranges and choices cannot say: AdamW's betas below 1 (the bias
  * correction divides by 1 - beta^t) and ε above 0 (a zero gradient's update is 0/0), --total-batch not
- * 0, and the flags that contradict or need others. A problem: usagef (exit status 2, as the flag
- * parser). Returns 1 for --on-save-error continue, 0 for stop. */
+ * 0, B x T tokens indexable by an int, and the flags that contradict or need others (the model's, the data's,
+ * the output directory's). A problem: usagef (exit status 2, as the flag parser). Returns 1 for
+ * --on-save-error continue, 0 for stop. */
 static inline int train_check_run_flags(const TrainArgs* args) {
     if (args->beta1 >= 1.0f || args->beta2 >= 1.0f)
         usagef("--beta1 and --beta2 must be below 1 (AdamW's bias correction divides by 1 - beta^step; they are floats, and one "
@@ -59,6 +60,16 @@ static inline int train_check_run_flags(const TrainArgs* args) {
     if (args->lr_ref_batch > 0 && strcmp(args->lr_scale, "none") == 0)
         usagef("--lr-ref-batch %d is the batch --lr-scale scales from, but --lr-scale is none", args->lr_ref_batch);
     if (args->total_batch == 0) usagef("--total-batch 0: give the tokens per step, or -1 for B*T*world");
+    if ((long long)args->batch_size * args->seq_len > INT_MAX)
+        usagef("-b %d x -t %d = %lld tokens a micro-batch: at most %d (use gradient accumulation, --total-batch, for more a step)",
+               args->batch_size, args->seq_len, (long long)args->batch_size * args->seq_len, INT_MAX);
+    if (args->n_layer > 0 || args->n_head > 0 || args->n_embd > 0) {
+        if (args->init[0]) usagef("--init %s and --n-layer/--n-head/--n-embd both give the model: choose one", args->init);
+        if (args->n_layer <= 0 || args->n_head <= 0 || args->n_embd <= 0)
+            usagef("a model from scratch needs all of --n-layer, --n-head and --n-embd");
+    }
+    if (!args->mock_data && !args->train_data[0]) usagef("no training data: give --train-data GLOB (or --mock-data)");
+    if (args->resume && !args->output_dir[0]) usagef("--resume 1 needs --output-dir, where the checkpoints are");
     if (!args->output_dir[0] && (args->checkpoint_every > 0 || args->keep_last > 0 || args->keep_every > 0))
         usagef("--checkpoint-every, --keep-last and --keep-every need --output-dir (the directory of the checkpoints)");
     if (!args->output_dir[0] && strcmp(args->on_save_error, "stop") != 0)
@@ -81,7 +92,7 @@ static inline void train_note_no_checkpoints(const TrainArgs* args) {
 }
 
 /* The micro-steps of an optimizer step: --total-batch tokens (-1: one micro-batch of every rank) over the
- * B·T·world tokens of a micro-step; stops, naming the nearest totals that would work, unless they divide. */
+ * B·T·world tokens of a micro-step; unless they divide, usagef naming the nearest totals that would work. */
 static inline int train_micro_steps(int total_batch_flag, int B, int T, int world) {
     long long per_micro = (long long)B * T * world, total = total_batch_flag > 0 ? total_batch_flag : per_micro;
     if (total % per_micro == 0) return (int)(total / per_micro);
@@ -91,9 +102,9 @@ static inline int train_micro_steps(int total_batch_flag, int B, int T, int worl
     else snprintf(product, sizeof(product), "micro-batch x sequence length = %d x %d", B, T);
     if (below > 0) snprintf(lower, sizeof(lower), "%lld (%lld micro-step%s) or ", below * per_micro, below, below > 1 ? "s" : "");
     if ((below + 1) * per_micro > INT_MAX) /* above the flag's range: only the total below is one */
-        fatalf("--total-batch %lld is not a multiple of %s = %lld tokens: %lld (%lld micro-steps) would be", total, product, per_micro,
+        usagef("--total-batch %lld is not a multiple of %s = %lld tokens: %lld (%lld micro-steps) would be", total, product, per_micro,
                below * per_micro, below);
-    fatalf("--total-batch %lld is not a multiple of %s = %lld tokens: %s%lld (%lld micro-step%s) would be", total, product, per_micro,
+    usagef("--total-batch %lld is not a multiple of %s = %lld tokens: %s%lld (%lld micro-step%s) would be", total, product, per_micro,
            lower, (below + 1) * per_micro, below + 1, below > 0 ? "s" : "");
 }
 
@@ -104,14 +115,11 @@ typedef enum { MODEL_FROM_SCRATCH, MODEL_FROM_PRESET, MODEL_FROM_FILE } ModelSou
  * the weights. A model file (--init FILE): *config is untouched, the caller reads the file and then
  * calls train_check_file_config. No model flags with -y 1 and a checkpoint in --output-dir: the config of
  * the newest one whose marker and model file header read (checkpoint_newest_model), as a preset (the resume
- * then verifies a checkpoint in full and loads its weights). Contradictory
- * or missing flags: fatalf. */
+ * then verifies a checkpoint in full and loads its weights). No model at all: usagef without -y 1, else fatalf
+ * (the checkpoints hold none). */
 static inline ModelSource train_model_source(const TrainArgs* args, GPTConfig* config) {
     int from_scratch = args->n_layer > 0 || args->n_head > 0 || args->n_embd > 0;
-    if (from_scratch) {
-        if (args->init[0]) fatalf("--init %s and --n-layer/--n-head/--n-embd both give the model: choose one", args->init);
-        if (args->n_layer <= 0 || args->n_head <= 0 || args->n_embd <= 0)
-            fatalf("a model from scratch needs all of --n-layer, --n-head and --n-embd");
+    if (from_scratch) { /* all three, no --init: train_check_run_flags */
         config->num_layers = args->n_layer;
         config->num_heads = args->n_head;
         config->channels = args->n_embd;
@@ -136,8 +144,8 @@ static inline ModelSource train_model_source(const TrainArgs* args, GPTConfig* c
     /* a newer checkpoint whose model file is missing or cut short (a copy of the directory cut short) is passed
      * over: train_resume_find, later, says why */
     int32_t h[HEADER_WORDS];
-    int markers = 0, latest = args->resume && args->output_dir[0] ? checkpoint_newest_model(args->output_dir, NULL, &markers, h) : -1;
-    if (latest < 0 && markers == 0 && args->resume && args->output_dir[0]) /* files without markers: train_resume_find adopts */
+    int markers = 0, latest = args->resume ? checkpoint_newest_model(args->output_dir, NULL, &markers, h) : -1;
+    if (latest < 0 && markers == 0 && args->resume) /* files without markers: train_resume_find adopts */
         latest = checkpoint_newest_unmarked_model(args->output_dir, h);
     if (latest >= 0) {
         char model[4200], state[4200], done[4200];
@@ -158,16 +166,13 @@ static inline ModelSource train_model_source(const TrainArgs* args, GPTConfig* c
     return MODEL_FROM_FILE; /* not reached */
 }
 
-/* The micro-batch against the model: -t at most its max_seq_len, and B x T tokens indexable by an int. */
+/* The micro-batch against the model: -t at most its max_seq_len. */
 static inline void train_check_batch_shape(const TrainArgs* args, const GPTConfig* config) {
     TrainArgs defaults;
     flags_set_defaults_(&defaults);
     if (args->seq_len > config->max_seq_len)
         fatalf("--seq-len %d is longer than the model's maximum sequence length %d: give -t %d or less%s", args->seq_len, config->max_seq_len,
                config->max_seq_len, args->seq_len == defaults.seq_len ? " (-t's default is that long)" : "");
-    if ((long long)args->batch_size * args->seq_len > INT_MAX)
-        fatalf("-b %d x -t %d = %lld tokens a micro-batch: at most %d (use gradient accumulation, --total-batch, for more a step)",
-               args->batch_size, args->seq_len, (long long)args->batch_size * args->seq_len, INT_MAX);
 }
 
 /* A model file's config (read from --init) must agree with --vocab-size and --max-seq-len where given. */
@@ -221,7 +226,6 @@ static inline int train_open_data(const TrainArgs* args, int B, int T, int vocab
         dataloader_init_mock(val, B, T, vocab_size, rank, world, (uint64_t)args->seed + 1);
         return 1;
     }
-    if (!args->train_data[0]) fatalf("no training data: give --train-data GLOB (or --mock-data)");
     dataloader_init(train, args->train_data, B, T, rank, world * accum, args->shuffle, args->seed);
     dataloader_limit_tokens(train, vocab_size);
     if (args->val_data[0] && args->val_every <= 0 && rank == 0)
@@ -375,16 +379,12 @@ static inline const char* train_check_shared_dir(const char* dir, const char* to
 
 /* Where the run starts: with --resume 1, the step of the newest complete checkpoint of --output-dir
  * that verifies (reporting the ones passed over on stdout); −1 to start from scratch. −2, with the
- * reason in why, for --resume 1 without --output-dir, for checkpoints of which none verifies, and for
+ * reason in why, for checkpoints of which none verifies, and for
  * a new run (no -y) in a directory that holds an earlier run's checkpoints (DIR's or DIR/best's,
  * --early-stop): the new run's would mix with them (retention keeps the newer ones, -y 1 would resume
  * the old run). */
 static inline int train_resume_find(const TrainArgs* args, char* why, size_t cap) {
-    if (!args->output_dir[0]) {
-        if (!args->resume) return -1;
-        file_error_(why, cap, "--resume 1 needs --output-dir, where the checkpoints are");
-        return -2;
-    }
+    if (!args->output_dir[0]) return -1; /* -y 1 needs -o: train_check_run_flags */
     int resuming_here = args->resume && access(args->output_dir, F_OK) == 0; /* -y 1 and the directory exists */
     if (resuming_here) checkpoint_adopt(args->output_dir, stdout);
     int markers = 0, found = args->resume ? checkpoint_find_valid(args->output_dir, stdout, &markers) : -1;
