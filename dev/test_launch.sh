@@ -16,7 +16,8 @@ printf '#!/bin/bash\n[ "$RANK" -lt 2 ] && exit 7\nexec sleep 60\n' >"$tmp/bin/fa
 # prints the MASTER_ADDR it was given
 printf '#!/bin/bash\necho "rank $RANK: $MASTER_ADDR"\n' >"$tmp/bin/addr_trainer"
 # a trainer that, like train_gpt, ends with 75 on SIGTERM; it records that it got the signal
-printf '#!/bin/bash\ntrap "touch %s/term.\\$RANK; exit 75" TERM\nwhile :; do sleep 0.05; done\n' "$tmp" >"$tmp/bin/pre_trainer"
+printf '#!/bin/bash\ntrap "touch %s/term.\\$RANK; exit 75" TERM\ntouch %s/started.$RANK\nwhile :; do sleep 0.05; done\n' "$tmp" "$tmp" \
+    >"$tmp/bin/pre_trainer"
 chmod +x "$tmp/bin"/*
 export PATH="$tmp/bin:$PATH"
 
@@ -52,7 +53,8 @@ for cvd in -1 NoDevFiles; do
 done
 LAUNCH=env TRAINER=pre_trainer bash scripts/run_single_node.sh 2 -- >/dev/null 2>&1 &
 launcher=$!
-sleep 1
+# the signal once both ranks have set their trap (at most 30 s)
+for _ in $(seq 600); do [ -e "$tmp/started.0" ] && [ -e "$tmp/started.1" ] && break; sleep 0.05; done
 kill -TERM $launcher
 wait $launcher
 rc=$?

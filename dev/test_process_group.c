@@ -220,6 +220,10 @@ static void test_resharding(const char* tmp) {
 /* ---------------------------------------------------------------------------- process group */
 
 /* a forked rank: environment set, process_group_find + start_mpi + share_id; exits 0 if it got the expected id */
+/* a port for a tcp rendezvous test: below Linux's ephemeral range (32768-60999), where a client socket of any
+ * process could hold it; apart for each process and for each of its tests (which) */
+static int test_port(int which) { return 20000 + (int)((getpid() * 2 + which) % 12000); }
+
 static pid_t spawn_rank(int rank, int world, const char* method, const char* file, int port, double timeout, const char* err_path) {
     fflush(stdout);
     pid_t pid = fork();
@@ -254,7 +258,7 @@ static pid_t spawn_rank(int rank, int world, const char* method, const char* fil
 static void test_rendezvous(const char* tmp, const char* method) {
     char file[4200];
     snprintf(file, sizeof(file), "%s/nccl_id_%s", tmp, method);
-    int port = strcmp(method, "tcp") == 0 ? 20000 + (int)(getpid() % 20000) : 0;
+    int port = strcmp(method, "tcp") == 0 ? test_port(0) : 0;
     pid_t pids[3];
     pids[1] = spawn_rank(1, 3, method, file, port, 20.0, NULL);
     pids[2] = spawn_rank(2, 3, method, file, port, 20.0, NULL);
@@ -429,7 +433,7 @@ static void test_discovery(const char* tmp) {
 /* tcp rendezvous with a port scanner's connection (bytes that are no hello) and a silent one reaching rank 0
  * before rank 1: both are dropped (the silent one after 5 s) and the ranks meet */
 static void test_rendezvous_strays(void) {
-    int port = 30000 + (int)(getpid() % 20000);
+    int port = test_port(1);
     double t0 = now_s();
     pid_t rank0 = spawn_rank(0, 2, "tcp", "", port, 30.0, "/dev/null");
     struct addrinfo hints, *res;
