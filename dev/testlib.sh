@@ -54,14 +54,19 @@ job_wait() {
     return "$(cat "$file.rc")"
 }
 
-# nvcc_target MODE ARCH: nvcc's code-generation options for compute capability ARCH (80, 90)
+# nvcc_target MODE ARCH...: nvcc's code-generation options for compute capabilities ARCH (80, 90; several: a fat binary)
 #   full    SASS for sm_ARCH: cicc optimises, ptxas assembles (-Xptxas -v then reports registers and spills)
 #   front   PTX for compute_ARCH from an unoptimised cicc (-Xcicc -O0), no ptxas: the host compiler and the
 #           device front end still see every line, so every warning and error of the source shows, in about
 #           1/8 of the time (7 s, not 59, for train_gpt.cu). For the builds whose kernels a full build compiles
 #           elsewhere: other defines, other headers, the programs that include train_gpt.cu.
 nvcc_target() {
-    if [ "$1" = full ]; then echo "-arch=sm_$2"; else echo "-gencode arch=compute_$2,code=compute_$2 -Xcicc -O0"; fi
+    local mode=$1 a
+    shift
+    for a in "$@"; do
+        if [ "$mode" = full ]; then echo "-gencode arch=compute_$a,code=sm_$a"; else echo "-gencode arch=compute_$a,code=compute_$a"; fi
+    done
+    [ "$mode" = full ] || echo "-Xcicc -O0"
 }
 
 # test_end: prints the totals; its status (the script's, as its last command) is non-zero on a failure
