@@ -25,7 +25,7 @@ median_tok_s() {
 fail_run() { cat "$1"; echo "FAIL  $2"; echo "0 passed, 1 failed"; exit 1; }
 for round in 1 2; do
     "$TRAINER" "${args[@]}" >"$tmp/plain$round.log" 2>&1 || fail_run "$tmp/plain$round.log" "the plain run (round $round) exited $?"
-    MASTER_ADDR=127.0.0.1 MASTER_PORT=$((20000 + RANDOM % 20000)) "$TRAINER" "${args[@]}" --dist-init tcp >"$tmp/dist$round.log" 2>&1 ||
+    MASTER_ADDR=127.0.0.1 MASTER_PORT=$((20000 + RANDOM % 12000)) "$TRAINER" "${args[@]}" --dist-init tcp >"$tmp/dist$round.log" 2>&1 ||
         fail_run "$tmp/dist$round.log" "the 1-rank NCCL run (round $round) exited $?"
 done
 grep -q 'NCCL id by tcp' "$tmp/dist1.log" || fail_run "$tmp/dist1.log" "the NCCL run did not start a communicator"

@@ -118,22 +118,35 @@ fi
 printf '#!/bin/bash\nif [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then cd "%s/rank1"; fi\nexec "%s" "$@"\n' "$tmp" "$(cd "$(dirname "$trainer")" && pwd)/$(basename "$trainer")" \
     >"$tmp/rank1.sh"
 chmod +x "$tmp/rank1.sh"
-# swap_mid_run LOG OUT FROM TO CMD...: CMD on 2 ranks from rank 0's directory, -o OUT, in the background; once step 1
-# is logged its ranks are paused, FROM copied over TO, the ranks resumed; sets rc (mpirun's status) and ranks (pids)
+# swap_mid_run LOG OUT FROM TO LATEST CMD...: CMD on 2 ranks from rank 0's directory, -o OUT, in the background; once
+# step 1 is logged its ranks are paused and, if the last step logged is at most LATEST (well before the step that reads
+# TO), FROM copied over TO, the ranks resumed; sets rc (mpirun's status) and ranks (pids). A run that got further before
+# the pause (a loaded machine) is let finish with TO unchanged and run again, three times at most.
 swap_mid_run() {
-    local log=$1 out=$2 from=$3 to=$4 pid
-    shift 4
-    (cd "$tmp/rank0" && exec $MPIRUN $MPIRUN_FLAGS -np 2 "$@" -o "$out" >"$log" 2>&1) &
-    pid=$!
-    for _ in $(seq 1 6000); do grep -qE '^step +1/14 ' "$log" && break; sleep 0.01; done
-    ranks=$(pgrep -f "$(basename "$trainer") .*-o $out\$")
-    # shellcheck disable=SC2086
-    kill -STOP $ranks
-    cp "$from" "$to"
-    # shellcheck disable=SC2086
-    kill -CONT $ranks
-    wait $pid
-    rc=$?
+    local log=$1 out=$2 from=$3 to=$4 latest=$5 pid attempt
+    shift 5
+    for attempt in 1 2 3; do
+        rm -rf "$out"
+        (cd "$tmp/rank0" && exec $MPIRUN $MPIRUN_FLAGS -np 2 "$@" -o "$out" >"$log" 2>&1) &
+        pid=$!
+        for _ in $(seq 1 6000); do grep -qE '^step +1/14 ' "$log" && break; sleep 0.01; done
+        ranks=$(pgrep -f "$(basename "$trainer") .*-o $out\$")
+        # shellcheck disable=SC2086
+        kill -STOP $ranks
+        if [ "$(last_step "$log")" -le "$latest" ] 2>/dev/null; then
+            cp "$from" "$to"
+            # shellcheck disable=SC2086
+            kill -CONT $ranks
+            wait $pid
+            rc=$?
+            return
+        fi
+        echo "note: attempt $attempt paused the run after step $(last_step "$log"), past step $latest: again"
+        # shellcheck disable=SC2086
+        kill -CONT $ranks
+        wait $pid
+    done
+    rc=-1
 }
 for accum in 4 1; do
     window=$((accum * 2 * 32 * 2))
@@ -146,7 +159,7 @@ for accum in 4 1; do
         -v 0 -l 3e-3 -u 2 -z 1 -x 14 -n 14)
     (cd "$tmp/rank0" && mpi 2 "$tmp/data_ref.log" "${data_run[@]}" -o "$tmp/data_ref$accum") || bad "uninterrupted 2-rank run failed: $(tail -2 "$tmp/data_ref.log")"
     log="$tmp/data$accum.log"
-    swap_mid_run "$log" "$tmp/data$accum" "$tmp/other_001.bin" "$tmp/rank1/d/train_001.bin" "${data_run[@]}"
+    swap_mid_run "$log" "$tmp/data$accum" "$tmp/other_001.bin" "$tmp/rank1/d/train_001.bin" 9 "${data_run[@]}"
     saved=$(checkpoint_steps "$tmp/data$accum")
     if [ $rc -eq 66 ] && [ "$saved" = 00000012 ] && [ "$(cat "$tmp/data$accum/done_$saved.txt")" = "$(printf 'step 12\nworld 2')" ] &&
         [ -s "$tmp/data$accum/state_${saved}_00001.bin" ] && [ "$(last_step "$log")" = 12 ] &&
@@ -175,7 +188,7 @@ write_shard "$tmp/other_val.bin" 256 $((2 * 32 * 2 + 1)) random || bad "writing 
 val_run=("${data_run[@]}" -j 'd/val_*.bin' -v 10 -m 2)
 (cd "$tmp/rank0" && mpi 2 "$tmp/val_ref.log" "${val_run[@]}" -o "$tmp/val_ref") || bad "uninterrupted 2-rank run failed: $(tail -2 "$tmp/val_ref.log")"
 log="$tmp/val_err.log"
-swap_mid_run "$log" "$tmp/val_err" "$tmp/other_val.bin" "$tmp/rank1/d/val_001.bin" "${val_run[@]}"
+swap_mid_run "$log" "$tmp/val_err" "$tmp/other_val.bin" "$tmp/rank1/d/val_001.bin" 8 "${val_run[@]}"
 if [ $rc -eq 66 ] && [ "$(checkpoint_steps "$tmp/val_err")" = 00000010 ] && [ -s "$tmp/val_err/state_00000010_00001.bin" ] &&
     grep -q '^error: rank 1: d/val_001.bin: token shard changed since it was opened' "$log" && ! grep -qE '^step +10/14 \| val loss' "$log" &&
     grep -q '^data error on another rank: stopping after 10 completed steps$' "$log"; then
