@@ -69,6 +69,11 @@ nvcc_target() {
     [ "$mode" = full ] || echo "-Xcicc -O0"
 }
 
+# nvcc_target_name MODE ARCH: what nvcc_target MODE ARCH builds, for check names ("sm_90", "compute_90 PTX")
+nvcc_target_name() {
+    if [ "$1" = full ]; then echo "sm_$2"; else echo "compute_$2 PTX"; fi
+}
+
 # test_end: prints the totals; its status (the script's, as its last command) is non-zero on a failure
 test_end() {
     echo "$pass passed, $fail failed"

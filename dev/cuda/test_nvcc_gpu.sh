@@ -52,7 +52,7 @@ for src in train_gpt.cu test_gpt.cu dev/cuda/bench_kernels.cu; do
 done
 for build in "${builds[@]}"; do
     read -r src precision arch mode <<<"$build"
-    what="sm_$arch"; [ $mode = front ] && what="compute_$arch PTX"
+    what=$(nvcc_target_name $mode "$arch")
     if job_wait "$src.$precision.$arch"; then
         ok "nvcc $what $precision $src (no warnings)"
         [ $mode = full ] && check_spills "$job_out" "sm_$arch" "$precision"

@@ -23,7 +23,7 @@ for entry in "$@"; do
 done
 for build in "${builds[@]}"; do
     read -r mode arch f <<<"$build"
-    what="sm_$arch"; [ $mode = front ] && what="compute_$arch PTX"
+    what=$(nvcc_target_name $mode "$arch")
     if job_wait "$f.$arch"; then ok "nvcc $what $f (no warnings)"
     else echo "$job_out"; bad "nvcc $what $f"; fi
 done
