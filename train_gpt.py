@@ -283,6 +283,9 @@ def load_model_file(path):
     for name, shape in cfg.tensor_shapes():
         k = math.prod(shape)
         tensors[name] = flat[off:off + k].reshape(shape)
+        bad = np.flatnonzero(~np.isfinite(flat[off:off + k]))
+        if bad.size:  # as the C readers: a NaN or inf would train on silently
+            raise FormatError(f"{path}: {kind} holds a non-finite value {flat[off + bad[0]]} at {name}[{bad[0]}]")
         off += k
     return cfg, tensors
 

@@ -1367,6 +1367,12 @@ static void test_flags(void) {
     expect_failure("flags int overflow", child_parse, &huge, 2, "--seq-len: bad value");
     Argv nan_lr = {3, {"train_gpt", "--lr", "nan"}};
     expect_failure("flags float not finite", child_parse, &nan_lr, 2, "--lr: bad value 'nan'");
+    Argv hex_lr = {3, {"train_gpt", "--lr", "0x10"}};
+    expect_failure("flags float in hex (strtod reads it, argparse's float does not)", child_parse, &hex_lr, 2, "--lr: bad value '0x10'");
+    Argv space_b = {3, {"train_gpt", "-b", " 3"}};
+    expect_failure("flags int with leading white space (as trailing: refused)", child_parse, &space_b, 2, "--batch-size: bad value ' 3'");
+    Argv tiny_lr = {3, {"train_gpt", "--lr", "1e-50"}};
+    expect_failure("flags float that would be 0 in a float", child_parse, &tiny_lr, 2, "--lr: bad value '1e-50': too close to 0");
     Argv frac = {3, {"train_gpt", "-q", "1.5"}};
     expect_failure("flags float out of range", child_parse, &frac, 2, "--final-lr-frac: bad value '1.5'");
     Argv sched = {3, {"train_gpt", "-k", "cosin"}};

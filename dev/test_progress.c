@@ -73,6 +73,20 @@ static void test_json_string(void) {
     logger_json_string(small, sizeof(small), "0123456789abcdef");
     size_t n = strlen(small);
     check(n < sizeof(small) && small[0] == '"' && small[n - 1] == '"', "logger_json_string cut short stays a quoted literal");
+    /* a path or prompt of any bytes: well-formed UTF-8 kept, each other byte U+FFFD (escaped), never a cut character */
+    logger_json_string(out, sizeof(out), "\xe2\x82\xac|\xff|\xe2\x82|\xed\xa0\x80|\xf0\x9f\x98\x80|\xc0\xaf");
+    check(strcmp(out, "\"\xe2\x82\xac|\\ufffd|\\ufffd\\ufffd|\\ufffd\\ufffd\\ufffd|\xf0\x9f\x98\x80|\\ufffd\\ufffd\"") == 0,
+          "logger_json_string: UTF-8 kept; a stray, cut, surrogate or overlong sequence's bytes each \\ufffd");
+    char euros[3 * 40 + 1] = "";
+    for (int i = 0; i < 40; i++) strcat(euros, "\xe2\x82\xac");
+    int whole = 1;
+    for (size_t cap = 10; cap < 40; cap++) {
+        char cut[40];
+        logger_json_string(cut, cap, euros);
+        size_t k = strlen(cut);
+        whole &= k < cap && cut[k - 1] == '"' && (k - 2) % 3 == 0 && k + 7 >= cap; /* stopped only for want of room */
+    }
+    check(whole, "logger_json_string cut short: whole 3-byte characters only, for every buffer size 10..39");
 }
 
 static void test_early_stop(void) {

@@ -312,6 +312,13 @@ def test_bad_model_files(ctx):
     expect_format_error("wrong parameter count rejected", variant("count.bin", with_word(12, 12345)), "parameters")
     expect_format_error("bad dtype rejected", variant("dtype.bin", with_word(5, 3)), "dtype 3")
 
+    h = np.frombuffer(raw[:1024], dtype="<u4").copy()  # fp32: a NaN as payload float 7 (wte[7]), the CRC made right
+    payload = bytearray(raw[1024:])
+    payload[28:32] = np.array([np.nan], dtype="<f4").tobytes()
+    h[2] = zlib.crc32(bytes(payload))
+    expect_format_error("a NaN with a right CRC rejected, as the C readers do", variant("nan.bin", h.tobytes() + bytes(payload)),
+                        "holds a non-finite value nan at wte[7]")
+
     bad = os.path.join(tmp, "flip.bin")
     rc, out, err = run_cli("--train-data", os.path.join(tmp, "none_*.bin"), "--init", bad, "--steps", 1)
     lines = err.strip().splitlines()

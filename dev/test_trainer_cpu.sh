@@ -174,6 +174,12 @@ mkdir -p "$tmp/noflags_cut"
 cp "$tmp/full/model_00000004.bin" "$tmp/full/state_00000004_00000.bin" "$tmp/full/done_00000004.txt" "$tmp/noflags_cut/"
 cp "$tmp/full/state_00000008_00000.bin" "$tmp/full/done_00000008.txt" "$tmp/noflags_cut/"
 ./train_gpt_cpu -b 4 -t 32 --seed 7 $data -v 4 -m 2 -s 4 -g 8 -x 8 -l 3e-3 -u 2 -d 256 -o "$tmp/noflags_cut" -n 2 -y 1 >"$tmp/noflags_cut.log" 2>&1
+mkdir "$tmp/fifo_marker"
+cp "$tmp/full/model_00000004.bin" "$tmp/full/state_00000004_00000.bin" "$tmp/fifo_marker/"
+mkfifo "$tmp/fifo_marker/done_00000004.txt"
+expect_error "a FIFO as a checkpoint's done marker: an error at once, not a wait for a writer" \
+    "fifo_marker: none of its 1 checkpoints is valid" \
+    timeout 20 ./train_gpt_cpu $small $data -x 8 -o "$tmp/fifo_marker" -y 1
 rc=$?
 # shellcheck disable=SC2046
 if [ $rc -eq 0 ] && grep -q "^resume: skipping checkpoint of step 8: .*model_00000008.bin" "$tmp/noflags_cut.log" &&

@@ -734,8 +734,8 @@ static inline void checkpoint_abandon(const char* dir, int step, int rank, int f
 /* Parses a done marker: 0 and *world if its text is exactly "step S\nworld W\n" with W in
  * [1, 65536], else −1 with the reason in err. */
 static inline int checkpoint_read_marker(const char* path, int step, int* world, char* err, size_t cap) {
-    FILE* f = fopen(path, "rb");
-    if (!f) return sys_error(err, cap, "%s: cannot open: %s", path, strerror(errno));
+    FILE* f;
+    if (fopen_regular_try(&f, path, err, cap) != 0) return -1; /* a FIFO there: an error, not a wait for ever */
     char text[65], expected[64];
     size_t n = fread(text, 1, 64, f);
     int failed = ferror(f);

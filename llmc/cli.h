@@ -19,6 +19,7 @@
 #define LLMC_CLI_H
 
 #include "llmc/fileio.h" /* first: it sets the feature macros; usagef, edit_distance, malloc_check */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stddef.h>
@@ -94,11 +95,13 @@ static inline void cli_set(const CliFlag* f, void* opts, const char* text) {
         return;
     }
     if (!text) text = "0";
+    /* decimal only, as argparse's int() and float(): strtoll and strtod would skip leading white space, strtod read hex */
+    int plain = !isspace((unsigned char)text[0]) && !strpbrk(text, "xX");
     char* end;
     errno = 0;
     if (f->type == CLI_INT || f->type == CLI_LONG || f->type == CLI_BOOL) {
         long long v = strtoll(text, &end, 10);
-        if (end == text || *end != '\0' || errno == ERANGE || v < f->min || v > f->max) {
+        if (!plain || end == text || *end != '\0' || errno == ERANGE || v < f->min || v > f->max) {
             if (f->type == CLI_BOOL) usagef("%s: bad value '%s': expected 0 or 1, or nothing (1)", f->long_name, text);
             usagef("%s: bad value '%s': expected an integer in [%.0f, %.0f]", f->long_name, text, f->min, f->max);
         }
@@ -107,8 +110,10 @@ static inline void cli_set(const CliFlag* f, void* opts, const char* text) {
     } else {
         double v = strtod(text, &end);
         int as_float = f->type == CLI_FLOAT;
-        if (end == text || *end != '\0' || !isfinite(v) || v < f->min || v > f->max || (as_float && !isfinite((float)v)))
+        if (!plain || end == text || *end != '\0' || !isfinite(v) || v < f->min || v > f->max || (as_float && !isfinite((float)v)))
             usagef("%s: bad value '%s': expected a finite number in [%g, %g]", f->long_name, text, f->min, f->max);
+        if (v != 0.0 && (errno == ERANGE || (as_float && (float)v == 0.0f))) /* not silently 0 */
+            usagef("%s: bad value '%s': too close to 0 to be held (it would be 0)", f->long_name, text);
         if (as_float) *(float*)field = (float)v;
         else *(double*)field = v;
     }

@@ -70,11 +70,10 @@ static inline int early_stop_try_write(const EarlyStop* e, const char* best_dir,
 static inline int early_stop_read(const char* best_dir, int* step, float* loss) {
     char path[4200];
     if ((size_t)snprintf(path, sizeof(path), "%s/best.txt", best_dir) >= sizeof(path)) fatalf("%s: path too long", best_dir);
-    FILE* f = fopen(path, "rb");
-    if (!f) {
-        if (errno == ENOENT) return 0;
-        sys_fatalf("%s: cannot open: %s", path, strerror(errno));
-    }
+    if (access(path, F_OK) != 0 && errno == ENOENT) return 0;
+    FILE* f;
+    char err[4600];
+    if (fopen_regular_try(&f, path, err, sizeof(err)) != 0) sys_fatalf("%s", err); /* a FIFO: an error, not a wait */
     int fields = fscanf(f, "step %d\nval_loss %f\n", step, loss);
     if (ferror(f)) sys_fatalf("%s: read failed: %s", path, strerror(errno));
     fclose_check(f, path);

@@ -17,6 +17,7 @@
 
 #include <math.h>
 #include "llmc/fileio.h"
+#include "llmc/tokenizer.h" /* tokenizer_char_class: UTF-8 sequences */
 
 typedef struct {
     FILE* f;
@@ -78,19 +79,26 @@ static inline void logger_record(Logger* L, const char* json_object) {
     }
 }
 
-/* s as a JSON string literal (quotes included) into out; cut short (still a valid literal) if cap is small */
+/* s as a JSON string literal (quotes included) into out, valid UTF-8 whatever s holds (a path or a prompt may hold
+ * any bytes): a byte that begins no well-formed UTF-8 sequence becomes \ufffd; cut short after a whole character (still
+ * a valid literal) if cap is small */
 static inline void logger_json_string(char* out, size_t cap, const char* s) {
-    size_t n = 0;
+    const unsigned char* u = (const unsigned char*)s;
+    size_t n = 0, len = strlen(s);
     out[n++] = '"';
-    for (; *s && n + 8 < cap; s++) {
-        unsigned char ch = (unsigned char)*s;
+    for (size_t i = 0, k; i < len && n + 8 < cap; i += k) {
+        unsigned char ch = u[i];
+        tokenizer_char_class(u, len, i, &k);
         if (ch == '"' || ch == '\\') {
             out[n++] = '\\';
             out[n++] = (char)ch;
         } else if (ch < 0x20) {
             n += (size_t)snprintf(out + n, cap - n, "\\u%04x", ch);
+        } else if (ch >= 0x80 && k == 1) {
+            n += (size_t)snprintf(out + n, cap - n, "\\ufffd");
         } else {
-            out[n++] = (char)ch;
+            memcpy(out + n, u + i, k); /* k <= 4: fits, as n + 8 < cap */
+            n += k;
         }
     }
     out[n++] = '"';

@@ -44,7 +44,7 @@ static inline float schedule_lr(const Schedule* s, int step) {
     case SCHED_LINEAR: return (float)(lr_min + (1.0 - r) * (lr - lr_min));
     case SCHED_CONSTANT: return (float)lr;
     case SCHED_WSD: {
-        int d = (int)floor((double)s->wsd_frac * s->total + s->total * 0x1p-24);
+        double d = floor((double)s->wsd_frac * s->total + s->total * 0x1p-24); /* a double: may exceed INT_MAX */
         if (d <= 0 || step < s->total - d) return (float)lr;
         return (float)(lr_min + (1.0 - (double)(step - (s->total - d)) / d) * (lr - lr_min));
     }
