@@ -5,10 +5,9 @@
  *                  [--json-field text] [--doc-separator LINE] [--threads N] [--tokenizer PATH]
  *
  * Inputs, in command-line order: a file ("-": stdin, read as text), or a directory searched recursively
- * (all its files in byte order of their whole paths, strcmp: d/a-b/y.txt, d/a.txt, d/a/x.txt; a symbolic
- * link to a file is followed, as a Hugging Face cache's snapshots need; hidden entries, links to directories (no
- * loops), dangling links and files with a NUL byte in their first 8 KiB or a UTF-16 byte order mark skipped, and
- * counted). A file named directly with such a NUL byte or mark is an error; for a pipe or a device (<(...),
+ * (all its files in byte order of their whole paths, strcmp: d/a-b/y.txt, d/a.txt, d/a/x.txt; hidden
+ * entries, symbolic links and files with a NUL byte in their first 8 KiB or a UTF-16 byte order mark
+ * skipped). A file named directly with such a NUL byte or mark is an error; for a pipe or a device (<(...),
  * /dev/stdin) the 8 KiB are the first ones read. One leading UTF-8 byte order mark of a file is
  * dropped (Python's utf-8-sig). Files named *.jsonl or *.json are JSON lines: one object per line (numbers by
  * JSON's grammar, as Python's json.loads reads them; NaN, Infinity, -Infinity taken), the
@@ -119,7 +118,6 @@ typedef struct {
     int count, capacity;
     long long total_bytes;
     int binaries; /* files skipped in directories (a NUL byte in their first 8 KiB) */
-    int links;    /* symbolic links skipped in directories (to a directory, dangling) */
 } FileList;
 
 static int ends_with(const char* s, const char* suffix) {
@@ -184,10 +182,9 @@ static int compare_found_paths(const void* a, const void* b) {
     return strcmp(((const FoundFile*)a)->path, ((const FoundFile*)b)->path);
 }
 
-/* collects the text files under dir, recursively (in no order), following links to files; counts skipped binaries and
- * links in l. The directory is read and closed before its subdirectories are opened: a deep tree holds one descriptor
- * at a time. */
-static void find_text_files(FoundFiles* found, const char* dir, FileList* l) {
+/* collects the text files under dir, recursively (in no order); counts skipped binaries. The directory is
+ * read and closed before its subdirectories are opened: a deep tree holds one descriptor at a time. */
+static void find_text_files(FoundFiles* found, const char* dir, int* binaries) {
     DIR* d = opendir(dir);
     if (!d) sys_fatalf("%s: cannot open directory: %s", dir, strerror(errno));
     char** names = NULL;
@@ -208,10 +205,8 @@ static void find_text_files(FoundFiles* found, const char* dir, FileList* l) {
     for (int i = 0; i < n; i++) {
         struct stat st;
         if (lstat(names[i], &st) != 0) sys_fatalf("%s: cannot stat: %s", names[i], strerror(errno));
-        if (S_ISLNK(st.st_mode) && (stat(names[i], &st) != 0 || !S_ISREG(st.st_mode))) {
-            l->links++;
-        } else if (S_ISDIR(st.st_mode)) {
-            find_text_files(found, names[i], l);
+        if (S_ISDIR(st.st_mode)) {
+            find_text_files(found, names[i], binaries);
         } else if (S_ISREG(st.st_mode) && !looks_binary(names[i])) {
             if (found->count == found->capacity) {
                 found->capacity = found->capacity ? 2 * found->capacity : 64;
@@ -221,7 +216,7 @@ static void find_text_files(FoundFiles* found, const char* dir, FileList* l) {
             found->files[found->count++].size = st.st_size;
             continue;
         } else if (S_ISREG(st.st_mode)) {
-            l->binaries++;
+            (*binaries)++;
         }
         free(names[i]);
     }
@@ -229,10 +224,10 @@ static void find_text_files(FoundFiles* found, const char* dir, FileList* l) {
 }
 
 /* adds the text files under dir, recursively, in byte order of their whole paths (strcmp: d/a-b/y.txt,
- * d/a.txt, d/a/x.txt, as '-' < '.' < '/'); counts skipped binaries and links */
-static void add_directory(FileList* l, const char* dir) {
+ * d/a.txt, d/a/x.txt, as '-' < '.' < '/'); counts skipped binaries */
+static void add_directory(FileList* l, const char* dir, int* binaries) {
     FoundFiles found = {NULL, 0, 0};
-    find_text_files(&found, dir, l);
+    find_text_files(&found, dir, binaries);
     qsort(found.files, found.count, sizeof(FoundFile), compare_found_paths);
     for (int i = 0; i < found.count; i++) {
         file_list_add(l, found.files[i].path, found.files[i].size, 0);
@@ -248,11 +243,10 @@ static void gather_inputs(FileList* l, const Options* o) {
         struct stat st;
         if (stat(input, &st) != 0) sys_fatalf("%s: cannot read input: %s", input, strerror(errno));
         if (S_ISDIR(st.st_mode)) {
-            int before = l->count, binaries_before = l->binaries, links_before = l->links;
-            add_directory(l, input);
+            int before = l->count, binaries_before = l->binaries;
+            add_directory(l, input, &l->binaries);
             if (l->count == before)
-                fatalf("%s: directory has no text files (%d binary files, %d links to directories or nothing skipped)", input,
-                       l->binaries - binaries_before, l->links - links_before);
+                fatalf("%s: directory has no text files (%d binary files skipped)", input, l->binaries - binaries_before);
         } else {
             if (access(input, R_OK) != 0) sys_fatalf("%s: cannot read input: %s", input, strerror(errno));
             /* a pipe or a device can be read once: read_block checks its first block instead */
@@ -1053,9 +1047,6 @@ int main(int argc, char** argv) {
     if (files.binaries)
         fprintf(stderr, "skipped %d binary files in the input directories (a NUL byte in their first 8 KiB or a UTF-16 byte order mark: compressed, or UTF-16/UTF-32)\n",
                 files.binaries);
-    if (files.links)
-        fprintf(stderr, "skipped %d symbolic links in the input directories (to a directory, or dangling: links to files are read)\n",
-                files.links);
     fprintf(stderr, "train: %llu tokens in %d shards; val: %llu tokens (%lld documents) in %d shards -> %s%s\n",
             (unsigned long long)train->total, train->shards_done, (unsigned long long)val->total, out.val_documents,
             val->shards_done, o.output_dir, stale ? " (removed stale shards of an earlier run)" : "");

@@ -403,26 +403,6 @@ def main():
         compare_splits("a directory's files in byte order of their paths (" + ", ".join(os.path.relpath(p, order) for p in paths) + ")",
                        os.path.join(tmp, "order_out"), expected_split([open(p, "rb").read() for p in paths], 0))
 
-        # symbolic links in a directory (a Hugging Face cache's snapshots): one to a file is read under its own path's
-        # place in the order; one to a directory (no loops) and a dangling one are skipped, and counted
-        links = os.path.join(tmp, "links")
-        os.makedirs(os.path.join(links, "snap"))
-        open(os.path.join(tmp, "blob.txt"), "w").write("linked file\n")
-        open(os.path.join(links, "real.txt"), "w").write("real file\n")
-        os.symlink(os.path.join(tmp, "blob.txt"), os.path.join(links, "snap", "data.txt"))
-        os.symlink(order, os.path.join(links, "dirlink"))
-        os.symlink(os.path.join(tmp, "no_such_file"), os.path.join(links, "dangling.txt"))
-        r = prepare("--input", links, "--output-dir", os.path.join(tmp, "links_out"), "--val-fraction", "0")
-        check(r.returncode == 0 and "skipped 2 symbolic links" in r.stderr,
-              f"a directory with a link to a file, one to a directory, a dangling one: exit {r.returncode}, "
-              f"{r.stderr.strip().splitlines()[-2:]!r}")
-        compare_splits("a link to a file is read (real.txt, snap/data.txt)", os.path.join(tmp, "links_out"),
-                       expected_split([b"real file\n", b"linked file\n"], 0))
-        os.remove(os.path.join(links, "real.txt"))
-        os.remove(os.path.join(links, "snap", "data.txt"))
-        expect_failure("a directory of skipped links only", prepare("--input", links, "--output-dir", os.path.join(tmp, "links_out2")),
-                       "links: directory has no text files (0 binary files, 2 links to directories or nothing skipped)")
-
         # JSON numbers by JSON's grammar, as Python's json.loads: these are taken, the others are broken lines
         taken = ["0", "-0", "12", "-3.25", "1e9", "2.5E-3", "-0.0e+5", "NaN", "Infinity", "-Infinity", "[1, -2.0e1, {\"n\": 0}]"]
         numbers = os.path.join(tmp, "numbers.jsonl")
