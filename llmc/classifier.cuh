@@ -23,6 +23,7 @@
 #include "llmc/cuda_utils.cuh"
 
 #define CLASSIFIER_BLOCK 512
+#define CLASSIFIER_MIN_BLOCKS 2 /* blocks an SM (__launch_bounds__); classifier_cached_columns gives each its share of shared memory */
 #define CLASSIFIER_BATCH 4 /* packs a thread loads at once in the first pass */
 
 /* merges (max, sum of 2^(x - max)) pairs (base 2); an empty pair is (-inf, 0) */
@@ -42,7 +43,8 @@ __device__ inline void warp_softmax_merge(float* maxv, float* sum) {
 
 #define LOG2E 1.4426950408889634f
 
-__global__ void fused_classifier_kernel(floatX* logits, float* losses, const int* targets, float dloss, int V, int Vp, int cached) {
+__global__ void __launch_bounds__(CLASSIFIER_BLOCK, CLASSIFIER_MIN_BLOCKS)
+    fused_classifier_kernel(floatX* logits, float* losses, const int* targets, float dloss, int V, int Vp, int cached) {
     __shared__ float part_max[32], part_sum[32];
     __shared__ float row_lse;
     DYNAMIC_SMEM(floatX, row_cache);
@@ -103,15 +105,15 @@ __global__ void fused_classifier_kernel(floatX* logits, float* losses, const int
     }
 }
 
-/* the columns of a row fused_classifier keeps in shared memory: all Vp when they fit in half an SM's shared memory
- * (two blocks an SM) less 2 KiB (the 1 KiB a block reserves, and its static shared memory: 384 bytes on sm_90) and
- * in a block's opt-in limit less the same, else as many packs as do */
+/* the columns of a row fused_classifier keeps in shared memory: all Vp when they fit in an SM's shared memory over
+ * CLASSIFIER_MIN_BLOCKS (two blocks an SM) less 2 KiB (the 1 KiB a block reserves, and its static shared memory: 384
+ * bytes) and in a block's opt-in limit less the same, else as many packs as do */
 static inline int classifier_cached_columns(int Vp) {
     int device, optin, per_sm;
     cudaCheck(cudaGetDevice(&device));
     cudaCheck(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
     cudaCheck(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
-    int budget = per_sm / 2 - 2048;
+    int budget = per_sm / CLASSIFIER_MIN_BLOCKS - 2048;
     if (budget > optin - 2048) budget = optin - 2048;
     int columns = budget > 0 ? budget / (int)sizeof(floatX) / PACKX * PACKX : 0;
     return columns < Vp ? columns : Vp;

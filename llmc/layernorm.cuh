@@ -29,6 +29,10 @@
 #define LN_WARPS 4
 #define LN_MAX_CACHED_PACKS 8
 #define LN_BWD_ROWS 8 /* rows a warp of the backward works in turn (a block's 32 rows: one chunk of its column sums) */
+#define LN_BWD_BLOCKS 4 /* blocks an SM (16 warps) the backward's fused column sums leave shared memory for */
+/* __launch_bounds__'s minimum blocks an SM of the backward: LN_BWD_BLOCKS (128 registers a thread), 3 at CACHED = 8
+ * (168 registers: at 128 ptxas spills on sm_90) */
+#define LN_BWD_MIN_BLOCKS(CACHED) ((CACHED) < LN_MAX_CACHED_PACKS ? LN_BWD_BLOCKS : 3)
 
 /* calls f(cache[k] or load(c), c) for each pack of the row the lane owns, c its first channel: the first
  * CACHED from the registers of cache (indices known at compile time after unrolling), the rest from
@@ -111,8 +115,9 @@ struct LnGradPack {
  * acc[warp][s][k][e][lane] for element e of its lane's k-th pack: every lane its own words, consecutive lanes
  * consecutive banks, so no barrier until the end and no bank conflicts. */
 template <int W, int CACHED>
-__global__ void layernorm_backward_kernel(floatX* dinp, float* partials, const floatX* dout, const floatX* inp, const floatX* weight,
-                                          const float* mean, const float* rstd, int rows, int C, int sums) {
+__global__ void __launch_bounds__(32 * LN_WARPS, LN_BWD_MIN_BLOCKS(CACHED))
+    layernorm_backward_kernel(floatX* dinp, float* partials, const floatX* dout, const floatX* inp, const floatX* weight, const float* mean,
+                              const float* rstd, int rows, int C, int sums) {
     DYNAMIC_SMEM(float, acc);
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32, packs = (C + 32 * W - 1) / (32 * W); /* a lane's packs, at most */
     int warp_words = sums * packs * W * 32;
@@ -212,14 +217,14 @@ static inline size_t layernorm_backward_smem(int C, int w, int sums) {
     return (size_t)sums * LN_WARPS * ceil_div(C, 32 * w) * w * 32 * sizeof(float);
 }
 
-/* whether the backward keeps its column sums (fused = 1): when their shared memory leaves room for 4 blocks an SM (16
- * warps; 56 KiB a block on an H100/H200: with 3 sums C <= 1024 in bf16, 1152 in fp32, as C rounds up to 32 packs), else
+/* whether the backward keeps its column sums (fused = 1): when their shared memory leaves room for LN_BWD_BLOCKS blocks an
+ * SM (16 warps; 56 KiB a block on an H100/H200: with 3 sums C <= 1024 in bf16, 1152 in fp32, as C rounds up to 32 packs), else
  * the separate column-sum kernels run after it */
 static inline int layernorm_backward_fusable(int C, int w, int sums) {
     int device, per_sm;
     cudaCheck(cudaGetDevice(&device));
     cudaCheck(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
-    return layernorm_backward_smem(C, w, sums) <= (size_t)(per_sm / 4 - 1024);
+    return layernorm_backward_smem(C, w, sums) <= (size_t)(per_sm / LN_BWD_BLOCKS - 1024);
 }
 
 /* the scratch floats layernorm_backward needs, either way */

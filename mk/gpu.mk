@@ -7,7 +7,8 @@
 #     make sim-test-kernels-bf16              the same test in bf16 (floatX = bf16, 16-byte packs of 8)
 #     make sim-test-benchmarks                the GPU benchmarks (kernels, flash attention) at a small shape, ASan build:
 #                                             every call inside its buffers before a GPU session runs them
-#     make test-nvcc-gpu                      nvcc builds train_gpt and test_gpt for sm_80 and sm_90, no warnings
+#     make test-nvcc-gpu                      nvcc builds train_gpt and test_gpt for sm_80 and sm_90, no warnings; the
+#                                             trainer's kernels without spills, within the occupancy they state
 #     make sass-stats [SASS_PATTERN=flash]    static SASS per kernel (sm_90): instructions, HMMA, MUFU, spills, loop
 #     make test-nvcc-cuda12                   every GPU program compiles and links against CUDA 12.1's headers and
 #                                             libraries (NVIDIA's pip wheels, fetched by make cuda12-wheels)

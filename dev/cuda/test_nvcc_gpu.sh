@@ -10,6 +10,11 @@
 # copies; correct, not tuned) and the head-dim-64 K/V backward with 32 keys a warp,
 # whose 255 registers leave a few loop-invariant values in local memory (a dozen reloads a 64-query tile of
 # 320 mma): allowed up to SMALL_SPILL_BYTES of spill stores + loads, so growth still fails.
+# The trainer's builds keep their PTX (-keep), and dev/cuda/check_occupancy.py checks every kernel against the blocks
+# an SM its __launch_bounds__ state (.maxntid, .minnctapersm): registers, threads and shared memory (ptxas's static
+# bytes, and for kernels that state their blocks the dynamic bytes the host asks for, from the script's table) within
+# an SM of sm_80 and of sm_90; one check per (arch, precision). A planted build (dev/cuda/occupancy_planted.cu, sm_90)
+# shows that the check fails on each kind of excess.
 # Usage: test_nvcc_gpu.sh NVCC "FLAGS"
 set -u
 nvcc=$1; flags=$2
@@ -37,6 +42,42 @@ check_spills() {
         bad "$2 $3 train_gpt.cu: no ptxas resource report to check"
     fi
 }
+# check_occupancy LOG ARCH PRECISION: every kernel of the trainer fits the blocks an SM its launch bounds state
+# (dev/cuda/check_occupancy.py on the ptxas report and the PTX the build kept)
+check_occupancy() {
+    local out
+    if out=$(echo "$1" | "$PYTHON" dev/cuda/check_occupancy.py "$2" "$tmp/keep.$3.$2/train_gpt.ptx" 2>&1); then
+        ok "sm_$2 $3 train_gpt.cu: occupancy: $out"
+    else
+        bad "sm_$2 $3 train_gpt.cu: occupancy: $(echo "$out" | tr '\n' ';')"
+    fi
+}
+# check_occupancy_fails: the occupancy check names each kernel of dev/cuda/occupancy_planted.cu (sm_90), and its
+# table's entries, which name no kernel of that build
+check_occupancy_fails() {
+    local report out rc pattern missing=""
+    mkdir -p "$tmp/keep.planted"
+    # shellcheck disable=SC2046
+    if ! report=$("$nvcc" -Xptxas -v -keep -keep-dir "$tmp/keep.planted" $(nvcc_target full 90) -c dev/cuda/occupancy_planted.cu -o "$tmp/planted.o" 2>&1); then
+        bad "occupancy check: dev/cuda/occupancy_planted.cu does not compile: $(echo "$report" | head -5)"
+        return
+    fi
+    out=$(echo "$report" | "$PYTHON" dev/cuda/check_occupancy.py 90 "$tmp/keep.planted/occupancy_planted.ptx" 2>&1)
+    rc=$?
+    for pattern in 'planted_smem_kernel: shared memory \(49152 static \+ 0 dynamic \+ 1024 reserved\) x 5 blocks = 250880 > 233472$' \
+        'planted_threads_kernel: 1024 threads x 3 blocks = 3072 threads > 2048$' \
+        'planted_threads_kernel: registers [0-9]+ \([0-9]+ a warp\) x 1024 threads x 3 blocks = [0-9]+ > 65536$' \
+        'planted_dynamic_kernel: 2 blocks an SM and dynamic shared memory, no entry in DYNAMIC_SMEM$' \
+        "DYNAMIC_SMEM entry 'fused_classifier_kernel' names no kernel"; do
+        echo "$out" | grep -qE "^$pattern" || missing="$missing [$pattern]"
+    done
+    if [ $rc -eq 1 ] && [ -z "$missing" ]; then
+        ok "occupancy check fails dev/cuda/occupancy_planted.cu on sm_90: $(echo "$out" | grep -c .) problems, each planted one named"
+    else
+        bad "occupancy check on dev/cuda/occupancy_planted.cu: exit $rc, missing$missing: $(echo "$out" | tr '\n' ';')"
+    fi
+}
+check_occupancy_fails
 builds=()
 for src in train_gpt.cu test_gpt.cu dev/cuda/bench_kernels.cu; do
     for precision in bf16 fp32; do
@@ -45,8 +86,10 @@ for src in train_gpt.cu test_gpt.cu dev/cuda/bench_kernels.cu; do
         mode=front; [ "$src" = train_gpt.cu ] && mode=full
         for arch in 80 90; do
             builds+=("$src $precision $arch $mode")
-            # shellcheck disable=SC2086
-            job_start "$src.$precision.$arch" "$nvcc" $flags -Xptxas -v $define $(nvcc_target $mode $arch) -c "$src" -o "$tmp/$(basename "$src").$precision.$arch.o"
+            keep=() # the full build keeps its PTX (with the rest of nvcc's intermediate files) for check_occupancy
+            [ $mode = full ] && keep=(-keep -keep-dir "$tmp/keep.$precision.$arch") && mkdir -p "$tmp/keep.$precision.$arch"
+            # shellcheck disable=SC2086,SC2046
+            job_start "$src.$precision.$arch" "$nvcc" $flags -Xptxas -v "${keep[@]}" $define $(nvcc_target $mode $arch) -c "$src" -o "$tmp/$(basename "$src").$precision.$arch.o"
         done
     done
 done
@@ -55,7 +98,10 @@ for build in "${builds[@]}"; do
     what=$(nvcc_target_name $mode "$arch")
     if job_wait "$src.$precision.$arch"; then
         ok "nvcc $what $precision $src (no warnings)"
-        [ $mode = full ] && check_spills "$job_out" "sm_$arch" "$precision"
+        if [ $mode = full ]; then
+            check_spills "$job_out" "sm_$arch" "$precision"
+            check_occupancy "$job_out" "$arch" "$precision"
+        fi
     else
         echo "$job_out" | head -20; bad "nvcc $what $precision $src"
     fi
