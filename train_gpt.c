@@ -411,6 +411,7 @@ int main(int argc, char** argv) {
     flags_reject(&args, "recompute", "the CPU trainer keeps all activations; recompute is a GPU-trainer option");
     flags_reject(&args, "master-weights", "the CPU trainer always trains in fp32");
     flags_reject(&args, "deterministic", "the CPU trainer is always deterministic");
+    flags_reject(&args, "gelu-fusion", "the CPU trainer has no cuBLASLt epilogues");
     const char* one_process = "the CPU trainer runs as one process (multi-GPU is train_gpt's)";
     flags_reject(&args, "dist-init", one_process);
     flags_reject(&args, "dist-file", one_process);

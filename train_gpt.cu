@@ -1007,6 +1007,7 @@ int main(int argc, char** argv) {
     GPT model;
     gpt_create(&model, &config, B, T, args.recompute, args.master_weights, args.seed, &opt_shard, comm_bytes);
     model.deterministic = args.deterministic;
+    model.blas.gelu_fusion = args.gelu_fusion;
     const GPTConfig* c = &model.config;
     /* communication (llmc/distributed.cuh): a communicator for several ranks, or for one with --dist-init given */
     Distributed dist;

@@ -14,12 +14,32 @@ is the step time this implementation cannot beat; its MFU (the trainer's 6N + 6Â
 against the datasheet peak) is the most this configuration can show. Compare the floors with the trainer's
 `--profile` table to see which op is furthest from its floor.
 
-Defaults: GPT-2 124M (d12), B=64, T=1024, the trainer's defaults (-r 0, --deterministic 1), on an H200,
-with the ceilings this workplace measured on such a machine through PyTorch (bf16 matrix product 788
-TFLOP/s, device copy 4.3 TB/s: the device tool's notes, not this project's code) and a 250 TFLOP/s goal for
-the flash attention. Usage: python3 dev/perf_model.py [--depth 12] [--batch 64] [--seq 1024] ...
+Defaults: GPT-2 124M (d12), B=64, T=1024, the trainer's defaults (-r 0, --deterministic 1), on an H100 SXM
+(--gpu h100) or an H200 (--gpu h200), with the ceilings this workplace measured on such a machine (CARDS: bf16
+matrix product and device copy; the device tool's notes, not this project's code; --matmul-tflops and
+--bandwidth-tbs override them), the datasheet's 989 TFLOP/s bf16 dense peak for MFU, and a 250 TFLOP/s goal
+for the flash attention. Usage: python3 dev/perf_model.py [--gpu h100] [--depth 12] [--batch 64] [--seq 1024] ...
+A --gpu other than h100|h200 exits 2 with one line. --profile-floors prints instead one line per row of the
+trainer's --profile table, "<row name><TAB><floor ms>", each op's floor added to the row that times it
+(PROFILE_ROWS), for scripts that put the floors beside a profile.
 """
 import argparse
+import sys
+
+# card: (name, measured bf16 matmul TFLOP/s, measured device copy TB/s, datasheet bf16 dense peak TFLOP/s)
+CARDS = {
+    "h100": ("H100 SXM", 800.0, 3.0, 989.0),
+    "h200": ("H200", 788.0, 4.3, 989.0),
+}
+
+# the --profile row that times each op whose kernels run inside another's bracket in train_gpt.cu: (row, share)
+PROFILE_ROWS = {
+    "classifier softmax": (("classifier forward", 1.0),),
+    "matmul bias gradients": (("matmul qkv backward", 3 / 7), ("matmul fc backward", 4 / 7)),  # widths 3C and 4C
+    "attention delta": (("attention backward", 1.0),),
+    "gelu forward (recompute)": (("gelu forward", 1.0),),
+    "layernorm forward (recompute)": (("layernorm forward", 1.0),),
+}
 
 
 def model_ops(L, C, H, V, B, T, recompute, deterministic):
@@ -66,17 +86,29 @@ def model_ops(L, C, H, V, B, T, recompute, deterministic):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--gpu", default="h100", help="the card whose ceilings to use: h100|h200")
     ap.add_argument("--depth", type=int, default=12, help="layers; channels 64Â·depth, heads depth (GPT-2 d12 = 124M)")
     ap.add_argument("--vocab", type=int, default=50257)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--seq", type=int, default=1024)
     ap.add_argument("--recompute", type=int, default=0, help="-r of the trainer: 0 off, 1 GELU, 2 GELU and layernorm")
     ap.add_argument("--deterministic", type=int, default=1, help="--deterministic of the trainer (0: atomic dQ)")
-    ap.add_argument("--matmul-tflops", type=float, default=788.0, help="measured bf16 matrix rate")
+    ap.add_argument("--matmul-tflops", type=float, help="bf16 matrix rate (default: the card's measured one)")
     ap.add_argument("--attention-tflops", type=float, default=250.0, help="flash-attention rate (the goal)")
-    ap.add_argument("--bandwidth-tbs", type=float, default=4.3, help="measured device memory bandwidth, TB/s")
-    ap.add_argument("--peak-tflops", type=float, default=989.0, help="datasheet bf16 peak, for MFU")
+    ap.add_argument("--bandwidth-tbs", type=float, help="device memory bandwidth, TB/s (default: the card's measured copy)")
+    ap.add_argument("--peak-tflops", type=float, help="bf16 peak for MFU (default: the card's datasheet one)")
+    ap.add_argument("--profile-floors", action="store_true", help="print only '<--profile row>\\t<floor ms>' lines")
     args = ap.parse_args()
+    if args.gpu not in CARDS:
+        print(f"error: --gpu: bad value '{args.gpu}': expected {'|'.join(CARDS)}", file=sys.stderr)
+        sys.exit(2)
+    card, matmul_tflops, bandwidth_tbs, peak_tflops = CARDS[args.gpu]
+    if args.matmul_tflops is None:
+        args.matmul_tflops = matmul_tflops
+    if args.bandwidth_tbs is None:
+        args.bandwidth_tbs = bandwidth_tbs
+    if args.peak_tflops is None:
+        args.peak_tflops = peak_tflops
     L, C, H, V, B, T = args.depth, 64 * args.depth, args.depth, args.vocab, args.batch, args.seq
     rate = {"mm": args.matmul_tflops * 1e12, "att": args.attention_tflops * 1e12, "mem": float("inf")}
     rows, total = [], 0.0
@@ -85,12 +117,20 @@ def main():
         bound = "memory" if nbytes / (args.bandwidth_tbs * 1e12) >= flops / rate[kind] else "compute"
         rows.append((name, flops / 1e12, nbytes / 1e9, t * 1e3, bound))
         total += t
+    if args.profile_floors:
+        floors = {}
+        for name, _, _, ms, _ in rows:
+            for row, share in PROFILE_ROWS.get(name, ((name, 1.0),)):
+                floors[row] = floors.get(row, 0.0) + share * ms
+        for row, ms in floors.items():
+            print(f"{row}\t{ms:.3f}")
+        return
     Vp = (V + 127) // 128 * 128
     params = 12 * L * C * C + 13 * L * C + Vp * C + T * C + 2 * C
     flops_per_token = 6 * params + 6 * L * C * T
     print(f"d{L}: L={L} C={C} H={H} V={V} (padded {Vp}) B={B} T={T}, {params / 1e6:.1f}M parameters, "
           f"{flops_per_token / 1e9:.3f} GFLOP per token (6N + 6LCT)")
-    print(f"ceilings: matmul {args.matmul_tflops:.0f} TFLOP/s, attention {args.attention_tflops:.0f} TFLOP/s, "
+    print(f"ceilings ({card}): matmul {args.matmul_tflops:.0f} TFLOP/s, attention {args.attention_tflops:.0f} TFLOP/s, "
           f"memory {args.bandwidth_tbs:.1f} TB/s; MFU against {args.peak_tflops:.0f} TFLOP/s")
     print(f"{'op':<34}{'TFLOP':>9}{'GB':>9}{'floor ms':>10}  bound")
     for name, tf, gb, ms, bound in rows:

@@ -4,8 +4,8 @@
  * nvcc: the real <cublasLt.h> (link -lcublasLt -lcublas); with -DCUDASIM: dev/cudasim/fake_cublaslt.h,
  * which has the same API and honours every descriptor attribute we set.
  *   cublasCheck(call)   on error prints "error: cuBLAS: <call> failed: <status name> (file:line)", exit 1
- *   BlasContext         the handle, its workspace, the stream and the algorithms chosen so far (BlasPlan);
- *                       created once, passed to every matmul
+ *   BlasContext         the handle, its workspace, the stream, the algorithms chosen so far (BlasPlan) and
+ *                       whether GELU may fuse into an epilogue (gelu_fusion); created once, passed to every matmul
  * Compute type: fp32 accumulation (CUBLAS_COMPUTE_32F) in both builds, so TF32 is never used: the fp32
  * build is exact fp32 (the 1e-5 bounds of test_gpt apply), the bf16 build has bf16 inputs.
  * No global state.
@@ -57,6 +57,7 @@ typedef struct {
     cudaStream_t stream;
     BlasPlan plans[BLAS_PLANS];
     int num_plans, next_plan; /* plans in use; the one the next new problem replaces when full */
+    int gelu_fusion;          /* 1 (blas_create's): GELU in cuBLASLt's epilogues where llmc/matmul.cuh can; 0: never */
 } BlasContext;
 
 static inline void blas_create(BlasContext* ctx, cudaStream_t stream) {
@@ -64,6 +65,7 @@ static inline void blas_create(BlasContext* ctx, cudaStream_t stream) {
     cudaCheck(cudaMalloc(&ctx->workspace, BLAS_WORKSPACE_BYTES));
     ctx->stream = stream;
     ctx->num_plans = ctx->next_plan = 0;
+    ctx->gelu_fusion = 1;
 }
 
 static inline void blas_destroy(BlasContext* ctx) {

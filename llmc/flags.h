@@ -85,6 +85,8 @@
     X(master_weights, "-w", "--master-weights", CLI_BOOL, "1", 0, 1, NULL, "keep fp32 master weights (1) or not (0; bf16 build only)")   \
     X(deterministic, NULL, "--deterministic", CLI_BOOL, "1", 0, 1, NULL,                                                                   \
       "1: bit-identical gradients run to run; 0: faster attention backward (atomic dQ)")                                             \
+    X(gelu_fusion, NULL, "--gelu-fusion", CLI_BOOL, "1", 0, 1, NULL,                                                                      \
+      "1: GELU inside cuBLASLt's matmul epilogues where they fit; 0: a separate kernel (GPU bf16; no effect in fp32: always apart)") \
     X(seed, NULL, "--seed", CLI_INT, "1337", 0, FLAG_INT_MAX, NULL, "random seed (init, data order, sampling)")                           \
     X(mock_data, NULL, "--mock-data", CLI_BOOL, "0", 0, 1, NULL, "train on deterministic random tokens, no files")                        \
     X(shuffle, NULL, "--shuffle", CLI_BOOL, "1", 0, 1, NULL, "1: shuffle shard and batch order each epoch; 0: read in order")             \

@@ -1,5 +1,5 @@
 /*
- * llmc/matmul.cuh — the model's matmuls through cuBLASLt, with bias and GELU fused into its epilogues.
+ * llmc/matmul.cuh — the model's matmuls through cuBLASLt, with bias and (bf16) GELU fused into its epilogues.
  *
  * Row-major shapes as in llmc/cpu_ops.h: out[BT,OC] = inp[BT,C]·weight[OC,C]ᵀ + bias. cuBLASLt is
  * column-major, so a row-major (R, K) matrix is a column-major K x R one with leading dimension K; the
@@ -13,10 +13,11 @@
  * the pointers' alignments) and its answer kept in the context. It is told each matrix's real alignment
  * (up to 256 bytes): by default it assumes 256, and may pick a kernel that refuses a layer's slice
  * aligned to less (CUBLAS_STATUS_NOT_SUPPORTED).
- * GELU: the forward fuses gelu into the epilogue (GELU_AUX_BIAS: out = gelu(v), pre = v), the backward
- * fuses the GELU derivative (DGELU: dinp = (dout·weight)·gelu'(pre)). cuBLASLt needs the aux leading
- * dimension to be a multiple of 8; when it is not, or when its heuristic has no algorithm for the fused
- * epilogue (some type, shape or alignment), the separate kernels of llmc/gelu.cuh run instead.
+ * GELU (bf16 build): the forward fuses gelu into the epilogue (GELU_AUX_BIAS: out = gelu(v), pre = v), the
+ * backward fuses the GELU derivative (DGELU: dinp = (dout·weight)·gelu'(pre)). cuBLASLt needs the aux leading
+ * dimension to be a multiple of 8; when it is not, when ctx->gelu_fusion is 0 (--gelu-fusion 0), or when its
+ * heuristic has no algorithm for the fused epilogue (some type, shape or alignment), the separate kernels of
+ * llmc/gelu.cuh run instead. The fp32 build always runs them: cuBLASLt does not specify its GELU's arithmetic.
  * Bias: the epilogues need a 16-byte aligned bias; a layer's slice of a stacked bias at channels that are no
  * multiple of 8 is not, and then the matmul runs without it and add_bias_kernel adds it (one thread per element).
  */
@@ -108,8 +109,12 @@ static inline int matmul_cublaslt(BlasContext* ctx, floatX* d, const floatX* a, 
     return algo ? 0 : -1;
 }
 
-/* the GELU epilogues need the aux leading dimension (the output width) to be a multiple of 8 */
-static inline int matmul_gelu_fusable(int width) { return width % 8 == 0; }
+/* whether GELU fuses into the epilogue of a matmul whose output is width wide: in bf16 when ctx allows it and
+ * the aux leading dimension (the width) is a multiple of 8, as the GELU epilogues need; never in fp32, whose
+ * 1e-5 bounds an unspecified GELU (its tanh) in cuBLASLt could break */
+static inline int matmul_gelu_fusable(const BlasContext* ctx, int width) {
+    return sizeof(floatX) == 2 && ctx->gelu_fusion && width % 8 == 0;
+}
 
 #define ADD_BIAS_BLOCK 256
 /* out[r, c] += bias[c] over n = rows x OC elements, one thread per element */
@@ -123,7 +128,7 @@ __global__ void add_bias_kernel(floatX* out, const floatX* bias, long n, int OC)
 static inline void matmul_forward(BlasContext* ctx, floatX* out, floatX* pre, const floatX* inp, const floatX* weight,
                                   const floatX* bias, int BT, int C, int OC) {
     int fused_bias = blas_alignment(bias) >= 16; /* NULL counts as aligned */
-    if (pre && fused_bias && matmul_gelu_fusable(OC) &&
+    if (pre && fused_bias && matmul_gelu_fusable(ctx, OC) &&
         matmul_cublaslt(ctx, out, weight, inp, bias, pre, OC, BT, C, 1, 0, 0.0f,
                         bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX) == 0)
         return;
@@ -145,7 +150,7 @@ static inline void matmul_backward(BlasContext* ctx, floatX* dinp, floatX* dweig
     if (dbias) column_sums(dbias, NULL, scratch, dout, NULL, NULL, NULL, BT, OC, ctx->stream);
     matmul_cublaslt(ctx, dweight, inp, dout, NULL, NULL, C, OC, BT, 0, 1, 1.0f, CUBLASLT_EPILOGUE_DEFAULT);
     if (!dinp) return;
-    if (pre && matmul_gelu_fusable(C) &&
+    if (pre && matmul_gelu_fusable(ctx, C) &&
         matmul_cublaslt(ctx, dinp, weight, dout, NULL, (floatX*)pre, C, BT, OC, 0, 0, 0.0f, CUBLASLT_EPILOGUE_DGELU) == 0)
         return;
     matmul_cublaslt(ctx, dinp, weight, dout, NULL, NULL, C, BT, OC, 0, 0, 0.0f, CUBLASLT_EPILOGUE_DEFAULT);

@@ -3,9 +3,10 @@
  * run in the CUDA simulator (ASan + UBSan build), in either precision: fp32 (-DPRECISION_FP32,
  * build/gpu/test_kernels) or bf16 (the default, build/gpu/test_kernels_bf16: floatX = bf16, PACKX = 8), on shapes
  * that are not multiples of any block size (B=3, T=13, C=40 with 5 heads of 8, V=77 padded to 128, and 36/100-wide
- * matmuls where the GELU epilogues cannot fuse). Each array has its kernel's element type on the device (floatX for
- * activations, parameters and gradients; fp32 for layernorm's mean/rstd, the losses, AdamW's m, v and master
- * weights, the scratch); the host keeps fp32 copies rounded to that type, so the CPU reference computes from exactly
+ * matmuls where the GELU epilogues cannot fuse; in bf16 the 40/160-wide ones fuse GELU, and run again with
+ * gelu_fusion 0, which must give the separate kernels' rounding; the fp32 build never fuses it). Each array has its
+ * kernel's element type on the device (floatX for activations, parameters and gradients; fp32 for layernorm's
+ * mean/rstd, the losses, AdamW's m, v and master weights, the scratch); the host keeps fp32 copies rounded to that type, so the CPU reference computes from exactly
  * the values the GPU reads. Each check prints what it compared and the relative L2 error ||gpu - cpu|| / ||cpu||,
  * where cpu is the reference rounded (to nearest) to the output's type: the host mirrors every rounding the kernels
  * make to a stored value (e.g. the GELU kernel's input, pre, read back in bf16; the fused epilogue's gelu of the
@@ -453,12 +454,14 @@ int main(void) {
     }
 
     /* matmuls: plain + bias, GELU fused (OC % 8 == 0) and not (OC = 100), and with a bias one element past an aligned
-     * address (as a layer's slice of a stacked bias at C = 45: no bias epilogue, add_bias_kernel), and their backwards.
+     * address (as a layer's slice of a stacked bias at C = 45: no bias epilogue, add_bias_kernel), and their backwards;
+     * variant 4 is variant 1 with gelu_fusion 0 (--gelu-fusion 0: the GELU kernel).
      * The reference rounds where the GPU stores: pre before the GELU kernel reads it (the epilogue takes the gelu of the
      * unrounded value), the product before add_bias_kernel adds the bias */
-    for (int variant = 0; variant < 4; variant++) {
-        int Cin = variant == 2 ? 36 : variant == 3 ? 45 : C, OC = variant == 0 ? 3 * C : variant == 1 ? 4 * C : variant == 2 ? 100 : 135;
-        int gelu = variant > 0, skew = variant == 3, epilogue = gelu && matmul_gelu_fusable(OC) && !skew;
+    for (int variant = 0; variant < 5; variant++) {
+        int Cin = variant == 2 ? 36 : variant == 3 ? 45 : C, OC = variant == 0 ? 3 * C : variant == 2 ? 100 : variant == 3 ? 135 : 4 * C;
+        blas.gelu_fusion = variant != 4;
+        int gelu = variant > 0, skew = variant == 3, epilogue = gelu && matmul_gelu_fusable(&blas, OC) && !skew;
         char what[128];
         Buf inp = buf_random((size_t)BT * Cin, 1.0f), w = buf_random((size_t)OC * Cin, 0.5f), bias = buf_random(OC + skew, 1.0f),
             out = buf_random((size_t)BT * OC, 1.0f), pre = buf_random((size_t)BT * OC, 1.0f), dout = buf_random((size_t)BT * OC, 1.0f),
@@ -475,7 +478,8 @@ int main(void) {
             gelu_forward(out.h, pre.h, out.n);
         }
         snprintf(what, sizeof(what), "matmul_forward BT=%d C=%d OC=%d%s%s", BT, Cin, OC,
-                 gelu ? (epilogue ? " + GELU epilogue" : " + GELU kernel") : " + bias", skew ? ", unaligned bias: bias kernel" : "");
+                 gelu ? (epilogue ? " + GELU epilogue" : blas.gelu_fusion ? " + GELU kernel" : " + GELU kernel (gelu_fusion 0)") : " + bias",
+                 skew ? ", unaligned bias: bias kernel" : "");
         check(what, out.d, out.h, out.n);
         if (gelu) check("  its pre-GELU output", pre.d, pre.h, pre.n); /* pre.h now as stored */
         /* backward of out = f(inp·wᵀ + b): through the GELU when there is one (the fused DGELU needs C % 8 == 0) */
@@ -500,20 +504,22 @@ int main(void) {
         free_all(inp, w, bias, out, pre, dout, dinp, dw, db);
     }
 
-    /* the DGELU path: dinp = (dout·w)·gelu'(pre), fused (Cin % 8 == 0) and by the separate kernel (Cin = 36, which reads
-     * dout·w as stored) */
-    for (int Cin = 36; Cin <= 40; Cin += 4) {
-        int OC = 24;
+    /* the DGELU path: dinp = (dout·w)·gelu'(pre), fused (Cin % 8 == 0) and by the separate kernel (Cin = 36, and
+     * Cin = 40 with gelu_fusion 0; it reads dout·w as stored) */
+    for (int run = 0; run < 3; run++) {
+        int Cin = run == 0 ? 36 : 40, OC = 24;
+        blas.gelu_fusion = run != 2;
         Buf inp = buf_random((size_t)BT * Cin, 1.0f), w = buf_random((size_t)OC * Cin, 0.5f), pre = buf_random((size_t)BT * Cin, 2.0f),
             dout = buf_random((size_t)BT * OC, 1.0f), dinp = buf_random((size_t)BT * Cin, 1.0f), dw = buf_random((size_t)OC * Cin, 1.0f);
         matmul_backward(&blas, dinp.d, dw.d, NULL, scratch, dout.d, inp.d, w.d, pre.d, BT, Cin, OC);
         float* dgelu_out = (float*)calloc_check(dinp.n, sizeof(float));
         float* dinp_ref = (float*)calloc_check(dinp.n, sizeof(float));
         matmul_backward(dgelu_out, dw.h, NULL, dout.h, inp.h, w.h, BT, Cin, OC);
-        if (!matmul_gelu_fusable(Cin)) round_to<floatX>(dgelu_out, dinp.n);
+        if (!matmul_gelu_fusable(&blas, Cin)) round_to<floatX>(dgelu_out, dinp.n);
         gelu_backward(dinp_ref, pre.h, dgelu_out, dinp.n);
         char what[128];
-        snprintf(what, sizeof(what), "matmul_backward with GELU' (C=%d: %s)", Cin, matmul_gelu_fusable(Cin) ? "DGELU epilogue" : "kernel");
+        snprintf(what, sizeof(what), "matmul_backward with GELU' (C=%d: %s)", Cin,
+                 matmul_gelu_fusable(&blas, Cin) ? "DGELU epilogue" : blas.gelu_fusion ? "kernel" : "kernel, gelu_fusion 0");
         check(what, dinp.d, dinp_ref, dinp.n);
         free(dgelu_out);
         free(dinp_ref);
