@@ -7,21 +7,23 @@
 #   2. test_gpt (both precisions) on every small reference state, bf16 with recompute 2 on one, bf16 on d12
 #      (the benchmarks wait for it: no CPU-heavy reference run beside them); a missing reference state is a
 #      failure, never a skip;
-#   3. a d12 training run at B=64, T=1024 on mock data, 40 steps, --profile 10 (the per-op table of steps 2..11;
-#      tokens/s and MFU are the medians of steps 13..40, outside the profiled ones), --deterministic 0 (the
-#      flash-attention backward's faster atomic dQ: throughput, not bit-reproducibility), no recompute (the
-#      default: 141 GB hold every activation; -r 1 would add a GELU pass, ~2 ms a step);
+#   3. d12 training at B=64, T=1024 on mock data, 30 steps, --profile 10 (the per-op table of steps 2..11;
+#      tokens/s, MFU and ms a step are the medians of steps 13..30, outside the profiled ones), no recompute
+#      (the default: 141 GB hold every activation), once in the trainer's default mode (--deterministic 1)
+#      and once with the flash-attention backward's atomic dQ (--deterministic 0);
 #   4. the flash-attention benchmark (vs a materialised baseline) and the kernel benchmark;
 #   5. sample_gpt (KV cache): 200 token ids from a reference model, past its max_seq_len.
 # Each step runs under `timeout` (its own budget, capped by what is left of GPUCHECK_BUDGET seconds), with
-# its output in GPUCHECK_DIR/<step>.log; the run ends with a table of the steps, the measured figures and
-# "N passed, M failed".
+# its output in GPUCHECK_DIR/<step>.log; a step the budget cut or left out is SKIP, not a failure. The run
+# ends with the steps, markdown tables of the figures and "N passed, M failed, K skipped".
 # Usage: gpucheck.sh [--no-build]   (--no-build: use the binaries already built; reference states are
 # always brought up to date: make build/references/.stamp, and the d12 one when missing or stale)
 # Sourced (scripts/device_check.sh), it only defines the gc_* functions below and runs nothing.
 # Environment: NVCC (default nvcc, else $CUDA_HOME/bin/nvcc or /usr/local/cuda/bin/nvcc), PYTHON (the first of
-# $PYTHON, python3, /usr/bin/python3 whose torch sees a GPU, else the first that imports torch and numpy), MPICXX (default mpicxx), GPUCHECK_DIR
-# (default build/gpucheck), GPUCHECK_BUDGET (default 900).
+# $PYTHON, python3, /usr/bin/python3 whose torch sees a GPU, else the first that imports torch and numpy), MPICXX
+# (default mpicxx), GPUCHECK_DIR (default build/gpucheck), GPUCHECK_BUDGET (default 900), GPUCHECK_SIM=1 (the
+# simulator's builds instead of nvcc's, no d12: to test these scripts without a GPU), GPUCHECK_TRAIN_MODEL (the
+# training runs' model flags), GPUCHECK_REFERENCES (the small reference states test_gpt runs on; default all).
 
 # gc_init: the tools, the GPU's architecture, the log directory and the deadline
 gc_init() {
@@ -54,29 +56,44 @@ gc_init() {
         done
     done
     PYTHON=${found:-${PYTHON:-python3}}
+    gc_sim=${GPUCHECK_SIM:-0} gc_dist_flags="" gc_dist_libs=""
+    # shellcheck disable=SC2034 # gc_bin_preflight is device_check.sh's
+    if [ "$gc_sim" = 1 ]; then
+        gc_bin_train=./train_gpt_sim gc_bin_test=./test_gpt_sim gc_bin_test_fp32=./test_gpt_sim_fp32 gc_bin_sample=./sample_gpt_sim
+        gc_bin_kernels=./build/cudasim/bench_kernels gc_bin_flash=./build/cudasim/bench_flash_attention gc_bin_preflight=./build/cudasim/preflight
+    else
+        gc_bin_train=./train_gpt gc_bin_test=./test_gpt gc_bin_test_fp32=./build/gpu/test_gpt_fp32 gc_bin_sample=./sample_gpt
+        gc_bin_kernels=./build/gpu/bench_kernels gc_bin_flash=./build/bench_flash_attention gc_bin_preflight=./build/gpu/preflight
+    fi
+
     gc_arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d '. ')
     gc_gpu=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -n 1)
     echo "gpucheck: GPU ${gc_gpu:-none seen by nvidia-smi}, compute capability ${gc_arch:-?}; nvcc $NVCC; python $gc_python_note; logs in $gc_dir"
 }
 
-# gc_record STATUS NAME SECONDS NOTE: one result line (results.tsv, so that steps run in the background count)
+# gc_record STATUS NAME SECONDS NOTE: one result line (results.tsv, so that steps run in the background count);
+# STATUS is ok, FAIL or SKIP (not run, or cut, because the time budget ran out: not a failure). Then the function
+# named by gc_on_record, if any, runs (device_check.sh writes the summary so far there).
 gc_record() {
     printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$(echo "$4" | tr '\t\n' '  ' | cut -c 1-150)" >>"$gc_dir/results.tsv"
-    if [ "$1" = ok ]; then echo "ok    $2 (${3} s) $4"; else echo "FAIL  $2 (${3} s) $4"; fi
+    printf '%-4s  %s (%s s) %s\n' "$1" "$2" "$3" "$4"
+    if [ -n "${gc_on_record:-}" ]; then "$gc_on_record"; fi
 }
 
 # gc_step NAME BUDGET CHECK CMD...: runs CMD under timeout, stdout and stderr in $gc_dir/<NAME>.log; passes
 # when CMD exits 0 and the function CHECK (given the log; "-": none) returns 0. CHECK prints the note.
-# On a failure the log's last lines are printed. The log's name is in gc_last_log.
+# On a failure the log's last lines are printed. The log's name is in gc_last_log. With less than 10 s of
+# the whole budget left the step is SKIP (not run); a step whose BUDGET was cut to what was left and that
+# timed out is SKIP too (cut by the budget); a step that times out within its own BUDGET is a FAIL (a hang).
 gc_step() {
-    local name=$1 budget=$2 check=$3
+    local name=$1 budget=$2 check=$3 allowed=$2
     shift 3
-    local slug left start rc note
+    local slug left start rc note capped=0
     slug=$(echo "$name" | tr -c 'A-Za-z0-9._-' '_' | cut -c 1-60)
     gc_last_log=$gc_dir/$slug.log
     left=$((gc_deadline - SECONDS))
-    if [ "$left" -lt 10 ]; then gc_record FAIL "$name" 0 "not run: the time budget is spent"; return 1; fi
-    if [ "$budget" -gt "$left" ]; then budget=$left; fi
+    if [ "$left" -lt 10 ]; then gc_record SKIP "$name" 0 "not run: the time budget is spent"; return 1; fi
+    if [ "$budget" -gt "$left" ]; then budget=$left; capped=1; fi
     start=$SECONDS
     { printf '$'; printf ' %q' "$@"; echo; } >"$gc_last_log"
     timeout -k 10 "$budget" "$@" >>"$gc_last_log" 2>&1
@@ -84,6 +101,10 @@ gc_step() {
     if [ $rc -eq 0 ] && { [ "$check" = - ] || note=$("$check" "$gc_last_log"); }; then
         gc_record ok "$name" $((SECONDS - start)) "${note:-}"
         return 0
+    fi
+    if { [ $rc -eq 124 ] || [ $rc -eq 137 ]; } && [ $capped = 1 ]; then
+        gc_record SKIP "$name" $((SECONDS - start)) "cut by the time budget after $budget s (the step allows $allowed s)"
+        return 1
     fi
     if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then note="timed out after $budget s"
     elif [ $rc -ne 0 ]; then note="exit $rc: $(grep -m 1 -E 'error|Error|FAIL' "$gc_last_log" | cut -c 1-120)"; fi
@@ -107,9 +128,9 @@ gc_check_sample() { # 200 token ids on stdout (stderr's lines start with "sample
 }
 gc_check_train() { # every step line present, a profile table, finite losses
     local steps
-    steps=$(grep -cE '^step +[0-9]+/40 \| loss [0-9]' "$1")
-    echo "$steps of 40 step lines; $(gc_train_figures "$1")"
-    [ "$steps" -eq 40 ] && grep -q '^profile of' "$1"
+    steps=$(grep -cE "^step +[0-9]+/$GC_TRAIN_STEPS \\| loss [0-9]" "$1")
+    echo "$steps of $GC_TRAIN_STEPS step lines; $(gc_train_figures "$1")"
+    [ "$steps" -eq "$GC_TRAIN_STEPS" ] && grep -q '^profile of' "$1"
 }
 gc_check_kernels() { grep -c -E 'GB/s|TFLOP/s' "$1" | sed 's/$/ kernels timed/'; grep -q '^benchmark done' "$1"; }
 gc_check_flash() { # every shape timed, and its output's max difference from the materialised one finite
@@ -120,11 +141,14 @@ gc_check_flash() { # every shape timed, and its output's max difference from the
 }
 gc_check_reference() { grep -m 1 '^wrote' "$1" | cut -c 1-140; test -f "$2/reference.bin"; }
 
-# gc_train_figures LOG: median tokens/s and MFU of the steps after the profiled ones (13..40)
+# gc_train_figures LOG [FORMAT]: the median step of those after the profiled ones (13..GC_TRAIN_STEPS), by
+# tokens/s: its tokens/s, MFU and ms. FORMAT "row": "| tok/s | MFU% | ms |" cells for a markdown table.
 gc_train_figures() {
-    grep -E '^step +[0-9]+/40 \|' "$1" | awk -F'|' '{ split($1, a, /[ \/]+/); if (a[2] > 12) { t = $6; m = $7; gsub(/[^0-9.]/, "", t);
-        sub(/.*\(/, "", m); sub(/%.*/, "", m); print t, m } }' | sort -n |
-        awk '{ t[NR] = $1; m[NR] = $2 } END { if (NR) printf "%.0f tok/s, MFU %s%% (median of %d steps)", t[int((NR + 1) / 2)], m[int((NR + 1) / 2)], NR; else printf "no step lines" }'
+    grep -E "^step +[0-9]+/$GC_TRAIN_STEPS \\|" "$1" | awk -F'|' '{ split($1, a, /[ \/]+/); if (a[2] > 12) { t = $6; m = $7; ms = $5;
+        gsub(/[^0-9.]/, "", t); gsub(/[^0-9.]/, "", ms); sub(/.*\(/, "", m); sub(/%.*/, "", m); print t, m, ms } }' | sort -n |
+        awk -v row="${2:-}" '{ t[NR] = $1; m[NR] = $2; ms[NR] = $3 } END { i = int((NR + 1) / 2)
+            if (row == "row") { if (NR) printf "| %.0f | %s%% | %s |", t[i], m[i], ms[i]; else printf "| - | - | - |"; exit }
+            if (NR) printf "%.0f tok/s, MFU %s%%, %s ms a step (median of %d steps)", t[i], m[i], ms[i], NR; else printf "no step lines" }'
 }
 
 # gc_probe: which NCCL and MPI train_gpt links (scripts/dist_probe.sh, once); sets gc_dist_flags, gc_dist_libs
@@ -143,6 +167,7 @@ gc_start_references() {
     gc_step "reference states (train_gpt.py, small)" 180 - make -s PYTHON="$PYTHON" build/references/.stamp &
     gc_ref_small_pid=$!
     gc_ref_d12_pid=""
+    [ "$gc_sim" = 1 ] && return
     if [ -f build/gpu/ref_d12/reference.bin ] && [ build/gpu/ref_d12/reference.bin -nt train_gpt.py ]; then return; fi
     rm -rf build/gpu/ref_d12
     local device
@@ -154,14 +179,22 @@ gc_start_references() {
 }
 gc_check_d12_reference() { gc_check_reference "$1" build/gpu/ref_d12; }
 
-# gc_build: one parallel make of every binary for sm_<arch> (warnings are not errors here: another host compiler)
+# gc_build [BINARY...]: one parallel make of the binaries (default: all of them, after the NCCL/MPI probe) for
+# sm_<arch>, rebuilt whatever is there (warnings are not errors here: another host compiler); the simulator builds
+# under GPUCHECK_SIM=1 (made as usual, not rebuilt)
+# shellcheck disable=SC2120 # gpucheck_main builds everything: no arguments
 gc_build() {
-    gc_probe
-    gc_step "build for sm_${gc_arch:-90} (make -j$gc_jobs)" 420 gc_check_binaries make -k -B -s -j"$gc_jobs" NVCC="$NVCC" PYTHON="$PYTHON" \
+    local what=("$@")
+    [ $# -gt 0 ] || { gc_probe; what=("$gc_bin_train" "$gc_bin_test" "$gc_bin_test_fp32" "$gc_bin_sample" "$gc_bin_kernels" "$gc_bin_flash"); }
+    gc_binaries=("${what[@]#./}")
+    if [ "$gc_sim" = 1 ]; then
+        gc_step "build ${gc_binaries[*]} (simulator)" 420 gc_check_binaries make -s -j"$gc_jobs" PYTHON="$PYTHON" "${gc_binaries[@]}"
+        return
+    fi
+    gc_step "build ${gc_binaries[*]} for sm_${gc_arch:-90}" 420 gc_check_binaries make -k -B -s -j"$gc_jobs" NVCC="$NVCC" PYTHON="$PYTHON" \
         GPU_ARCH="${gc_arch:-90}" BENCH_ARCH="sm_${gc_arch:-90}" NVCC_WERROR= DIST_NVCC_FLAGS="$gc_dist_flags" DIST_LDLIBS="$gc_dist_libs" \
         "${gc_binaries[@]}"
 }
-gc_binaries=(train_gpt test_gpt build/gpu/test_gpt_fp32 sample_gpt build/gpu/bench_kernels build/bench_flash_attention)
 gc_check_binaries() {
     local b missing=""
     for b in "${gc_binaries[@]}"; do [ -x "$b" ] || missing="$missing $b"; done
@@ -178,32 +211,35 @@ gc_tests() {
     done
     for d in build/references/*/; do
         [ -f "$d/reference.bin" ] || continue
+        [ -z "${GPUCHECK_REFERENCES:-}" ] || [[ " $GPUCHECK_REFERENCES " == *" $(basename "$d") "* ]] || continue
         found=1
-        gc_step "test_gpt bf16 $(basename "$d")" 120 gc_check_tally ./test_gpt "$d"
-        gc_step "test_gpt fp32 $(basename "$d")" 120 gc_check_tally ./build/gpu/test_gpt_fp32 "$d"
+        gc_step "test_gpt bf16 $(basename "$d")" 120 gc_check_tally "$gc_bin_test" "$d"
+        gc_step "test_gpt fp32 $(basename "$d")" 120 gc_check_tally "$gc_bin_test_fp32" "$d"
     done
     if [ $found = 1 ]; then
-        gc_step "test_gpt bf16 a_L2_H4_C64_T32_V512 recompute 2" 120 gc_check_tally ./test_gpt build/references/a_L2_H4_C64_T32_V512 2
-        gc_step "sample_gpt: 200 tokens past max_seq_len 32" 60 gc_check_sample ./sample_gpt -e build/references/a_L2_H4_C64_T32_V512/model.bin --ids -g 200
+        gc_step "test_gpt bf16 a_L2_H4_C64_T32_V512 recompute 2" 120 gc_check_tally "$gc_bin_test" build/references/a_L2_H4_C64_T32_V512 2
+        gc_step "sample_gpt: 200 tokens past max_seq_len 32" 60 gc_check_sample "$gc_bin_sample" -e build/references/a_L2_H4_C64_T32_V512/model.bin --ids -g 200
     fi
 }
 gc_test_d12() {
+    if [ "$gc_sim" = 1 ]; then gc_record SKIP "test_gpt bf16 on d12" 0 "not run in the simulator (hours on a CPU)"; return; fi
     wait "$gc_ref_d12_pid" 2>/dev/null
-    if [ -f build/gpu/ref_d12/reference.bin ]; then gc_step "test_gpt bf16 on d12" 180 gc_check_tally ./test_gpt build/gpu/ref_d12
+    if [ -f build/gpu/ref_d12/reference.bin ]; then gc_step "test_gpt bf16 on d12" 180 gc_check_tally "$gc_bin_test" build/gpu/ref_d12
     else gc_record FAIL "test_gpt bf16 on d12" 0 "no d12 reference state (see its step's log)"; fi
 }
 
-# gc_sanitize: compute-sanitizer's memcheck, initcheck and racecheck on test_gpt bf16 with a small reference
-# state (T = 37, head size 32): out-of-bounds or misaligned accesses, reads of memory never written and
-# shared-memory races, which the simulator cannot show (its fill of unwritten memory, a NaN, can vanish
-# in a max or a comparison). The tool comes with CUDA (compute-sanitizer on PATH or in $CUDA_HOME/bin).
+# gc_sanitize [TOOL...]: compute-sanitizer's tools (default memcheck, initcheck, racecheck) on test_gpt bf16
+# with a small reference state (T = 37, head size 32): out-of-bounds or misaligned accesses, reads of memory
+# never written and shared-memory races, which the simulator cannot show (its fill of unwritten memory, a NaN,
+# can vanish in a max or a comparison). The tool comes with CUDA (compute-sanitizer on PATH or in $CUDA_HOME/bin).
 gc_sanitize() {
-    local cs tool ref=build/references/b_L2_H3_C96_T37_V300
+    local cs tool ref=build/references/b_L2_H3_C96_T37_V300 tools=("$@")
+    [ $# -gt 0 ] || tools=(memcheck initcheck racecheck)
     cs=$(command -v compute-sanitizer || ls "${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer" 2>/dev/null)
-    if [ -z "$cs" ]; then gc_record FAIL "compute-sanitizer" 0 "not found on PATH or in ${CUDA_HOME:-/usr/local/cuda}/bin"; return; fi
-    for tool in memcheck initcheck racecheck; do
+    for tool in "${tools[@]}"; do
+        if [ -z "$cs" ]; then gc_record FAIL "compute-sanitizer $tool" 0 "not found on PATH or in ${CUDA_HOME:-/usr/local/cuda}/bin"; continue; fi
         gc_step "compute-sanitizer $tool: test_gpt bf16 $(basename "$ref")" 150 gc_check_sanitizer "$cs" --tool "$tool" \
-            --error-exitcode 9 ./test_gpt "$ref"
+            --error-exitcode 9 "$gc_bin_test" "$ref"
     done
 }
 gc_check_sanitizer() { # a summary of no error (racecheck words its own), and the test itself passed
@@ -211,45 +247,98 @@ gc_check_sanitizer() { # a summary of no error (racecheck words its own), and th
     grep -qE 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards displayed \(0 errors' "$1" && grep -qE '^[0-9]+ passed, 0 failed$' "$1"
 }
 
-# gc_benchmarks: d12 training with the per-op profile, the flash-attention and the kernel benchmarks
+# gc_train MODE: d12 training at B=64 T=1024 on mock data, GC_TRAIN_STEPS steps with the per-op profile of
+# steps 2..11; MODE 1 is the trainer's default (--deterministic 1: the separate dQ pass), 0 the atomic dQ. The
+# log's name goes to gc_train_log_MODE. GPUCHECK_TRAIN_MODEL replaces "-e d12 -b 64 -t 1024" (a small model
+# for the simulator).
+GC_TRAIN_STEPS=30
+gc_train() {
+    local mode="default, --deterministic 1"
+    [ "$1" = 1 ] || mode="atomic dQ, --deterministic 0"
+    # shellcheck disable=SC2086 # the model flags are words
+    gc_step "d12 training B=64 T=1024 ($mode), $GC_TRAIN_STEPS steps, --profile 10" 120 gc_check_train "$gc_bin_train" \
+        ${GPUCHECK_TRAIN_MODEL:--e d12 -b 64 -t 1024} --mock-data 1 -x $GC_TRAIN_STEPS -v 0 -s 0 -r 0 --deterministic "$1" --profile 10
+    printf -v "gc_train_log_$1" '%s' "$gc_last_log"
+}
+
+# gc_benchmarks: the flash-attention and the kernel benchmarks
 gc_benchmarks() {
-    gc_step "d12 training B=64 T=1024, 40 steps, --profile 10" 240 gc_check_train ./train_gpt -e d12 --mock-data 1 -b 64 -t 1024 \
-        -x 40 -v 0 -s 0 -r 0 --deterministic 0 --profile 10
-    gc_train_log=$gc_last_log
-    gc_step "flash-attention benchmark" 180 gc_check_flash ./build/bench_flash_attention
+    gc_step "flash-attention benchmark" 150 gc_check_flash "$gc_bin_flash"
     gc_flash_log=$gc_last_log
-    gc_step "kernel benchmark" 120 gc_check_kernels ./build/gpu/bench_kernels
+    gc_step "kernel benchmark" 120 gc_check_kernels "$gc_bin_kernels"
 }
 
 # gc_summary: the steps, the measured figures, "N passed, M failed"; returns non-zero on a failure
 gc_summary() {
-    local pass fail
+    local pass fail skip
     echo
     echo "==== summary ($gc_dir)"
     awk -F'\t' '{ printf "%-4s %4s s  %-52s %s\n", $1, $3, $2, $4 }' "$gc_dir/results.tsv"
-    echo "---- figures"
-    echo "GPU: ${gc_gpu:-none seen}"
-    if [ -n "${gc_train_log:-}" ] && [ -f "$gc_train_log" ]; then
-        echo "d12 training, B=64 T=1024: $(gc_train_figures "$gc_train_log")"
-        awk '/^profile of/ { on = 1; n = 0 } on && n < 12 { print; n++ } /^profile: / { print; on = 0 }' "$gc_train_log"
-    fi
-    if [ -n "${gc_flash_log:-}" ] && [ -f "$gc_flash_log" ]; then
-        echo "flash attention, TFLOP/s (causal): shape | forward | forward MT=1 | backward atomic dQ | atomic MT=1 |" \
-            "backward deterministic | deterministic MT=1 | forward + backward (atomic) | materialised forward"
-        awk 'function tflops(  i) { for (i = 1; i < NF; i++) if ($(i + 1) == "TFLOP/s") return $i; return "?" }
-             /^B=/ { shape = $0; f1 = b1 = d1 = "-" } /flash forward  / { f = tflops() } /flash forward, MT = 1/ { f1 = tflops() }
-             /backward \(atomic dq\)/ { b = tflops() } /backward \(atomic\), MT = 1/ { b1 = tflops() }
-             /backward \(determin/ { d = tflops() } /backward \(det\.\), MT = 1/ { d1 = tflops() }
-             /forward \+ backward/ { fb = tflops() }
-             /materialised forward/ { m = tflops(); printf "  %-26s | %7s | %7s | %7s | %7s | %7s | %7s | %7s | %7s\n", shape, f, f1, b, b1, d, d1, fb, m }' "$gc_flash_log"
-    fi
-    if [ -n "${gc_overhead_log:-}" ] && [ -f "$gc_overhead_log" ]; then
-        echo "distributed path on 1 GPU: $(grep -m 1 '^plain ' "$gc_overhead_log" || echo 'no figure')"
-    fi
+    echo "---- table for doc/gpu_notes.md"
+    gc_table
     pass=$(grep -c '^ok' "$gc_dir/results.tsv")
     fail=$(grep -c '^FAIL' "$gc_dir/results.tsv")
-    echo "$pass passed, $fail failed"
+    skip=$(grep -c '^SKIP' "$gc_dir/results.tsv")
+    echo "$pass passed, $fail failed, $skip skipped"
     [ "$fail" -eq 0 ]
+}
+
+# gc_table: what the run measured, as markdown tables to paste into doc/gpu_notes.md ("-": not measured)
+gc_table() {
+    local pre=${gc_preflight_log:-/dev/null} torch=${gc_torch_log:-/dev/null} det=${gc_train_log_1:-} atomic=${gc_train_log_0:-}
+    local card=h100
+    [[ "${gc_gpu:-}" == *H200* ]] && card=h200
+    echo "#### $(date -u +%Y-%m-%d), ${gc_gpu:-no GPU seen}"
+    echo
+    echo "| nvidia-smi (name, driver, memory) | CUDA driver API / runtime | nvcc | cuBLASLt | NCCL | torch |"
+    echo "|---|---|---|---|---|---|"
+    printf '| %s | %s | %s | %s | %s | %s |\n' "${gc_gpu:--}" \
+        "$(awk -F' [|] ' '/^gpu: / { print $5 " / " $6 }' "$pre" 2>/dev/null | sed 's/driver API //; s/runtime //')" \
+        "$("$NVCC" --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p')" \
+        "$(awk -F' [|] ' '/^cublaslt: / { sub(/^cublaslt: /, "", $1); print $1 }' "$pre" 2>/dev/null)" \
+        "$(sed -n 's/^nccl: //p' "$pre" 2>/dev/null)" "$(sed -n 's/^torch \([^,]*\),.*/\1/p' "$torch" 2>/dev/null)"
+    echo
+    echo "| d12 B=64 T=1024 (median of steps 13..$GC_TRAIN_STEPS) | tok/s | MFU | ms a step |"
+    echo "|---|---|---|---|"
+    echo "| default (--deterministic 1) $([ -f "$det" ] && gc_train_figures "$det" row || echo '| - | - | - |')"
+    echo "| atomic dQ (--deterministic 0) $([ -f "$atomic" ] && gc_train_figures "$atomic" row || echo '| - | - | - |')"
+    echo
+    echo "| op (--profile, steps 2..11) | ms a step, default | ms a step, atomic dQ | floor ms ($card, dev/perf_model.py) | default / floor |"
+    echo "|---|---|---|---|---|"
+    { "$PYTHON" dev/perf_model.py --gpu "$card" --profile-floors 2>/dev/null | sed 's/^/floor\t/'
+      [ -f "$det" ] && awk '/^profile of/ { on = 1 } on && /^\| [a-z]/ { split($0, c, /[|]/); gsub(/^ +| +$/, "", c[2]); if (c[2] == "op") next; gsub(/ /, "", c[4]); print "det\t" c[2] "\t" c[4] } /^profile: / { on = 0 }' "$det"
+      [ -f "$atomic" ] && awk '/^profile of/ { on = 1 } on && /^\| [a-z]/ { split($0, c, /[|]/); gsub(/^ +| +$/, "", c[2]); if (c[2] == "op") next; gsub(/ /, "", c[4]); print "atomic\t" c[2] "\t" c[4] } /^profile: / { on = 0 }' "$atomic"
+    } | awk -F'\t' '$1 == "floor" { floor[$2] = $3 } $1 == "det" { if (!($2 in seen)) { order[++n] = $2; seen[$2] = 1 } det[$2] = $3 }
+                    $1 == "atomic" { if (!($2 in seen)) { order[++n] = $2; seen[$2] = 1 } at[$2] = $3 }
+        END { for (i = 1; i <= n; i++) { op = order[i]; f = (op in floor) ? floor[op] : "-"
+                  r = (op in floor) && floor[op] > 0 && (op in det) ? sprintf("%.2fx", det[op] / floor[op]) : "-"
+                  printf "| %s | %s | %s | %s | %s |\n", op, (op in det) ? det[op] : "-", (op in at) ? at[op] : "-", f, r } }'
+    echo
+    echo "| attention, causal, TFLOP/s | flash fwd | flash fwd MT=1 | flash bwd atomic | flash bwd det. | flash fwd+bwd (atomic) | materialised fwd | torch SDPA fwd+bwd (flash / cuDNN / efficient) |"
+    echo "|---|---|---|---|---|---|---|---|"
+    if [ -n "${gc_flash_log:-}" ] && [ -f "$gc_flash_log" ]; then
+        awk 'function tflops(  i) { for (i = 1; i < NF; i++) if ($(i + 1) == "TFLOP/s") return $i; return "?" }
+             FILENAME == tf && /^sdpa / { key = $2 " " $3 " " $4 " " $5; be = $6; sub(/:$/, "", be); v = "-"
+                                     for (i = 1; i < NF; i++) if ($i == "backward") v = $(i + 1); sdpa[key, be] = v }
+             FILENAME != tf && /^B=/ { shape = $0; f1 = "-" } FILENAME != tf && /flash forward  / { f = tflops() }
+             FILENAME != tf && /flash forward, MT = 1/ { f1 = tflops() }
+             FILENAME != tf && /backward \(atomic dq\)/ { b = tflops() } FILENAME != tf && /backward \(determin/ { d = tflops() }
+             FILENAME != tf && /forward \+ backward/ { fb = tflops() }
+             FILENAME != tf && /materialised forward/ { m = tflops(); t = ""
+                 for (j = 1; j <= 3; j++) { be = j == 1 ? "flash" : j == 2 ? "cudnn" : "efficient"; t = t (j > 1 ? " / " : "") (((shape, be) in sdpa) ? sdpa[shape, be] : "-") }
+                 printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", shape, f, f1, b, d, fb, m, t }' tf="$torch" "$torch" "$gc_flash_log"
+    fi
+    if [ -f "$torch" ]; then
+        echo
+        echo "torch on this card (the ceilings): $(grep -E '^(matmul|copy)' "$torch" | sed 's/: .*, / /' | tr '\n' ';' | sed 's/;$//; s/;/; /g')"
+    fi
+    echo
+    echo "| check | result |"
+    echo "|---|---|"
+    awk -F'\t' '$2 ~ /^(preflight|compute-sanitizer|distributed overhead)/ { gsub(/[|]/, "/", $4); printf "| %s | %s %s |\n", $2, $1, $4 }' "$gc_dir/results.tsv"
+    if [ -n "${gc_overhead_log:-}" ] && [ -f "$gc_overhead_log" ]; then
+        echo "| distributed path on 1 GPU | $(grep -m 1 '^plain ' "$gc_overhead_log" || echo 'no figure') |"
+    fi
 }
 
 gpucheck_main() {
@@ -262,6 +351,8 @@ gpucheck_main() {
     if [ $build = 1 ]; then gc_build; fi
     gc_tests
     gc_test_d12
+    gc_train 1
+    gc_train 0
     gc_benchmarks
     gc_summary
 }

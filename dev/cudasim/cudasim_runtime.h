@@ -445,6 +445,9 @@ inline cudaError_t cudaGetLastError(void) {
 inline cudaError_t cudaPeekAtLastError(void) { return cudasim::t_last_error; }
 
 /* ---- device management: one device, ordinal 0 ---- */
+/* the versions a CUDA 13.0 driver and runtime report (1000 x major + 10 x minor) */
+inline cudaError_t cudaDriverGetVersion(int* version) { *version = 13000; return cudaSuccess; }
+inline cudaError_t cudaRuntimeGetVersion(int* version) { *version = 13000; return cudaSuccess; }
 inline cudaError_t cudaGetDeviceCount(int* count) { *count = 1; return cudaSuccess; }
 inline cudaError_t cudaSetDevice(int dev) { return cudasim::set_error(dev == 0 ? cudaSuccess : cudaErrorInvalidDevice); }
 inline cudaError_t cudaGetDevice(int* dev) { *dev = 0; return cudaSuccess; }

@@ -43,6 +43,12 @@
  * the real library may pick a kernel that needs the alignment it was told to assume. The epilogue's bias
  * and aux pointers must be 16-byte aligned, else NOT_SUPPORTED (the strictest requirement reported of the
  * real library's vectorised epilogues; its documentation gives none).
+ * A bf16 (CUDA_R_16BF) matrix A, B, C or D whose pointer or leading dimension in bytes (ld x 2) is no
+ * multiple of 16 has no algorithm, as a library whose kernels all load 16-byte vectors would have none:
+ * the heuristic answers NOT_SUPPORTED with zero results when such a layout's leading dimension or the
+ * preference's MIN_ALIGNMENT for it says so, and cublasLtMatmul refuses (NOT_SUPPORTED) such a pointer or
+ * layout whatever its algorithm; each prints its one line. Callers must run such products otherwise (e.g.
+ * cublasGemmEx, which the fake, like the real cuBLAS, takes at any alignment).
  *
  * Memory (the host/device checks): what the call's kernels would read or write must lie inside one
  * cudaMalloc allocation: A and B (k > 0), C (beta != 0) and D over the extent their layouts span, the
@@ -779,6 +785,8 @@ inline cublasStatus_t cublasLtCreate(cublasLtHandle_t* handle) {
     (*handle)->created = 1;
     return CUBLAS_STATUS_SUCCESS;
 }
+/* the version CUDA 13.0's cuBLASLt reports (10000 x major + 100 x minor + patch) */
+inline size_t cublasLtGetVersion(void) { return 130000; }
 inline cublasStatus_t cublasLtDestroy(cublasLtHandle_t handle) {
     if (!handle) return fakeblas_fail(CUBLAS_STATUS_NOT_INITIALIZED, "cublasLtDestroy", "handle is NULL");
     free(handle);
@@ -946,6 +954,10 @@ static inline cublasStatus_t fakeblas_lt_setup(fakeblas_gemm* g, cublasLtMatmulD
         return fakeblas_fail(CUBLAS_STATUS_NOT_SUPPORTED, fn, "pointer mode %d: only HOST and DEVICE scalars are supported", desc->pointer_mode);
     if (desc->transc != CUBLAS_OP_N)
         return fakeblas_fail(CUBLAS_STATUS_NOT_SUPPORTED, fn, "TRANSC must be CUBLAS_OP_N");
+    for (int i = 0; i < 4; i++)
+        if (layouts[i]->type == CUDA_R_16BF && layouts[i]->ld * 2 % 16 != 0)
+            return fakeblas_fail(CUBLAS_STATUS_NOT_SUPPORTED, fn, "bf16 %c has leading dimension %lld (%lld bytes, no multiple of 16): no algorithm",
+                                 names[i], (long long)layouts[i]->ld, (long long)layouts[i]->ld * 2);
     memset(g, 0, sizeof(*g));
     g->transa = (cublasOperation_t)desc->transa;
     g->transb = (cublasOperation_t)desc->transb;
@@ -1044,6 +1056,14 @@ inline cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cu
         fprintf(stderr, "cudasim: cuBLASLt heuristic: no algorithm for GELU epilogue %u (CUDASIM_CUBLASLT_NO_GELU)\n", (unsigned)g.epilogue);
         return CUBLAS_STATUS_NOT_SUPPORTED;
     }
+    const cudaDataType types[4] = {g.Atype, g.Btype, g.Ctype, g.Dtype};
+    for (int i = 0; i < 4; i++) {
+        uint32_t align = preference ? preference->min_alignment[i] : 256;
+        if (types[i] == CUDA_R_16BF && align % 16 != 0)
+            return fakeblas_fail(CUBLAS_STATUS_NOT_SUPPORTED, fn,
+                                 "bf16 %c only %u-byte aligned (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_%c_BYTES): no algorithm", "ABCD"[i],
+                                 align, "ABCD"[i]);
+    }
     memset(&heuristicResultsArray[0], 0, sizeof(heuristicResultsArray[0]));
     for (int i = 0; i < 4; i++) heuristicResultsArray[0].algo.data[i] = preference ? preference->min_alignment[i] : 256;
     heuristicResultsArray[0].algo.data[4] = FAKEBLAS_ALGO_TAG;
@@ -1077,8 +1097,13 @@ inline cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc
     g.A = A; g.B = B; g.C = C; g.D = D;
     if (C == D && C != NULL && (Cdesc->ld != Ddesc->ld || Cdesc->type != Ddesc->type || Cdesc->batch_stride != Ddesc->batch_stride))
         return fakeblas_fail(CUBLAS_STATUS_INVALID_VALUE, fn, "C aliases D (in place) but their layouts differ");
+    const void* matrices[4] = {A, B, C, D};
+    const cudaDataType types[4] = {g.Atype, g.Btype, g.Ctype, g.Dtype};
+    for (int i = 0; i < 4; i++)
+        if (matrices[i] && types[i] == CUDA_R_16BF && (uintptr_t)matrices[i] % 16 != 0)
+            return fakeblas_fail(CUBLAS_STATUS_NOT_SUPPORTED, fn, "bf16 %c at %p is not 16-byte aligned: no algorithm", "ABCD"[i],
+                                 matrices[i]);
     if (algo && algo->data[4] == FAKEBLAS_ALGO_TAG) {
-        const void* matrices[4] = {A, B, C, D};
         for (int i = 0; i < 4; i++)
             if (matrices[i] && algo->data[i] > 1 && (uintptr_t)matrices[i] % algo->data[i] != 0)
                 return fakeblas_fail(CUBLAS_STATUS_NOT_SUPPORTED, fn,
