@@ -1,4 +1,4 @@
-# Multi-GPU and multi-node (issue 7): llmc/process_group.h, llmc/distributed.cuh, llmc/zero.h, scripts/run_*.sh.
+# Multi-GPU and multi-node: llmc/process_group.h, llmc/distributed.cuh, llmc/zero.h, scripts/run_*.sh.
 #   simulated, several processes under mpirun with the fake NCCL (dev/cudasim/fake_nccl.h); part of `make test`:
 #     train_gpt_sim_dist, train_gpt_sim_dist_fp32    the trainer built with mpicxx -DCUDASIM -DUSE_NCCL -DUSE_MPI
 #     make test-distributed-sim    dev/cuda/test_distributed_sim.sh: N = 1..4 vs one process, ZeRO 0/1, fp32/bf16,

@@ -19,7 +19,7 @@ build/cudasim/test_flash_attention_fast: dev/cuda/test_flash_attention.cu $(FLAS
 
 build/bench_flash_attention: dev/cuda/bench_flash_attention.cu $(FLASH_ATTENTION_DEPS) llmc/cublas_common.cuh
 	@mkdir -p build
-	@bash scripts/gpu_build.sh "$(NVCC)" $< $@ -O3 -std=c++17 -arch=$(BENCH_ARCH) -I. -- -lcublasLt -lcublas
+	@bash scripts/gpu_build.sh "$(NVCC)" $< $@ -O3 -std=c++17 -arch=$(BENCH_ARCH) -I. -- $(GPU_LDLIBS)
 
 ALL_TARGETS += build/cudasim/test_flash_attention build/cudasim/test_flash_attention_fast
 

@@ -1,4 +1,4 @@
-# The GPU trainer (issue 5): train_gpt.cu, test_gpt.cu, llmc/*.cuh kernels, dev/cuda/ kernel tests.
+# The GPU trainer: train_gpt.cu, test_gpt.cu, llmc/*.cuh kernels, dev/cuda/ kernel tests.
 #   simulated (CUDA simulator, no GPU needed; part of `make test`):
 #     train_gpt_sim, test_gpt_sim (bf16)   train_gpt_sim_fp32, test_gpt_sim_fp32 (PRECISION=FP32)
 #     make test-gpt-sim-fp32 / test-gpt-sim   test_gpt on every reference state (+ recompute 1, 2 runs)
@@ -10,6 +10,7 @@
 #     make test-nvcc-gpu                      nvcc builds train_gpt and test_gpt for sm_80 and sm_90, no warnings; the
 #                                             trainer's kernels without spills, within the occupancy they state
 #     make sass-stats [SASS_PATTERN=flash]    static SASS per kernel (sm_90): instructions, HMMA, MUFU, spills, loop
+#     make test-cublas-probe                  scripts/cublas_probe.sh finds cuBLAS in CUBLAS_HOME, the toolkit or a pip wheel
 #     make test-nvcc-cuda12                   every GPU program compiles and links against CUDA 12.1's headers and
 #                                             libraries (NVIDIA's pip wheels, fetched by make cuda12-wheels)
 #   on a machine with an NVIDIA GPU (nvcc builds; not part of `make`):
@@ -28,7 +29,11 @@ NVCC_FLAGS ?= -O3 -std=c++17 $(NVCC_WERROR) -Xcompiler -Wall,-Wno-unused-functio
 NVCC_GENCODE = $(foreach a,$(GPU_ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \
                -gencode arch=compute_$(lastword $(GPU_ARCH)),code=compute_$(lastword $(GPU_ARCH))
 NVCC_PRECISION = $(if $(filter FP32,$(PRECISION)),-DPRECISION_FP32,)
-GPU_LDLIBS ?= -lcublasLt -lcublas
+# cuBLAS and cuBLASLt where scripts/cublas_probe.sh finds them (CUBLAS_HOME, the toolkit, or a pip wheel under
+# $(PYTHON)'s sys.path): its -I (nvcc compiles and links in one command, so the libraries' words reach the compile)
+# and link options, with a run path outside the default paths. Expanded only in a recipe that uses it (the probe
+# runs nvcc); without cuBLAS the build stops after the probe's one line saying where it looked.
+GPU_LDLIBS ?= $(shell PYTHON="$(PYTHON)" bash scripts/cublas_probe.sh "$(NVCC)" flags) $(or $(shell PYTHON="$(PYTHON)" bash scripts/cublas_probe.sh "$(NVCC)" libs 2>/dev/null),$(error no cuBLAS for $(NVCC): see the line above))
 
 train_gpt_sim: train_gpt.cu $(GPU_HEADERS)
 	$(CXX) $(SIM_FAST_CXXFLAGS) -x c++ $< -x none $(SIM_LDLIBS) -o $@
@@ -74,6 +79,8 @@ sim-test-kernels-bf16: build/gpu/test_kernels_bf16
 # compile-only, both precisions, sm_80 and sm_90, warnings as errors (the CI machine has nvcc, no GPU)
 test-nvcc-gpu:
 	@bash dev/cuda/test_nvcc_gpu.sh "$(NVCC)" "$(NVCC_TEST_FLAGS)"
+test-cublas-probe:
+	@PYTHON="$(PYTHON)" bash dev/cuda/test_cublas_probe.sh "$(NVCC)"
 
 CUDA12_DIR ?= build/cuda12
 cuda12-wheels:
@@ -101,6 +108,6 @@ gpucheck:
 
 ALL_TARGETS += build/cudasim/bench_kernels build/cudasim/bench_flash_attention
 SIM_TEST_TARGETS += test-gpt-sim-fp32 test-gpt-sim test-trainer-gpu-sim sim-test-kernels sim-test-kernels-bf16 sim-test-benchmarks
-TEST_TARGETS += test-gpt-sim-fp32 test-gpt-sim test-trainer-gpu-sim sim-test-kernels sim-test-kernels-bf16 sim-test-benchmarks test-nvcc-gpu test-nvcc-cuda12
+TEST_TARGETS += test-gpt-sim-fp32 test-gpt-sim test-trainer-gpu-sim sim-test-kernels sim-test-kernels-bf16 sim-test-benchmarks test-nvcc-gpu test-nvcc-cuda12 test-cublas-probe
 
-.PHONY: test-gpt-sim-fp32 test-gpt-sim test-trainer-gpu-sim sim-test-kernels sim-test-kernels-bf16 sim-test-benchmarks test-nvcc-gpu cuda12-wheels test-nvcc-cuda12 sass-stats bench-kernels gpucheck
+.PHONY: test-gpt-sim-fp32 test-gpt-sim test-trainer-gpu-sim sim-test-kernels sim-test-kernels-bf16 sim-test-benchmarks test-nvcc-gpu test-cublas-probe cuda12-wheels test-nvcc-cuda12 sass-stats bench-kernels gpucheck

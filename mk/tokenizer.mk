@@ -1,4 +1,4 @@
-# GPT-2 tokenizer and data pipeline (issue 3): llmc/tokenizer.h, ./tokenize, ./prepare_data.
+# GPT-2 tokenizer and data pipeline: llmc/tokenizer.h, ./tokenize, ./prepare_data.
 # Tests need: /usr/bin/python3 with tiktoken and unicodedata2==16.0.0 (pip), Debian's unicode-data
 # (PropList.txt), GPT-2's vocab.bpe/encoder.json in ../shared/data/gpt2 (GPT2_DIR), and the fortunes
 # corpus (data/setup.sh --fetch-only: apt-get download, or an installed fortunes package).

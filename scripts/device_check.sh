@@ -36,23 +36,20 @@ dc_check_torch() { grep -m 1 '^torch ' "$1"; grep -q '^benchmark done$' "$1"; }
 gc_on_record=dc_write_summary
 gc_init
 
-# 1. preflight
+# 1. preflight; the reference states and the binaries start building meanwhile
 if [ -n "$gc_arch" ]; then gc_record ok "preflight: nvidia-smi" 0 "$gc_gpu, sm_$gc_arch"
 else gc_record FAIL "preflight: nvidia-smi" 0 "no GPU seen: building for sm_90 anyway, every run will fail"; fi
-if [ "$gc_sim" = 1 ]; then gc_build "$gc_bin_preflight"; else
-    gc_probe
-    gc_step "preflight: build dev/cuda/preflight.cu" 90 - make -B -s NVCC="$NVCC" GPU_ARCH="${gc_arch:-90}" NVCC_WERROR= \
-        DIST_NVCC_FLAGS="$gc_dist_flags" DIST_LDLIBS="$gc_dist_libs" "${gc_bin_preflight#./}"
-fi
-gc_step "preflight: cuBLASLt$([[ "$gc_dist_flags" == *-DUSE_NCCL* ]] && echo ' + NCCL') on the GPU" 30 dc_check_preflight "$gc_bin_preflight"
-gc_preflight_log=$gc_last_log
-
-# 2. memcheck as soon as test_gpt and the small reference states are there; the rest builds meanwhile
+[ "$gc_sim" = 1 ] || gc_probe
 gc_start_references
 gc_build "$gc_bin_test" &
 build_test_pid=$!
 gc_build "$gc_bin_train" "$gc_bin_test_fp32" "$gc_bin_sample" "$gc_bin_kernels" "$gc_bin_flash" &
 build_rest_pid=$!
+gc_build "$gc_bin_preflight"
+gc_step "preflight: cuBLASLt$([[ "$gc_dist_flags" == *-DUSE_NCCL* ]] && echo ' + NCCL') on the GPU" 30 dc_check_preflight "$gc_bin_preflight"
+gc_preflight_log=$gc_last_log
+
+# 2. memcheck as soon as test_gpt and the small reference states are there; the rest builds meanwhile
 wait "$build_test_pid" "$gc_ref_small_pid"
 gc_sanitize memcheck
 

@@ -2,12 +2,14 @@
 # Builds one CUDA program with nvcc, or says clearly what is missing.
 # Usage: gpu_build.sh NVCC SOURCE OUTPUT [NVCC FLAGS...] -- [LIBRARIES...]
 # Flags and libraries are separate words (the Makefile's shell has already parsed their quoting, so a
-# define like -DGIT_REVISION='"abc"' arrives as one word). Before compiling, one trivial program is
-# linked with the libraries (no package-manager queries), so a missing library is named in one line
-# instead of after a long compile. The toolkit's own library directory (from `nvcc -dryrun`) goes into
-# the binary's run path, so cuBLAS is found at run time on machines whose loader does not know the
-# toolkit (pip-installed CUDA); after linking, ldd must resolve every library. NVML is not needed
-# (MFU uses a table of device peaks), so a machine with the toolkit but no driver library still builds.
+# define like -DGIT_REVISION='"abc"' arrives as one word). The libraries may hold include options too
+# (cuBLAS's -I from scripts/cublas_probe.sh): one nvcc command compiles and links, so they reach the
+# compile. Before compiling, one trivial program is linked with the libraries (no package-manager
+# queries), so a missing library is named in one line instead of after a long compile. The toolkit's
+# own library directory (from `nvcc -dryrun`) goes into the binary's run path, so cuBLAS is found at run
+# time on machines whose loader does not know the toolkit (pip-installed CUDA); after linking, ldd must
+# resolve every library. NVML is not needed (MFU uses a table of device peaks), so a machine with the
+# toolkit but no driver library still builds.
 set -u
 if [ $# -lt 3 ]; then echo "usage: gpu_build.sh NVCC SOURCE OUTPUT [FLAGS...] -- [LIBRARIES...]" >&2; exit 2; fi
 nvcc=$1; src=$2; out=$3; shift 3

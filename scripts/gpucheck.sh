@@ -56,7 +56,7 @@ gc_init() {
         done
     done
     PYTHON=${found:-${PYTHON:-python3}}
-    gc_sim=${GPUCHECK_SIM:-0} gc_dist_flags="" gc_dist_libs=""
+    gc_sim=${GPUCHECK_SIM:-0} gc_dist_flags="" gc_dist_libs="" gc_blas_ldlibs=""
     # shellcheck disable=SC2034 # gc_bin_preflight is device_check.sh's
     if [ "$gc_sim" = 1 ]; then
         gc_bin_train=./train_gpt_sim gc_bin_test=./test_gpt_sim gc_bin_test_fp32=./test_gpt_sim_fp32 gc_bin_sample=./sample_gpt_sim
@@ -151,14 +151,20 @@ gc_train_figures() {
             if (NR) printf "%.0f tok/s, MFU %s%%, %s ms a step (median of %d steps)", t[i], m[i], ms[i], NR; else printf "no step lines" }'
 }
 
-# gc_probe: which NCCL and MPI train_gpt links (scripts/dist_probe.sh, once); sets gc_dist_flags, gc_dist_libs
+# gc_probe: which NCCL and MPI train_gpt links (scripts/dist_probe.sh) and where cuBLAS is (scripts/cublas_probe.sh),
+# once; sets gc_dist_flags, gc_dist_libs and gc_blas_ldlibs (empty without cuBLAS: a FAIL, and gc_build builds nothing)
 gc_probe() {
-    local log=$gc_dir/dist_probe.log
+    local log=$gc_dir/dist_probe.log blas_log=$gc_dir/cublas_probe.log blas_flags blas_libs=""
     gc_dist_flags=$(PYTHON="$PYTHON" bash scripts/dist_probe.sh "$NVCC" "$MPICXX" flags 2>"$log")
     gc_dist_libs=$(PYTHON="$PYTHON" bash scripts/dist_probe.sh "$NVCC" "$MPICXX" libs 2>/dev/null)
     printf 'flags: %s\nlibs: %s\n' "$gc_dist_flags" "$gc_dist_libs" >>"$log"
     gc_nccl_note=$(grep -m 1 'NCCL' "$log" | sed 's/^note: //')
     gc_record ok "NCCL/MPI probe" 0 "${gc_nccl_note:-no note}; MPI: $([[ "$gc_dist_flags" == *-DUSE_MPI* ]] && echo yes || echo no)"
+    blas_flags=$(PYTHON="$PYTHON" bash scripts/cublas_probe.sh "$NVCC" flags 2>"$blas_log") &&
+        blas_libs=$(PYTHON="$PYTHON" bash scripts/cublas_probe.sh "$NVCC" libs 2>/dev/null)
+    gc_blas_ldlibs=${blas_libs:+$blas_flags $blas_libs}
+    if [ -n "$gc_blas_ldlibs" ]; then gc_record ok "cuBLAS probe" 0 "$(sed -n 's/^note: //p' "$blas_log" | head -n 1)"
+    else gc_record FAIL "cuBLAS probe" 0 "$(head -n 1 "$blas_log")"; fi
 }
 
 # gc_start_references: the reference states that are missing or older than train_gpt.py, written in the
@@ -179,9 +185,9 @@ gc_start_references() {
 }
 gc_check_d12_reference() { gc_check_reference "$1" build/gpu/ref_d12; }
 
-# gc_build [BINARY...]: one parallel make of the binaries (default: all of them, after the NCCL/MPI probe) for
-# sm_<arch>, rebuilt whatever is there (warnings are not errors here: another host compiler); the simulator builds
-# under GPUCHECK_SIM=1 (made as usual, not rebuilt)
+# gc_build [BINARY...]: one parallel make of the binaries (default: all of them, after the probes) for sm_<arch>,
+# rebuilt whatever is there (warnings are not errors here: another host compiler), with the libraries gc_probe found;
+# the simulator builds under GPUCHECK_SIM=1 (made as usual, not rebuilt)
 # shellcheck disable=SC2120 # gpucheck_main builds everything: no arguments
 gc_build() {
     local what=("$@")
@@ -191,9 +197,13 @@ gc_build() {
         gc_step "build ${gc_binaries[*]} (simulator)" 420 gc_check_binaries make -s -j"$gc_jobs" PYTHON="$PYTHON" "${gc_binaries[@]}"
         return
     fi
+    if [ -z "$gc_blas_ldlibs" ]; then
+        gc_record FAIL "build ${gc_binaries[*]} for sm_${gc_arch:-90}" 0 "not run: no cuBLAS (see the cuBLAS probe)"
+        return 1
+    fi
     gc_step "build ${gc_binaries[*]} for sm_${gc_arch:-90}" 420 gc_check_binaries make -k -B -s -j"$gc_jobs" NVCC="$NVCC" PYTHON="$PYTHON" \
         GPU_ARCH="${gc_arch:-90}" BENCH_ARCH="sm_${gc_arch:-90}" NVCC_WERROR= DIST_NVCC_FLAGS="$gc_dist_flags" DIST_LDLIBS="$gc_dist_libs" \
-        "${gc_binaries[@]}"
+        GPU_LDLIBS="$gc_blas_ldlibs" "${gc_binaries[@]}"
 }
 gc_check_binaries() {
     local b missing=""

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU sources against CUDA 12 (issue 5: builds for CUDA 12.x and 13). NVIDIA's pip wheels carry
+# The GPU sources against CUDA 12 (the trainer builds for CUDA 12.x and 13). NVIDIA's pip wheels carry
 # CUDA 12's headers and libraries but no CUDA 12 nvcc, so this machine's nvcc (13) compiles every GPU
 # program against the headers of CUDA 12.1's runtime, cuBLAS 12.1 and NCCL 2.18, with warnings as errors,
 # and links the programs against those libraries: any use of an API that CUDA 12 lacks fails here
