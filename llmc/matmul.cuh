@@ -11,15 +11,23 @@
  * micro-steps (cuBLASLt's BGRAD epilogues overwrite).
  * Algorithms: cuBLASLt's heuristic is asked once per problem (BlasProblem: shape, transposes, epilogue and
  * the pointers' alignments) and its answer kept in the context. It is told each matrix's real alignment
- * (up to 256 bytes): by default it assumes 256, and may pick a kernel that refuses a layer's slice
+ * (16 to 256 bytes): by default it assumes 256, and may pick a kernel that refuses a layer's slice
  * aligned to less (CUBLAS_STATUS_NOT_SUPPORTED).
+ * Alignment under 16 bytes: cuBLASLt may have no algorithm at all for a matrix (A, B or D) whose pointer or
+ * leading dimension in bytes is no multiple of 16 (bf16 at channels that are no multiple of 8; fp32 at
+ * no multiple of 4). Such a product never reaches cuBLASLt, on any GPU: it runs through the legacy cuBLAS
+ * API (cublasGemmEx, CUBLAS_COMPUTE_32F, ctx->gemm_handle; counted in ctx->gemm_fallbacks), which has no
+ * epilogue, so its bias and GELU are the separate kernels' below (the bias added to the product rounded to
+ * floatX, as for an unaligned bias).
  * GELU (bf16 build): the forward fuses gelu into the epilogue (GELU_AUX_BIAS: out = gelu(v), pre = v), the
  * backward fuses the GELU derivative (DGELU: dinp = (dout·weight)·gelu'(pre)). cuBLASLt needs the aux leading
  * dimension to be a multiple of 8; when it is not, when ctx->gelu_fusion is 0 (--gelu-fusion 0), or when its
- * heuristic has no algorithm for the fused epilogue (some type, shape or alignment), the separate kernels of
- * llmc/gelu.cuh run instead. The fp32 build always runs them: cuBLASLt does not specify its GELU's arithmetic.
+ * heuristic has no algorithm for the fused epilogue (some type, shape or alignment), or when the product runs
+ * through cublasGemmEx, the separate kernels of llmc/gelu.cuh run instead. The fp32 build always runs them:
+ * cuBLASLt does not specify its GELU's arithmetic.
  * Bias: the epilogues need a 16-byte aligned bias; a layer's slice of a stacked bias at channels that are no
- * multiple of 8 is not, and then the matmul runs without it and add_bias_kernel adds it (one thread per element).
+ * multiple of 8 is not, and then (as under cublasGemmEx) the matmul runs without it and add_bias_kernel adds it
+ * (one thread per element).
  */
 #ifndef LLMC_MATMUL_CUH
 #define LLMC_MATMUL_CUH
@@ -74,12 +82,23 @@ static inline const cublasLtMatmulAlgo_t* blas_algorithm(BlasContext* ctx, const
 /* D (m x n, col-major, ld m) = epilogue(op(A)·op(B) + beta·D): A is m x k (transa: stored k x m), B is
  * k x n (transb: stored n x k), both with the leading dimensions of their stored shapes. bias (m) and
  * aux (m x n, ld m) as the epilogue needs them, else NULL. Returns 0; −1 (nothing done) when cuBLASLt has
- * no algorithm for a GELU or DGELU epilogue here. */
+ * no algorithm for a GELU or DGELU epilogue here, or when A, B or D is under 16-byte alignment and the
+ * epilogue is not DEFAULT (cublasGemmEx, which then runs the product, has none). */
 static inline int matmul_cublaslt(BlasContext* ctx, floatX* d, const floatX* a, const floatX* b, const floatX* bias, floatX* aux,
                                   int m, int n, int k, int transa, int transb, float beta, cublasLtEpilogue_t epilogue) {
+    cublasOperation_t opa = transa ? CUBLAS_OP_T : CUBLAS_OP_N, opb = transb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    int lda = transa ? k : m, ldb = transb ? n : k;
+    if (blas_alignment(a) < 16 || blas_alignment(b) < 16 || blas_alignment(d) < 16 || lda * sizeof(floatX) % 16 != 0 ||
+        ldb * sizeof(floatX) % 16 != 0 || m * sizeof(floatX) % 16 != 0) {
+        if (epilogue != CUBLASLT_EPILOGUE_DEFAULT) return -1;
+        float alpha = 1.0f;
+        cublasCheck(cublasGemmEx(ctx->gemm_handle, opa, opb, m, n, k, &alpha, a, CUBLAS_FLOATX, lda, b, CUBLAS_FLOATX, ldb, &beta, d,
+                                 CUBLAS_FLOATX, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        ctx->gemm_fallbacks++;
+        return 0;
+    }
     cublasLtMatmulDesc_t desc;
     cublasCheck(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    cublasOperation_t opa = transa ? CUBLAS_OP_T : CUBLAS_OP_N, opb = transb ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof(opa)));
     cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof(opb)));
     cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
@@ -90,8 +109,8 @@ static inline int matmul_cublaslt(BlasContext* ctx, floatX* d, const floatX* a, 
         cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof(ld)));
     }
     cublasLtMatrixLayout_t la, lb, ld;
-    cublasCheck(cublasLtMatrixLayoutCreate(&la, CUBLAS_FLOATX, transa ? k : m, transa ? m : k, transa ? k : m));
-    cublasCheck(cublasLtMatrixLayoutCreate(&lb, CUBLAS_FLOATX, transb ? n : k, transb ? k : n, transb ? n : k));
+    cublasCheck(cublasLtMatrixLayoutCreate(&la, CUBLAS_FLOATX, lda, transa ? m : k, lda));
+    cublasCheck(cublasLtMatrixLayoutCreate(&lb, CUBLAS_FLOATX, ldb, transb ? k : n, ldb));
     cublasCheck(cublasLtMatrixLayoutCreate(&ld, CUBLAS_FLOATX, m, n, m));
     BlasProblem problem = {m, n, k, transa, transb, (int)epilogue, blas_alignment(a), blas_alignment(b), blas_alignment(d),
                            blas_alignment(bias), blas_alignment(aux)};
@@ -127,17 +146,18 @@ __global__ void add_bias_kernel(floatX* out, const floatX* bias, long n, int OC)
  * out = gelu(pre) (pre must not alias out). */
 static inline void matmul_forward(BlasContext* ctx, floatX* out, floatX* pre, const floatX* inp, const floatX* weight,
                                   const floatX* bias, int BT, int C, int OC) {
-    int fused_bias = blas_alignment(bias) >= 16; /* NULL counts as aligned */
-    if (pre && fused_bias && matmul_gelu_fusable(ctx, OC) &&
+    int fusable_bias = blas_alignment(bias) >= 16; /* NULL counts as aligned */
+    if (pre && fusable_bias && matmul_gelu_fusable(ctx, OC) &&
         matmul_cublaslt(ctx, out, weight, inp, bias, pre, OC, BT, C, 1, 0, 0.0f,
                         bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX) == 0)
         return;
     floatX* d = pre ? pre : out;
-    matmul_cublaslt(ctx, d, weight, inp, fused_bias ? bias : NULL, NULL, OC, BT, C, 1, 0, 0.0f,
-                    bias && fused_bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT);
     long n = (long)BT * OC;
-    if (!fused_bias)
-        launch_kernel(add_bias_kernel, dim3(ceil_div(n, ADD_BIAS_BLOCK)), dim3(ADD_BIAS_BLOCK), 0, ctx->stream, d, bias, n, OC);
+    if (!(bias && fusable_bias && matmul_cublaslt(ctx, d, weight, inp, bias, NULL, OC, BT, C, 1, 0, 0.0f, CUBLASLT_EPILOGUE_BIAS) == 0)) {
+        matmul_cublaslt(ctx, d, weight, inp, NULL, NULL, OC, BT, C, 1, 0, 0.0f, CUBLASLT_EPILOGUE_DEFAULT);
+        if (bias)
+            launch_kernel(add_bias_kernel, dim3(ceil_div(n, ADD_BIAS_BLOCK)), dim3(ADD_BIAS_BLOCK), 0, ctx->stream, d, bias, n, OC);
+    }
     if (pre) gelu_forward(out, pre, (size_t)n, ctx->stream);
 }
 

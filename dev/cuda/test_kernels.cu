@@ -4,7 +4,8 @@
  * build/gpu/test_kernels) or bf16 (the default, build/gpu/test_kernels_bf16: floatX = bf16, PACKX = 8), on shapes
  * that are not multiples of any block size (B=3, T=13, C=40 with 5 heads of 8, V=77 padded to 128, and 36/100-wide
  * matmuls where the GELU epilogues cannot fuse; in bf16 the 40/160-wide ones fuse GELU, and run again with
- * gelu_fusion 0, which must give the separate kernels' rounding; the fp32 build never fuses it). Each array has its
+ * gelu_fusion 0, which must give the separate kernels' rounding; the fp32 build never fuses it; matrices whose rows are
+ * no multiple of 16 bytes, 36/45/100/135-wide in bf16 and 45/135-wide in fp32, must go through cublasGemmEx). Each array has its
  * kernel's element type on the device (floatX for activations, parameters and gradients; fp32 for layernorm's
  * mean/rstd, the losses, AdamW's m, v and master weights, the scratch); the host keeps fp32 copies rounded to that type, so the CPU reference computes from exactly
  * the values the GPU reads. Each check prints what it compared and the relative L2 error ||gpu - cpu|| / ||cpu||,
@@ -62,6 +63,13 @@ static int passed = 0, failed = 0;
 static void count(int ok) {
     if (ok) passed++;
     else failed++;
+}
+
+/* that n products went through cublasGemmEx (llmc/matmul.cuh's path for matrices under 16-byte alignment) */
+static void check_gemm_fallbacks(const char* what, long n, long expected) {
+    int ok = n == expected;
+    printf("%s  %-62s %ld (expected %ld)\n", ok ? "ok  " : "FAIL", what, n, expected);
+    count(ok);
 }
 
 /* runs f in a child process (dev/run_child.h) and checks that it exits with status 1 after printing
@@ -455,21 +463,27 @@ int main(void) {
 
     /* matmuls: plain + bias, GELU fused (OC % 8 == 0) and not (OC = 100), and with a bias one element past an aligned
      * address (as a layer's slice of a stacked bias at C = 45: no bias epilogue, add_bias_kernel), and their backwards;
-     * variant 4 is variant 1 with gelu_fusion 0 (--gelu-fusion 0: the GELU kernel).
+     * variant 4 is variant 1 with gelu_fusion 0 (--gelu-fusion 0: the GELU kernel); variant 5 has a fusable OC but
+     * C = 45. Matrices whose rows are no multiple of 16 bytes (bf16: C = 36, 45, OC = 100, 135; fp32: C = 45, OC = 135)
+     * must go through cublasGemmEx (counted in blas.gemm_fallbacks), with the bias and GELU kernels.
      * The reference rounds where the GPU stores: pre before the GELU kernel reads it (the epilogue takes the gelu of the
      * unrounded value), the product before add_bias_kernel adds the bias */
-    for (int variant = 0; variant < 5; variant++) {
-        int Cin = variant == 2 ? 36 : variant == 3 ? 45 : C, OC = variant == 0 ? 3 * C : variant == 2 ? 100 : variant == 3 ? 135 : 4 * C;
+    for (int variant = 0; variant < 6; variant++) {
+        int Cin = variant == 2 ? 36 : variant == 3 || variant == 5 ? 45 : C,
+            OC = variant == 0 ? 3 * C : variant == 2 ? 100 : variant == 3 ? 135 : 4 * C;
         blas.gelu_fusion = variant != 4;
-        int gelu = variant > 0, skew = variant == 3, epilogue = gelu && matmul_gelu_fusable(&blas, OC) && !skew;
+        int lt = Cin * sizeof(floatX) % 16 == 0 && OC * sizeof(floatX) % 16 == 0; /* cudaMalloc'd matrices: 256-byte aligned */
+        int gelu = variant > 0, skew = variant == 3, epilogue = gelu && matmul_gelu_fusable(&blas, OC) && !skew && lt;
+        int bias_kernel = skew || !lt;
+        long fallbacks = blas.gemm_fallbacks;
         char what[128];
         Buf inp = buf_random((size_t)BT * Cin, 1.0f), w = buf_random((size_t)OC * Cin, 0.5f), bias = buf_random(OC + skew, 1.0f),
             out = buf_random((size_t)BT * OC, 1.0f), pre = buf_random((size_t)BT * OC, 1.0f), dout = buf_random((size_t)BT * OC, 1.0f),
             dinp = buf_random((size_t)BT * Cin, 1.0f), dw = buf_random((size_t)OC * Cin, 1.0f), db = buf_random(OC, 1.0f);
         matmul_forward(&blas, out.d, gelu ? pre.d : NULL, inp.d, w.d, bias.d + skew, BT, Cin, OC);
         float* d_ref = gelu ? pre.h : out.h;
-        matmul_forward(d_ref, inp.h, w.h, skew ? NULL : bias.h, BT, Cin, OC);
-        if (skew) {
+        matmul_forward(d_ref, inp.h, w.h, bias_kernel ? NULL : bias.h, BT, Cin, OC);
+        if (bias_kernel) {
             round_to<floatX>(d_ref, out.n);
             for (size_t i = 0; i < out.n; i++) d_ref[i] += bias.h[skew + i % OC];
         }
@@ -479,8 +493,10 @@ int main(void) {
         }
         snprintf(what, sizeof(what), "matmul_forward BT=%d C=%d OC=%d%s%s", BT, Cin, OC,
                  gelu ? (epilogue ? " + GELU epilogue" : blas.gelu_fusion ? " + GELU kernel" : " + GELU kernel (gelu_fusion 0)") : " + bias",
-                 skew ? ", unaligned bias: bias kernel" : "");
+                 skew ? ", unaligned bias: bias kernel" : bias_kernel ? ", bias kernel" : "");
         check(what, out.d, out.h, out.n);
+        check_gemm_fallbacks("  its products through cublasGemmEx", blas.gemm_fallbacks - fallbacks, lt ? 0 : 1);
+        fallbacks = blas.gemm_fallbacks;
         if (gelu) check("  its pre-GELU output", pre.d, pre.h, pre.n); /* pre.h now as stored */
         /* backward of out = f(inp·wᵀ + b): through the GELU when there is one (the fused DGELU needs C % 8 == 0) */
         float* dpre = (float*)malloc_check(dout.n * sizeof(float));
@@ -498,6 +514,7 @@ int main(void) {
         check(what, dinp.d, dinp_ref, dinp.n);
         check("  dweight (accumulating)", dw.d, dw.h, dw.n);
         check("  dbias (accumulating)", db.d, db.h, db.n);
+        check_gemm_fallbacks("  its products through cublasGemmEx", blas.gemm_fallbacks - fallbacks, lt ? 0 : 2);
         cudaCheck(cudaFree(dpre_d));
         free(dpre);
         free(dinp_ref);

@@ -134,16 +134,24 @@ static const char* epi_name(cublasLtEpilogue_t e) {
         }                                                                                                    \
     } while (0)
 
+/* v rounded up to a multiple of q */
+static int64_t round_up(int64_t v, int64_t q) { return (v + q - 1) / q * q; }
+
 /* Runs one case through cuBLASLt and returns the worst |error| / tolerance over D, aux, bias and
- * the padding (which must be unchanged). m, n, k odd; every leading dimension exceeds its rows. */
+ * the padding (which must be unchanged). m, n, k odd; every leading dimension exceeds its rows. bf16 leading
+ * dimensions and batch strides are multiples of 8 elements (16 bytes: the fake, as cuBLASLt, has no algorithm
+ * otherwise; test_lt_errors checks that refusal), fp32 ones any. */
 static double run_lt_case(cublasLtHandle_t lt, const lt_case* tc, int m, int n, int k, int corrupt) {
     int bf16 = tc->bf16, batch = tc->batch;
+    int64_t q = bf16 ? 8 : 1;
     int a_rows = tc->ta == CUBLAS_OP_N ? m : k, a_cols = tc->ta == CUBLAS_OP_N ? k : m;
     int b_rows = tc->tb == CUBLAS_OP_N ? k : n, b_cols = tc->tb == CUBLAS_OP_N ? n : k;
-    int64_t lda = a_rows + 3, ldb = b_rows + 5, ldc = m + 2, ldd = tc->in_place ? ldc : m + 7;
+    int64_t lda = round_up(a_rows + 3, q), ldb = round_up(b_rows + 5, q), ldc = round_up(m + 2, q);
+    int64_t ldd = tc->in_place ? ldc : round_up(m + 7, q);
     int64_t aux_ld = (m + 7) / 8 * 8 + 8;
     /* batch strides leave a gap between entries */
-    int64_t sA = lda * a_cols + 11, sB = ldb * b_cols + 9, sC = ldc * n + 3, sD = tc->in_place ? sC : ldd * n + 5;
+    int64_t sA = round_up(lda * a_cols + 11, q), sB = round_up(ldb * b_cols + 9, q), sC = round_up(ldc * n + 3, q);
+    int64_t sD = tc->in_place ? sC : round_up(ldd * n + 5, q);
     int64_t sAux = aux_ld * n + 16, sBias = m + 1;
     buffer A = buffer_random(bf16, sA * batch), B = buffer_random(bf16, sB * batch);
     buffer C = buffer_random(bf16, sC * batch);
@@ -476,6 +484,36 @@ static void test_lt_errors(cublasLtHandle_t lt) {
     cublasLtMatrixLayoutDestroy(lbad);
     cublasLtMatrixLayoutCreate(&lbad, CUDA_R_16BF, 4, 5, 4);
     check_status(MATMUL(la, lb, lbad, lbad, buf + 64), CUBLAS_STATUS_NOT_SUPPORTED, "cublasLtMatmul fp32 A/B with bf16 C/D");
+    { /* bf16 matrices must be 16-byte aligned, pointers and leading dimensions (ld x 2 bytes) */
+        cublasLtMatrixLayout_t ha, hb, hc, hodd;
+        cublasLtMatrixLayoutCreate(&ha, CUDA_R_16BF, 8, 3, 8);
+        cublasLtMatrixLayoutCreate(&hb, CUDA_R_16BF, 3, 5, 8);
+        cublasLtMatrixLayoutCreate(&hc, CUDA_R_16BF, 8, 5, 8);
+        cublasLtMatrixLayoutCreate(&hodd, CUDA_R_16BF, 8, 3, 9);
+        __nv_bfloat16* h = (__nv_bfloat16*)buf;
+        cublasLtMatmulHeuristicResult_t hh;
+        cublasLtMatmulPreference_t hp;
+        cublasLtMatmulPreferenceCreate(&hp);
+        int hcount = -1;
+        check_status(cublasLtMatmulAlgoGetHeuristic(lt, desc, hodd, hb, hc, hc, hp, 1, &hh, &hcount), CUBLAS_STATUS_NOT_SUPPORTED,
+                     "cublasLtMatmulAlgoGetHeuristic bf16 A with ld 9 (18 bytes)");
+        check(hcount == 0, "cublasLtMatmulAlgoGetHeuristic returns 0 algorithms for a bf16 ld of 18 bytes", hcount);
+        uint32_t two = 2;
+        cublasLtMatmulPreferenceSetAttribute(hp, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &two, sizeof(two));
+        hcount = -1;
+        check_status(cublasLtMatmulAlgoGetHeuristic(lt, desc, ha, hb, hc, hc, hp, 1, &hh, &hcount), CUBLAS_STATUS_NOT_SUPPORTED,
+                     "cublasLtMatmulAlgoGetHeuristic bf16 B with a preference of 2-byte alignment");
+        check(hcount == 0, "cublasLtMatmulAlgoGetHeuristic returns 0 algorithms for a 2-byte aligned bf16 B", hcount);
+        check_status(cublasLtMatmul(lt, desc, &one, h, ha, h + 64, hb, &zero, h + 128, hc, h + 128, hc, NULL, NULL, 0, (cudaStream_t)0),
+                     CUBLAS_STATUS_SUCCESS, "cublasLtMatmul bf16, 16-byte aligned (baseline)");
+        check_status(cublasLtMatmul(lt, desc, &one, h + 1, ha, h + 64, hb, &zero, h + 128, hc, h + 128, hc, NULL, NULL, 0, (cudaStream_t)0),
+                     CUBLAS_STATUS_NOT_SUPPORTED, "cublasLtMatmul bf16 A at 2 bytes past a 16-byte boundary");
+        cublasLtMatmulPreferenceDestroy(hp);
+        cublasLtMatrixLayoutDestroy(ha);
+        cublasLtMatrixLayoutDestroy(hb);
+        cublasLtMatrixLayoutDestroy(hc);
+        cublasLtMatrixLayoutDestroy(hodd);
+    }
     int32_t order = CUBLASLT_ORDER_ROW;
     cublasLtMatrixLayoutSetAttribute(lbad, CUBLASLT_MATRIX_LAYOUT_ORDER, &order, sizeof(order));
     check_status(MATMUL(la, lb, lc, lbad, buf + 64), CUBLAS_STATUS_NOT_SUPPORTED, "cublasLtMatmul D in CUBLASLT_ORDER_ROW");
