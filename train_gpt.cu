@@ -118,12 +118,22 @@ typedef struct {
     ActivationGrads da;
     float* scratch;     /* column sums or the encoder backward's partial sums, then the norm partials */
     size_t work_floats; /* where the norm partials start in scratch */
+    /* The host<->device copies of a step go through pinned host memory (cudaMallocHost): a copy from pageable
+     * memory may make the host wait for the stream (CUDA stages it). A pinned buffer is read or written when its
+     * copy runs, so the host refills it only after an event recorded after that copy. (The multi-GPU scalars of
+     * llmc/distributed.cuh stay pageable: a host wait follows each anyway.) */
     int* inputs_dev;    /* (B, T) */
     int* targets_dev;   /* (B, T) */
+    int* inputs_host;   /* (B, T) pinned: the inputs staged for their copy to inputs_dev */
+    int* targets_host;  /* (B, T) pinned: the same for the targets */
+    cudaEvent_t tokens_copied; /* recorded after both copies */
     int* encoder_plan_dev; /* encoder_plan_max_ints(BT): llmc/encoder.cuh's grouping of positions by token */
-    int* encoder_plan;     /* its host copy */
-    int* encoder_counts;   /* vocab_size + 1: its scratch */
-    float* losses_host;
+    int* encoder_plan[2];  /* its host copies, pinned, alternated backward by backward */
+    cudaEvent_t encoder_plan_copied[2]; /* recorded after each one's copy */
+    int encoder_plan_next; /* the one the next backward fills */
+    int* encoder_counts;   /* vocab_size + 1: encoder_plan's scratch (host only) */
+    float* losses_host; /* (B, T) pinned: the per-token losses read back */
+    float* norm_host;   /* 1 pinned: the squared gradient norm read back */
     float* logits_host; /* (Vp): the last position's logits, for sampling */
     cudaStream_t stream;
     BlasContext blas;
@@ -381,9 +391,16 @@ static void gpt_create(GPT* m, const GPTConfig* c, int B, int T, int recompute, 
     cudaCheck(cudaMalloc(&m->inputs_dev, BT * sizeof(int)));
     cudaCheck(cudaMalloc(&m->targets_dev, BT * sizeof(int)));
     cudaCheck(cudaMalloc(&m->encoder_plan_dev, encoder_plan_max_ints(BT) * sizeof(int)));
-    m->encoder_plan = (int*)malloc_check(encoder_plan_max_ints(BT) * sizeof(int));
+    cudaCheck(cudaMallocHost(&m->inputs_host, BT * sizeof(int)));
+    cudaCheck(cudaMallocHost(&m->targets_host, BT * sizeof(int)));
+    cudaCheck(cudaEventCreateWithFlags(&m->tokens_copied, cudaEventDisableTiming));
+    for (int i = 0; i < 2; i++) {
+        cudaCheck(cudaMallocHost(&m->encoder_plan[i], encoder_plan_max_ints(BT) * sizeof(int)));
+        cudaCheck(cudaEventCreateWithFlags(&m->encoder_plan_copied[i], cudaEventDisableTiming));
+    }
     m->encoder_counts = (int*)malloc_check((size_t)(c->vocab_size + 1) * sizeof(int));
-    m->losses_host = (float*)malloc_check(BT * sizeof(float));
+    cudaCheck(cudaMallocHost(&m->losses_host, BT * sizeof(float)));
+    cudaCheck(cudaMallocHost(&m->norm_host, sizeof(float)));
     m->logits_host = (float*)malloc_check((size_t)c->padded_vocab_size * sizeof(float));
 }
 
@@ -415,11 +432,13 @@ static void gpt_free(GPT* m) {
     void* device[] = {m->params, m->grads, m->master, m->adam_m, m->adam_v, m->act_memory, m->scratch, m->inputs_dev,
                       m->targets_dev, m->encoder_plan_dev};
     for (size_t i = 0; i < sizeof(device) / sizeof(device[0]); i++) cudaCheck(cudaFree(device[i]));
+    cudaEvent_t events[] = {m->tokens_copied, m->encoder_plan_copied[0], m->encoder_plan_copied[1]};
+    for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++) cudaCheck(cudaEventDestroy(events[i]));
+    void* pinned[] = {m->inputs_host, m->targets_host, m->encoder_plan[0], m->encoder_plan[1], m->losses_host, m->norm_host};
+    for (size_t i = 0; i < sizeof(pinned) / sizeof(pinned[0]); i++) cudaCheck(cudaFreeHost(pinned[i]));
     blas_destroy(&m->blas);
     cudaCheck(cudaStreamDestroy(m->stream));
-    free(m->encoder_plan);
     free(m->encoder_counts);
-    free(m->losses_host);
     free(m->logits_host);
 }
 
@@ -497,8 +516,25 @@ static void check_batch(const GPT* m, const int* tokens, const char* what, int B
             fatalf("%s token %d at position %d is outside the vocabulary [0, %d)", what, tokens[i], i, m->config.vocab_size);
 }
 
-static void gpt_forward_body(GPT* m, const int* inputs, int B, int T) {
+/* Stages the batch in the pinned buffers and queues their copies to the device: the inputs, and the
+ * targets unless NULL (sampling). The host first waits for the previous batch's copies to have read them. */
+static void gpt_upload_batch(GPT* m, const int* inputs, const int* targets, int B, int T) {
+    size_t bytes = (size_t)B * T * sizeof(int);
+    if (targets) check_batch(m, targets, "target", B, T);
     check_batch(m, inputs, "input", B, T);
+    cudaCheck(cudaEventSynchronize(m->tokens_copied));
+    memcpy(m->inputs_host, inputs, bytes);
+    cudaCheck(cudaMemcpyAsync(m->inputs_dev, m->inputs_host, bytes, cudaMemcpyHostToDevice, m->stream));
+    if (targets) {
+        memcpy(m->targets_host, targets, bytes);
+        cudaCheck(cudaMemcpyAsync(m->targets_dev, m->targets_host, bytes, cudaMemcpyHostToDevice, m->stream));
+    }
+    cudaCheck(cudaEventRecord(m->tokens_copied, m->stream));
+}
+
+/* The forward pass up to lnf, after copying the batch (gpt_upload_batch; targets may be NULL) */
+static void gpt_forward_body(GPT* m, const int* inputs, const int* targets, int B, int T) {
+    gpt_upload_batch(m, inputs, targets, B, T);
     const GPTConfig* c = &m->config;
     int L = c->num_layers, C = c->channels, NH = c->num_heads, BT = B * T;
     size_t lc = (size_t)BT * C;
@@ -506,7 +542,6 @@ static void gpt_forward_body(GPT* m, const int* inputs, int B, int T) {
     ParameterTensors* w = &m->w;
     Activations* a = &m->a;
     cudaStream_t s = m->stream;
-    cudaCheck(cudaMemcpyAsync(m->inputs_dev, inputs, (size_t)BT * sizeof(int), cudaMemcpyHostToDevice, s));
 
     /* ZeRO-1: a bucket's parameters are used once gathered: the embeddings' and lnf's (bucket L) and layer
      * 0's here, layer l + 1's before the layernorm fused into the end of layer l reads its ln1 */
@@ -561,12 +596,10 @@ static void gpt_forward_body(GPT* m, const int* inputs, int B, int T) {
 static float gpt_forward(GPT* m, const int* inputs, const int* targets, int B, int T, float grad_scale) {
     const GPTConfig* c = &m->config;
     int BT = B * T;
-    check_batch(m, targets, "target", B, T);
-    gpt_forward_body(m, inputs, B, T);
+    gpt_forward_body(m, inputs, targets, B, T);
     nvtxRangePushA("classifier forward");
     gpu_profile_begin(m, PROF_CLASSIFIER_FWD); /* the logits matmul, the softmax, the loss and its gradient */
     matmul_forward(&m->blas, m->a.logits, NULL, m->a.lnf, m->w.wte, NULL, BT, c->channels, c->padded_vocab_size);
-    cudaCheck(cudaMemcpyAsync(m->targets_dev, targets, (size_t)BT * sizeof(int), cudaMemcpyHostToDevice, m->stream));
     fused_classifier(m->a.logits, m->a.losses, m->targets_dev, grad_scale / BT, BT, c->vocab_size, c->padded_vocab_size, m->stream);
     cudaCheck(cudaMemcpyAsync(m->losses_host, m->a.losses, (size_t)BT * sizeof(float), cudaMemcpyDeviceToHost, m->stream));
     gpu_profile_end(m);
@@ -580,7 +613,7 @@ static float gpt_forward(GPT* m, const int* inputs, const int* targets, int B, i
 /* Logits of the last position only (for sampling): (Vp) fp32 on the host. */
 static inline const float* gpt_forward_last(GPT* m, const int* inputs, int T) {
     const GPTConfig* c = &m->config;
-    gpt_forward_body(m, inputs, 1, T);
+    gpt_forward_body(m, inputs, NULL, 1, T);
     matmul_forward(&m->blas, m->a.logits, NULL, m->a.lnf + (size_t)(T - 1) * c->channels, m->w.wte, NULL, 1, c->channels,
                    c->padded_vocab_size);
     copy_to_host(m->logits_host, m->a.logits, (size_t)c->padded_vocab_size);
@@ -683,11 +716,16 @@ static void gpt_backward(GPT* m, const int* inputs, int B, int T, int reduce) {
         nvtxRangePop();
         if (reduce) gpt_reduce_bucket(m, l);
     }
-    /* the host's grouping by token, its copy (from pageable memory: staged by the call, so the next
-     * backward may rewrite m->encoder_plan at once, and the host need not wait for this one), the kernels */
+    /* the host's grouping by token, built while the device runs the layers' backward, into the pinned
+     * plan buffer the backward before last filled (once its copy has run: the event recorded after it);
+     * its copy; the kernels */
     gpu_profile_begin(m, PROF_ENCODER_BWD);
-    EncoderPlan plan = encoder_plan(m->encoder_plan, m->encoder_counts, inputs, BT, m->config.vocab_size);
-    cudaCheck(cudaMemcpyAsync(m->encoder_plan_dev, m->encoder_plan, (size_t)plan.ints * sizeof(int), cudaMemcpyHostToDevice, s));
+    int k = m->encoder_plan_next;
+    m->encoder_plan_next = 1 - k;
+    cudaCheck(cudaEventSynchronize(m->encoder_plan_copied[k]));
+    EncoderPlan plan = encoder_plan(m->encoder_plan[k], m->encoder_counts, inputs, BT, m->config.vocab_size);
+    cudaCheck(cudaMemcpyAsync(m->encoder_plan_dev, m->encoder_plan[k], (size_t)plan.ints * sizeof(int), cudaMemcpyHostToDevice, s));
+    cudaCheck(cudaEventRecord(m->encoder_plan_copied[k], s));
     encoder_backward(g->wte, g->wpe, m->scratch, d->residual, m->encoder_plan_dev, plan, B, T, C, s);
     gpu_profile_end(m);
     if (reduce) gpt_reduce_bucket(m, L);
@@ -710,8 +748,9 @@ static float gpt_grad_norm_from(GPT* m, const G* grads) {
     float norm_squared;
     if (m->dist) norm_squared = dist_sum_device_float(m->dist, norm_scratch + GNORM_BLOCKS, m->stream);
     else {
-        cudaCheck(cudaMemcpyAsync(&norm_squared, norm_scratch + GNORM_BLOCKS, sizeof(float), cudaMemcpyDeviceToHost, m->stream));
+        cudaCheck(cudaMemcpyAsync(m->norm_host, norm_scratch + GNORM_BLOCKS, sizeof(float), cudaMemcpyDeviceToHost, m->stream));
         cudaCheck(cudaStreamSynchronize(m->stream));
+        norm_squared = *m->norm_host;
     }
     return sqrtf(norm_squared);
 }
