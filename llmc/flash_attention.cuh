@@ -38,15 +38,18 @@
  *                 diagonal tile each warp skips the 8-key column tiles past its last row; scores are tested
  *                 against the causal and T masks only in sub-tiles that may need it (fa_with_mask; interior ones compile
  *                 without the tests). S = QKᵀ (mma),
- *                 online softmax in fp32 with fast_exp2f (s·log2 e applied in the exponent's FMA), row max/sum over the 4 lanes
- *                 of a row (shfl_xor 1, 2); P goes from C fragments straight to bf16 A fragments; O += PV.
+ *                 online softmax in fp32 with fast_exp2f (s·log2 e applied in the exponent's FMA), row max over the 4
+ *                 lanes of a row (shfl_xor 1, 2), O rescaled only when a row's max passes its reference by
+ *                 FA_RESCALE_SLACK; P goes from C fragments straight to bf16 A fragments; O += PV, row sums += P·1
+ *                 (an mma against ones).
  *   backward:     (1) delta kernel: D = rowsum(dout∘out), and zeroes the dq accumulator (atomic mode);
  *                 (2) K/V kernel, block (h, b, K/V tile): K, V read by ldmatrix from shared memory, dK, dV in fp32
  *                 registers; loops over the query tiles from the diagonal on (Q, dO, lse, D double-buffered for
  *                 HD <= 128; at 32 keys a warp each tile is worked in two halves of 32 queries), recomputes Pᵀ = exp2(K Qᵀ·s·log2 e − lse·log2 e), dV += Pᵀ dO, dPᵀ = V dOᵀ,
  *                 dSᵀ = Pᵀ∘(dPᵀ − D), dK += dSᵀ Q; atomic mode: dSᵀ goes to shared memory and each warp adds
  *                 dS K for 16 queries into the fp32 accumulator with atomicAdd, then a kernel scales it into dqkv;
- *                 (3, deterministic mode) dQ kernel, block (h, b, query tile), the forward's structure: dQ += dS K.
+ *                 (3, deterministic mode) dQ kernel, block (h, b, query tile), the forward's structure (K/V tiles
+ *                 worked in halves of 32 keys): dQ += dS K.
  * fp32 path: same blocks of rows but 8 warps, one row each; K/V (or Q/dO) tiles of 32 rows staged in shared memory,
  *   lane j scores row j of the tile, and each lane accumulates head dims lane, lane+32, ... (no tensor cores). Its
  *   D = Σ p·dp / Σ p is summed in double from the same p and dp the dS kernels recompute (a pass over the keys, as
@@ -73,6 +76,7 @@
 #define FA32_TILE 32  /* fp32 path: rows of a staged tile, one per lane */
 #define FA_LOG2E 1.4426950408889634f
 #define FA_LN2 0.6931471805599453f
+#define FA_RESCALE_SLACK 8.0f /* forward: how far (log2 units) a row's maximum may pass its reference before O is rescaled */
 /* __launch_bounds__'s minimum blocks per SM of the forward and K/V backward kernels. HD >= 128: their shared memory
  * (>= 87 KiB) leaves room for at most two blocks an SM, so 255 registers a thread (two blocks' worth) cost no
  * occupancy, and 1 lets ptxas use them all (without it ptxas spilled in the K/V kernel at HD = 128 on sm_90, in the
@@ -91,24 +95,27 @@
 
 /* Stages rows row0..row0+ROWS-1 (64 by default, 64·MT for a kernel's MT row blocks) of one head's slice into `tile`
  * by cp.async: row r from src + (row0 + r)·row_stride, columns [0, hs); columns hs..HD-1 and rows >= T are
- * zero-filled. All threads of the block call it; thread i copies the 16-byte chunk i % (HD/8) of rows i / (HD/8),
- * + 128/(HD/8), ... (a fixed column: no per-chunk division). ALIGNED false (fa_aligned: hs not a multiple of 8, or
- * buffers not 16-byte aligned; a head's columns do not start on 16 bytes): each chunk is copied element by element with plain loads and stores. The
- * kernels take ALIGNED as a template parameter, so that the fast path's code is as without it (a run-time test here
- * made ptxas spill in the K/V backward). */
+ * zero-filled (cp_async_16_zfill: no branch per chunk). All threads of the block call it; thread i copies the
+ * 16-byte chunk i % (HD/8) of rows i / (HD/8), + 128/(HD/8), ... (a fixed column: no per-chunk division; passes
+ * counted from 0, so the unrolled loop has no exit tests; a stepped source pointer instead made ptxas spill in the
+ * K/V backward at HD = 128). ALIGNED false (fa_aligned: hs not a multiple of 8, or buffers not
+ * 16-byte aligned; a head's columns do not start on 16 bytes): each chunk is copied element by element with plain
+ * loads and stores. The kernels take ALIGNED as a template parameter, so that the fast path's code is as without it (a
+ * run-time test here made ptxas spill in the K/V backward). */
 template <int HD, bool ALIGNED, int ROWS = FA_BLOCK>
 __device__ inline void fa_load_tile(__nv_bfloat16* tile, const __nv_bfloat16* src, long row_stride, int row0, int T, int hs) {
     constexpr int chunks = HD / 8, rows_per_pass = FA_THREADS / chunks;
     static_assert(FA_THREADS % chunks == 0 && ROWS % rows_per_pass == 0, "fa_load_tile: whole rows per pass");
     int c = (threadIdx.x % chunks) * 8, r0 = threadIdx.x / chunks;
+    int rows_in = c < hs ? T - row0 : 0; /* rows r < rows_in hold data */
 FA_UNROLL
-    for (int r = r0; r < ROWS; r += rows_per_pass) {
+    for (int pass = 0; pass < ROWS / rows_per_pass; pass++) {
+        int r = r0 + pass * rows_per_pass;
         __nv_bfloat16* dst = tile + r * (HD + 8) + c;
         const __nv_bfloat16* from = src + (long)(row0 + r) * row_stride + c;
-        if (row0 + r >= T || c >= hs) *(uint4*)dst = make_uint4(0, 0, 0, 0);
-        else if (ALIGNED) cp_async_16(dst, from);
+        if (ALIGNED) cp_async_16_zfill(dst, from, r < rows_in);
         else
-            for (int i = 0; i < 8; i++) dst[i] = c + i < hs ? from[i] : __float2bfloat16(0.0f);
+            for (int i = 0; i < 8; i++) dst[i] = r < rows_in && c + i < hs ? from[i] : __float2bfloat16(0.0f);
     }
 }
 
@@ -214,16 +221,14 @@ FA_UNROLL
  * when hs is odd, col + 1 = hs is past the head for col = hs - 1: f must not write it) */
 template <int HD, typename F>
 __device__ __forceinline__ void fa_for_each_pair(const float acc[HD / 8][4], int row0, int T, int hs, F f) {
-    int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, cols = hs - 2 * t; /* col < hs: 8n < cols, a constant's test */
 FA_UNROLL
     for (int r = 0; r < 2; r++) {
         int row = row0 + g + 8 * r;
         if (row >= T) continue;
 FA_UNROLL
-        for (int n = 0; n < HD / 8; n++) {
-            int col = 8 * n + 2 * t;
-            if (col < hs) f(row, col, acc[n][2 * r], acc[n][2 * r + 1]);
-        }
+        for (int n = 0; n < HD / 8; n++)
+            if (8 * n < cols) f(row, 8 * n + 2 * t, acc[n][2 * r], acc[n][2 * r + 1]);
     }
 }
 
@@ -289,6 +294,25 @@ __device__ __forceinline__ void fa_with_mask(bool masked, F f) {
     else f(FaMask<false>());
 }
 
+/* masks a warp's MT row blocks of 16 x 8·NJ scores held as C fragments (s[m][j][2r + e]: row 16m + g + 8r, column
+ * 8j + 2t + e): an element becomes -INFINITY (so its exp2 is 0) where its column is >= limit(m, r). One compare and
+ * one select an element: the columns are constants, the limit is per row. */
+template <int MT, int NJ, typename Limit>
+__device__ __forceinline__ void fa_mask(float s[MT][NJ][4], Limit limit) {
+    int t = threadIdx.x % 4;
+FA_UNROLL
+    for (int m = 0; m < MT; m++)
+FA_UNROLL
+        for (int r = 0; r < 2; r++) {
+            int lim = limit(m, r) - 2 * t;
+FA_UNROLL
+            for (int j = 0; j < NJ; j++)
+FA_UNROLL
+                for (int e = 0; e < 2; e++)
+                    if (8 * j + e >= lim) s[m][j][2 * r + e] = -INFINITY;
+        }
+}
+
 /* closes the cp.async group of the loads issued so far, waits until at most `pending` groups are still in flight,
  * then a barrier: the tiles of the older groups are ready for every warp */
 template <int pending>
@@ -308,16 +332,19 @@ __device__ inline void fa_load_kv(__nv_bfloat16* k_tile, __nv_bfloat16* v_tile, 
 /* The key loop of the forward and dQ kernels (a block of queries, warp rows warp_row0..warp_row0 + rows - 1):
  * K/V tiles it = 0..n_kv-1 (keys 64·it..) double-buffered in kv_smem (K[2] then V[2], 64 x HD tiles): tile it + 1
  * is staged by cp.async while tile it is used. The caller's loads still uncommitted (its Q tiles) join tile 0's
- * group. body(k0, k_tile, v_tile) runs on the warps with rows < T and a row >= k0 (one that sees a key of the
- * tile; fa_key_subtiles splits it); barriers between tiles (the buffer just read is the next prefetch target). */
-template <int HD, bool ALIGNED, typename Body>
+ * group; first() runs once they are in shared memory (the fragments a warp keeps in registers: read before the
+ * loop, not tested for in it). body(k0, k_tile, v_tile) runs on the warps with rows < T and a row >= k0 (one that
+ * sees a key of the tile; fa_key_subtiles splits it); barriers between tiles (the buffer just read is the next
+ * prefetch target). */
+template <int HD, bool ALIGNED, typename First, typename Body>
 __device__ __forceinline__ void fa_key_loop(__nv_bfloat16* kv_smem, const __nv_bfloat16* base, int C, int n_kv, int warp_row0, int rows, int T, int hs,
-                                            Body body) {
+                                            First first, Body body) {
     constexpr int tile_elems = FA_BLOCK * (HD + 8);
     __nv_bfloat16* k_tiles = kv_smem;
     __nv_bfloat16* v_tiles = kv_smem + 2 * tile_elems;
     fa_load_kv<HD, ALIGNED>(k_tiles, v_tiles, base, C, 0, T, hs);
-    cp_async_commit();
+    fa_tiles_ready<0>();
+    first();
     for (int it = 0; it < n_kv; it++) {
         int buf = it & 1, k0 = it * FA_BLOCK;
         if (it + 1 < n_kv) fa_load_kv<HD, ALIGNED>(k_tiles + (buf ^ 1) * tile_elems, v_tiles + (buf ^ 1) * tile_elems, base, C, k0 + FA_BLOCK, T, hs);
@@ -334,7 +361,7 @@ __device__ __forceinline__ void fa_key_loop(__nv_bfloat16* kv_smem, const __nv_b
  * registers, Q fragments then read from shared memory). Grid fa_grid (NH, B, ceil(T/(64·MT))), 128 threads, dynamic smem
  * MT + 4 tiles (MT Q tiles, K[2], V[2]). */
 #define FA_FWD_MT(HD) ((HD) <= 128 ? 2 : 1) /* the forward's row blocks per warp: 2 where the registers allow */
-#define FA_KS(HD, MT) ((MT) == 1 || (HD) <= 64 ? FA_BLOCK : 32) /* forward and dQ kernels: keys per sub-tile */
+#define FA_KS(HD, MT) ((MT) == 1 || (HD) <= 64 ? FA_BLOCK : 32) /* the forward's keys per sub-tile */
 template <int HD, int MT, bool ALIGNED>
 __global__ void __launch_bounds__(FA_THREADS, FA_MIN_BLOCKS(HD)) flash_attention_forward_kernel(__nv_bfloat16* out, float* lse, const __nv_bfloat16* qkv, int T, int C, int NH) {
     constexpr int KS = FA_KS(HD, MT), NJ = KS / 8;
@@ -354,14 +381,21 @@ __global__ void __launch_bounds__(FA_THREADS, FA_MIN_BLOCKS(HD)) flash_attention
     float o[MT][HD / 8][4];
 FA_UNROLL
     for (int m = 0; m < MT; m++) fa_zero<HD / 8>(o[m]);
-    float row_max[MT][2], row_sum[MT][2]; /* rows 16m + g, 16m + g + 8 of the warp; max in log2 units */
+    /* row_max[m][r]: row 16m + g + 8r of the warp, log2 units. row_sum[m]: a C fragment of a 16 x 8 tile each of whose
+     * columns is Σ P of its row so far (row_sum[m][2r], [2r + 1]: row 16m + g + 8r), summed as P·1 on the tensor
+     * cores (one mma per 16 keys instead of an add per score) from the bf16 P that O sums */
+    float row_max[MT][2], row_sum[MT][4];
+    const uint32_t ones[2] = {0x3F803F80u, 0x3F803F80u}; /* a B fragment of bf16 ones (0x3F80 = 1.0) */
 FA_UNROLL
-    for (int m = 0; m < MT; m++) row_max[m][0] = row_max[m][1] = -INFINITY, row_sum[m][0] = row_sum[m][1] = 0.0f;
-    fa_key_loop<HD, ALIGNED>(smem + MT * FA_BLOCK * (HD + 8), base, C, n_kv, warp_row0, 16 * MT, T, hs,
-                    [&](int k0, const __nv_bfloat16* k_tile, const __nv_bfloat16* v_tile) {
-        if (k0 == 0 && !a_in_smem)
+    for (int m = 0; m < MT; m++) {
+        row_max[m][0] = row_max[m][1] = -INFINITY;
+        fa_zero<1>(&row_sum[m]);
+    }
+    fa_key_loop<HD, ALIGNED>(smem + MT * FA_BLOCK * (HD + 8), base, C, n_kv, warp_row0, 16 * MT, T, hs, [&]() {
+        if (!a_in_smem)
 FA_UNROLL
             for (int m = 0; m < MT; m++) fa_load_a<HD>(q_frag[m], q_tile, 16 * (MT * warp + m));
+    }, [&](int k0, const __nv_bfloat16* k_tile, const __nv_bfloat16* v_tile) {
         fa_key_subtiles<KS>(k0, warp_row0, 16 * MT, T, [&](int kh, int tiles_seen) { /* keys ks0 .. ks0 + KS - 1 */
             int ks0 = k0 + kh;
             /* an interior sub-tile (every key <= the warp's first row, < T) sees all NJ column tiles: a constant there,
@@ -370,46 +404,61 @@ FA_UNROLL
                 int n_tiles = mask.on ? tiles_seen : NJ;
                 float s[MT][NJ][4];
                 fa_mma_abt<HD, a_in_smem, MT, NJ>(s, q_frag, q_tile, 16 * MT * warp, k_tile + kh * (HD + 8), n_tiles);
-                if (mask.on) { /* a sub-tile that may hold masked scores */
-FA_UNROLL
-                    for (int m = 0; m < MT; m++)
-FA_UNROLL
-                        for (int j = 0; j < NJ; j++)
-FA_UNROLL
-                            for (int i = 0; i < 4; i++) {
-                                int row = warp_row0 + 16 * m + g + 8 * (i / 2), key = ks0 + 8 * j + 2 * t + (i & 1);
-                                if (!(j < n_tiles && key <= row && key < T)) s[m][j][i] = -INFINITY;
-                            }
-                }
+                /* a sub-tile that may hold masked scores: keys ks0 + c with c < min(row + 1, T) - ks0 seen (the column
+                 * tiles j >= n_tiles, not computed, lie past that) */
+                if (mask.on) fa_mask<MT, NJ>(s, [&](int m, int r) { return min(warp_row0 + 16 * m + g + 8 * r + 1, T) - ks0; });
+                /* the new row maxima; O and the sums are rescaled to them only when one exceeds its row's reference
+                 * by more than FA_RESCALE_SLACK (some row of the warp: the test is the warp's), so most tiles skip the
+                 * rescale; P up to 2^FA_RESCALE_SLACK is exact in the end, as O and the sums share the reference */
+                float mx[MT][2];
+                bool grow = false;
 FA_UNROLL
                 for (int m = 0; m < MT; m++)
 FA_UNROLL
                     for (int r = 0; r < 2; r++) {
-                        float mx = -INFINITY; /* of the unscaled scores: the scale is positive, so scaling keeps the maximum */
+                        float x = -INFINITY; /* of the unscaled scores: the scale is positive, so scaling keeps the maximum */
 FA_UNROLL
-                        for (int j = 0; j < NJ; j++) mx = fmaxf(mx, fmaxf(s[m][j][2 * r], s[m][j][2 * r + 1]));
-                        mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 1));
-                        mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 2));
-                        mx = fmaxf(row_max[m][r], mx * scale_log2);
-                        float ref = mx == -INFINITY ? 0.0f : mx; /* a row with no key yet: keep everything 0, not NaN */
-                        float correction = fast_exp2f(row_max[m][r] - ref);
-                        row_max[m][r] = mx;
-                        row_sum[m][r] *= correction;
+                        for (int j = 0; j < NJ; j++) x = fmaxf(x, fmaxf(s[m][j][2 * r], s[m][j][2 * r + 1]));
+                        x = fmaxf(x, __shfl_xor_sync(FULL_MASK, x, 1));
+                        x = fmaxf(x, __shfl_xor_sync(FULL_MASK, x, 2));
+                        mx[m][r] = fmaxf(row_max[m][r], x * scale_log2);
+                        grow |= mx[m][r] > row_max[m][r] + FA_RESCALE_SLACK;
+                    }
+                if (__any_sync(FULL_MASK, grow))
 FA_UNROLL
-                        for (int n = 0; n < HD / 8; n++) {
-                            o[m][n][2 * r] *= correction;
-                            o[m][n][2 * r + 1] *= correction;
+                    for (int m = 0; m < MT; m++)
+FA_UNROLL
+                        for (int r = 0; r < 2; r++) {
+                            /* a row with no key yet keeps -INFINITY: its correction is 0 (everything 0, not NaN) */
+                            float correction = fast_exp2f(row_max[m][r] - (mx[m][r] == -INFINITY ? 0.0f : mx[m][r]));
+                            row_max[m][r] = mx[m][r];
+                            row_sum[m][2 * r] *= correction;
+                            row_sum[m][2 * r + 1] *= correction;
+FA_UNROLL
+                            for (int n = 0; n < HD / 8; n++) {
+                                o[m][n][2 * r] *= correction;
+                                o[m][n][2 * r + 1] *= correction;
+                            }
                         }
+FA_UNROLL
+                for (int m = 0; m < MT; m++)
+FA_UNROLL
+                    for (int r = 0; r < 2; r++) {
+                        float ref = row_max[m][r] == -INFINITY ? 0.0f : row_max[m][r];
 FA_UNROLL
                         for (int j = 0; j < NJ; j++) {
                             s[m][j][2 * r] = fast_exp2f(fmaf(s[m][j][2 * r], scale_log2, -ref));
                             s[m][j][2 * r + 1] = fast_exp2f(fmaf(s[m][j][2 * r + 1], scale_log2, -ref));
-                            row_sum[m][r] += s[m][j][2 * r] + s[m][j][2 * r + 1];
                         }
                     }
                 uint32_t p[MT][NJ / 2][4];
 FA_UNROLL
-                for (int m = 0; m < MT; m++) fa_c_to_a<NJ>(p[m], s[m]);
+                for (int m = 0; m < MT; m++) {
+                    fa_c_to_a<NJ>(p[m], s[m]);
+FA_UNROLL
+                    for (int kc = 0; kc < NJ / 2; kc++)
+                        if (kc < (n_tiles + 1) / 2) mma_m16n8k16_bf16(row_sum[m], p[m][kc], ones, row_sum[m]);
+                }
                 fa_mma_ab<HD, MT, NJ / 2>(o, p, v_tile + kh * (HD + 8), (n_tiles + 1) / 2);
             });
         });
@@ -420,8 +469,7 @@ FA_UNROLL
         float inv[2];
 FA_UNROLL
         for (int r = 0; r < 2; r++) {
-            float sum = row_sum[m][r] + __shfl_xor_sync(FULL_MASK, row_sum[m][r], 1);
-            sum += __shfl_xor_sync(FULL_MASK, sum, 2);
+            float sum = row_sum[m][2 * r];
             inv[r] = 1.0f / sum;
             int row = warp_row0 + 16 * m + g + 8 * r;
             if (t == 0 && row < T) lse[((long)b * NH + h) * T + row] = (row_max[m][r] + log2f(sum)) * FA_LN2;
@@ -541,17 +589,23 @@ FA_UNROLL
                 float p[MT][8][4], ds[MT][8][4]; /* column tiles j < QS/8 used */
                 fa_mma_abt<HD, true, MT>(p, NULL, k_tile, 16 * MT * warp, q_tile + qo * (HD + 8), QS / 8);   /* Sᵀ: rows = keys, columns = queries */
                 fa_mma_abt<HD, true, MT>(ds, NULL, v_tile, 16 * MT * warp, do_tile + qo * (HD + 8), QS / 8); /* dPᵀ */
-                fa_with_mask(!L::lean || m0 + qo < warp_key0 + 16 * MT - 1 || m0 + qo + QS > T, [&](auto mask) {
+                /* only causality is masked: key row 16m + g + 8r sees the columns 8j + 2t + e >= first; queries >= T have
+                 * zero Q and dO rows and lse = D = 0 there, so their p = 1 adds nothing to dV, dK or (their dS being 0) dQ */
+                fa_with_mask(!L::lean || m0 + qo < warp_key0 + 16 * MT - 1, [&](auto mask) {
 FA_UNROLL
                     for (int m = 0; m < MT; m++)
 FA_UNROLL
-                        for (int j = 0; j < QS / 8; j++)
+                        for (int r = 0; r < 2; r++) {
+                            int first = warp_key0 + 16 * m + g + 8 * r - m0 - qo;
 FA_UNROLL
-                            for (int i = 0; i < 4; i++) {
-                                int key = warp_key0 + 16 * m + g + 8 * (i / 2), qi = qo + 8 * j + 2 * t + (i & 1), query = m0 + qi;
-                                p[m][j][i] = (!mask.on || (query >= key && query < T)) ? fa_exp2<L::lean>(p[m][j][i] * scale_log2 - lse_t[qi]) : 0.0f;
-                                ds[m][j][i] = p[m][j][i] * (ds[m][j][i] - delta_t[qi]);
-                            }
+                            for (int j = 0; j < QS / 8; j++)
+FA_UNROLL
+                                for (int e = 0; e < 2; e++) {
+                                    int i = 2 * r + e, qi = qo + 8 * j + 2 * t + e;
+                                    p[m][j][i] = (!mask.on || qi - qo >= first) ? fa_exp2<L::lean>(p[m][j][i] * scale_log2 - lse_t[qi]) : 0.0f;
+                                    ds[m][j][i] = p[m][j][i] * (ds[m][j][i] - delta_t[qi]);
+                                }
+                        }
                 });
                 uint32_t a[MT][4][4]; /* k-chunks kc < QS/16 used */
 FA_UNROLL
@@ -609,22 +663,26 @@ FA_UNROLL
 
 /* bf16 backward, dQ kernel of the deterministic mode: the forward's decomposition (MT row blocks of 16 queries per
  * warp, blocks of 64·MT queries, grid fa_grid (NH, B, ceil(T/(64·MT))); K/V tiles double-buffered, worked in sub-tiles of
- * FA_KS keys); per sub-tile P = exp2(Q Kᵀ·s·log2 e − lse·log2 e), dS = P∘(dO Vᵀ − D), dQ += dS K; dqkv's q part =
+ * FA_DQ_KS keys); per sub-tile P = exp2(Q Kᵀ·s·log2 e − lse·log2 e), dS = P∘(dO Vᵀ − D), dQ += dS K; dqkv's q part =
  * s·dQ. Q and dO fragments in registers at MT = 1 (HD <= 128), else read from shared memory per k-chunk (the
  * registers hold MT x dQ). Shared: MT x (Q, dO) tiles, K[2], V[2]. */
 /* the dQ kernel's row blocks per warp: 2 up to HD = 64 (at HD = 128 its MT x (Q, dO) tiles would take 139 KiB of
  * shared memory, one block an SM, and ptxas spills) */
 #define FA_DQ_MT(HD) ((HD) <= 64 ? 2 : 1)
+/* the dQ kernel's keys per sub-tile: 32, so that the two score tiles of an interior sub-tile, worked without the
+ * column-tile tests, fit in registers beside MT x dQ (with 64, ptxas spilled at HD = 64 and 128); at MT = 2 the
+ * Q and dO fragments are then read from shared memory once per 32 keys, not 64 */
+#define FA_DQ_KS 32
 template <int HD, int MT, bool ALIGNED>
 __global__ void __launch_bounds__(FA_THREADS) flash_attention_backward_q_kernel(__nv_bfloat16* dqkv, const __nv_bfloat16* dout, const __nv_bfloat16* qkv, const float* lse,
                                                                           const float* delta, int T, int C, int NH) {
-    constexpr int KS = FA_KS(HD, MT), NJ = KS / 8;
+    constexpr int KS = FA_DQ_KS, NJ = KS / 8;
     constexpr bool a_in_smem = FA_A_IN_SMEM(HD) || MT > 1;
     DYNAMIC_SMEM(__nv_bfloat16, smem);
     __nv_bfloat16* q_tile = smem;                             /* 64·MT rows */
     __nv_bfloat16* do_tile = smem + MT * FA_BLOCK * (HD + 8); /* 64·MT rows, then K[2], V[2] */
     int hs = C / NH, q_block = gridDim.z - 1 - blockIdx.z, h = blockIdx.x, b = blockIdx.y;
-    int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    int warp = threadIdx.x / 32, g = threadIdx.x % 32 / 4;
     int q0 = q_block * FA_BLOCK * MT, warp_row0 = q0 + 16 * MT * warp;
     int n_kv = min(MT * (q_block + 1), (T + FA_BLOCK - 1) / FA_BLOCK);
     long row_stride = 3L * C;
@@ -646,35 +704,37 @@ FA_UNROLL
     float dq[MT][HD / 8][4];
 FA_UNROLL
     for (int m = 0; m < MT; m++) fa_zero<HD / 8>(dq[m]);
-    fa_key_loop<HD, ALIGNED>(smem + 2 * MT * FA_BLOCK * (HD + 8), base, C, n_kv, warp_row0, 16 * MT, T, hs,
-                    [&](int k0, const __nv_bfloat16* k_tile, const __nv_bfloat16* v_tile) {
-        if (k0 == 0 && !a_in_smem)
+    fa_key_loop<HD, ALIGNED>(smem + 2 * MT * FA_BLOCK * (HD + 8), base, C, n_kv, warp_row0, 16 * MT, T, hs, [&]() {
+        if (!a_in_smem)
 FA_UNROLL
             for (int m = 0; m < MT; m++) {
                 fa_load_a<HD>(q_frag[m], q_tile, 16 * (MT * warp + m));
                 fa_load_a<HD>(do_frag[m], do_tile, 16 * (MT * warp + m));
             }
-        fa_key_subtiles<KS>(k0, warp_row0, 16 * MT, T, [&](int kh, int n_tiles) {
+    }, [&](int k0, const __nv_bfloat16* k_tile, const __nv_bfloat16* v_tile) {
+        fa_key_subtiles<KS>(k0, warp_row0, 16 * MT, T, [&](int kh, int tiles_seen) {
             int ks0 = k0 + kh;
-            float s[MT][NJ][4], ds[MT][NJ][4];
-            fa_mma_abt<HD, a_in_smem, MT, NJ>(s, q_frag, q_tile, 16 * MT * warp, k_tile + kh * (HD + 8), n_tiles);
-            fa_mma_abt<HD, a_in_smem, MT, NJ>(ds, do_frag, do_tile, 16 * MT * warp, v_tile + kh * (HD + 8), n_tiles);
+            /* an interior sub-tile sees all NJ column tiles, a constant there (as in the forward) */
             fa_with_mask(ks0 + KS - 1 > warp_row0 || ks0 + KS > T, [&](auto mask) {
+                int n_tiles = mask.on ? tiles_seen : NJ;
+                float s[MT][NJ][4], ds[MT][NJ][4];
+                fa_mma_abt<HD, a_in_smem, MT, NJ>(s, q_frag, q_tile, 16 * MT * warp, k_tile + kh * (HD + 8), n_tiles);
+                fa_mma_abt<HD, a_in_smem, MT, NJ>(ds, do_frag, do_tile, 16 * MT * warp, v_tile + kh * (HD + 8), n_tiles);
+                if (mask.on) fa_mask<MT, NJ>(s, [&](int m, int r) { return min(warp_row0 + 16 * m + g + 8 * r + 1, T) - ks0; });
 FA_UNROLL
                 for (int m = 0; m < MT; m++)
 FA_UNROLL
                     for (int j = 0; j < NJ; j++)
 FA_UNROLL
                         for (int i = 0; i < 4; i++) {
-                            int r = i / 2, row = warp_row0 + 16 * m + g + 8 * r, key = ks0 + 8 * j + 2 * t + (i & 1);
-                            float p = (!mask.on || (j < n_tiles && key <= row && key < T)) ? fast_exp2f(s[m][j][i] * scale_log2 - row_lse[m][r]) : 0.0f;
-                            ds[m][j][i] = p * (ds[m][j][i] - row_delta[m][r]);
+                            float p = fast_exp2f(s[m][j][i] * scale_log2 - row_lse[m][i / 2]);
+                            ds[m][j][i] = p * (ds[m][j][i] - row_delta[m][i / 2]);
                         }
-            });
-            uint32_t a[MT][NJ / 2][4];
+                uint32_t a[MT][NJ / 2][4];
 FA_UNROLL
-            for (int m = 0; m < MT; m++) fa_c_to_a<NJ>(a[m], ds[m]);
-            fa_mma_ab<HD, MT, NJ / 2>(dq, a, k_tile + kh * (HD + 8), (n_tiles + 1) / 2);
+                for (int m = 0; m < MT; m++) fa_c_to_a<NJ>(a[m], ds[m]);
+                fa_mma_ab<HD, MT, NJ / 2>(dq, a, k_tile + kh * (HD + 8), (n_tiles + 1) / 2);
+            });
         });
     });
     if (warp_row0 >= T) return;

@@ -15,8 +15,9 @@
  * .trans M_i[2(l%4)][l/4] (low half) and M_i[2(l%4)+1][l/4] (high half). So ldmatrix_x4 on a 16x16
  * row-major tile (lanes 0-15 pointing at rows 0-15 of columns 0-7, lanes 16-31 at rows 0-15 of columns
  * 8-15) yields the A fragment, and ldmatrix_x2_trans on a row-major 16x8 K x N tile yields B.
- * cp.async: cp_async_16 copies 16 bytes global -> shared (both 16-byte aligned); a GPU completes it
- * asynchronously, so the data may be read only after cp_async_commit() and cp_async_wait<N>() (at most N
+ * cp.async: cp_async_16 copies 16 bytes global -> shared (both 16-byte aligned), cp_async_16_zfill(smem, gmem,
+ * full) the same when `full`, else writes 16 zero bytes and reads nothing (gmem need not point at memory then:
+ * the source size operand is 0); a GPU completes them asynchronously, so the data may be read only after cp_async_commit() and cp_async_wait<N>() (at most N
  * groups still pending) and a barrier if other threads read it. The simulator copies at issue, or, deferred,
  * at the wait (see dev/cudasim/cudasim.h).
  */
@@ -69,6 +70,9 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t r[4], const void* row
 
 __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_address(smem)), "l"(gmem));
+}
+__device__ __forceinline__ void cp_async_16_zfill(void* smem, const void* gmem, bool full) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_address(smem)), "l"(gmem), "r"(full ? 16 : 0));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
@@ -164,6 +168,12 @@ inline void ldmatrix_x4_trans(uint32_t r[4], const void* row, CUDASIM_SITE) { cu
 inline void cp_async_16(void* smem, const void* gmem, CUDASIM_SITE) {
     if ((uintptr_t)smem % 16 || (uintptr_t)gmem % 16) cudasim::fail("cp_async_16: addresses %p <- %p are not 16-byte aligned", smem, gmem);
     cudasim::cp_async_issue(smem, gmem, cudasim_file, cudasim_line);
+}
+/* not full: a copy of 16 zero bytes, deferred as any other (gmem is not read) */
+inline void cp_async_16_zfill(void* smem, const void* gmem, bool full, CUDASIM_SITE) {
+    static const unsigned char zeros[16] = {0};
+    if ((uintptr_t)smem % 16 || (full && (uintptr_t)gmem % 16)) cudasim::fail("cp_async_16_zfill: addresses %p <- %p are not 16-byte aligned", smem, gmem);
+    cudasim::cp_async_issue(smem, full ? gmem : (const void*)zeros, cudasim_file, cudasim_line);
 }
 inline void cp_async_commit() { cudasim::cp_async_commit_group(); }
 template <int N>

@@ -11,6 +11,9 @@
 #                                             trainer's kernels without spills, within the occupancy they state
 #     make sass-stats [SASS_PATTERN=flash]    static SASS per kernel (sm_90): instructions, HMMA, MUFU, spills, loop
 #     make test-cublas-probe                  scripts/cublas_probe.sh finds cuBLAS in CUBLAS_HOME, the toolkit or a pip wheel
+#     make test-sass-issue                    flash attention's key loops (head dims 64, 128; sm_90 SASS of
+#                                             dev/cuda/test_flash_attention.cu) within dev/cuda/sass_issue_limits.txt's
+#                                             instructions per HMMA
 #     make test-nvcc-cuda12                   every GPU program compiles and links against CUDA 12.1's headers and
 #                                             libraries (NVIDIA's pip wheels, fetched by make cuda12-wheels)
 #   on a machine with an NVIDIA GPU (nvcc builds; not part of `make`):
@@ -90,6 +93,10 @@ test-nvcc-cuda12:
 
 sass-stats:
 	@$(PYTHON) dev/cuda/sass_stats.py '$(SASS_PATTERN)'
+test-sass-issue:
+	@NVCC="$(NVCC)" $(PYTHON) dev/cuda/sass_stats.py --source dev/cuda/test_flash_attention.cu --limits dev/cuda/sass_issue_limits.txt
+TEST_TARGETS += test-sass-issue
+.PHONY: test-sass-issue
 
 bench-kernels: build/gpu/bench_kernels
 	./build/gpu/bench_kernels
