@@ -7,7 +7,10 @@
 #      figures and the perf model's floors reach the tables when the training ran;
 #   2. a run killed (SIGKILL, the whole process group) during the step after memcheck: $OUT still holds the
 #      summary of the steps before and their logs;
-#   3. a sanitizer error is a FAIL, and the exit status says so.
+#   3. a sanitizer error is a FAIL, and the exit status says so;
+#   4. gpucheck.sh's rules for one step: SKIP for a tool that cannot run on the device, for a step the budget cut
+#      or left out and for a check whose prerequisite was skipped; FAIL for a hang within the step's own budget,
+#      a wrong log, a missing prerequisite.
 # Needs the simulator builds and the reference states (make test-device-check makes them).
 . "$(dirname "$0")/testlib.sh"
 test_begin
@@ -26,7 +29,7 @@ tool=memcheck
 while [ $# -gt 0 ]; do
     case $1 in
     --tool) tool=$2; shift 2 ;;
-    --error-exitcode) shift 2 ;;
+    --*) shift 2 ;; # the other options the device check gives take a value
     *) break ;;
     esac
 done
@@ -124,8 +127,42 @@ else bad "killed after memcheck: no memcheck log in $tmp/b/steps"; fi
 device_check "$tmp/c" 60 FAKE_SANITIZER_ERRORS=1 >"$tmp/c.log" 2>&1
 rc=$?
 fails=$(grep -c '^FAIL' "$tmp/c/steps/results.tsv" 2>/dev/null)
-if [ $rc -eq 1 ] && [ "$fails" -ge 1 ] && grep -qE $'^FAIL\tcompute-sanitizer memcheck' "$tmp/c/steps/results.tsv" &&
+if [ $rc -eq 1 ] && [ "$fails" -ge 1 ] && grep -qE $'^FAIL\tcompute-sanitizer memcheck[^\t]*\t[0-9]+\texit 9: .*ERROR SUMMARY: 1 error' "$tmp/c/steps/results.tsv" &&
     [[ "$(tail -n 1 "$tmp/c/summary.txt")" =~ ^[0-9]+\ passed,\ $fails\ failed, ]]; then
     ok "memcheck reporting an error: FAIL, exit 1, counted in the tally"
 else bad "memcheck reporting an error: exit $rc, $fails FAIL, tally '$(tail -n 1 "$tmp/c/summary.txt" 2>/dev/null)'"; fi
+# 4. gpucheck.sh's step rules, one by one (sourced; a scratch results file)
+rules() {
+    # shellcheck source=scripts/gpucheck.sh
+    . scripts/gpucheck.sh
+    gc_dir=$tmp/rules
+    mkdir -p "$gc_dir"
+    : >"$gc_dir/results.tsv"
+    gc_deadline=$((SECONDS + 300))
+    printf '#!/bin/sh\necho "========= Error: Device not supported"\nexit 1\n' >"$tmp/unsupported"
+    chmod +x "$tmp/unsupported"
+    gc_step "sanitizer on an unsupported device" 30 gc_check_sanitizer "$tmp/unsupported"
+    gc_step "a hang within its own budget" 1 - sleep 5
+    gc_step "a wrong log" 30 gc_check_tally echo "3 passed, 1 failed"
+    gc_record SKIP "prerequisite" 0 "cut"
+    gc_missing "needs the skipped step" "missing" "prerequisite"
+    gc_missing "needs nothing skipped" "missing" "other"
+    gc_deadline=$((SECONDS + 11))
+    gc_step "cut by the budget" 60 - sleep 30
+    gc_step "after the budget" 60 - true
+    cut -f 1,2,4 "$gc_dir/results.tsv"
+}
+rules >"$tmp/rules.log" 2>&1
+expect_rule() { # STATUS NAME NOTE-PREFIX: the line of step NAME in the rules' results
+    if awk -F'\t' -v s="$1" -v n="$2" -v p="$3" '$1 == s && $2 == n && index($4, p) == 1 { f = 1 } END { exit !f }' "$tmp/rules/results.tsv"
+    then ok "$2: $1 ($3...)"
+    else bad "$2: expected $1 '$3...', got: $(grep -F $'\t'"$2"$'\t' "$tmp/rules/results.tsv" | cut -f 1,4)"; fi
+}
+expect_rule SKIP "sanitizer on an unsupported device" "compute-sanitizer: 'Device not supported'"
+expect_rule FAIL "a hang within its own budget" "timed out after 1 s"
+expect_rule FAIL "a wrong log" "3 passed, 1 failed"
+expect_rule SKIP "needs the skipped step" "not run: prerequisite was skipped"
+expect_rule FAIL "needs nothing skipped" "missing"
+expect_rule SKIP "cut by the budget" "cut by the time budget after 11 s"
+expect_rule SKIP "after the budget" "not run: the time budget is spent"
 test_end

@@ -39,11 +39,12 @@ gc_init
 # 1. preflight; the reference states and the binaries start building meanwhile
 if [ -n "$gc_arch" ]; then gc_record ok "preflight: nvidia-smi" 0 "$gc_gpu, sm_$gc_arch"
 else gc_record FAIL "preflight: nvidia-smi" 0 "no GPU seen: building for sm_90 anyway, every run will fail"; fi
-[ "$gc_sim" = 1 ] || gc_probe
 gc_start_references
-gc_build "$gc_bin_test" &
+[ "$gc_sim" = 1 ] || gc_probe
+# background builds write no summary (gc_on_record empty there): the main shell's next record does
+gc_on_record="" gc_build "$gc_bin_test" &
 build_test_pid=$!
-gc_build "$gc_bin_train" "$gc_bin_test_fp32" "$gc_bin_sample" "$gc_bin_kernels" "$gc_bin_flash" &
+gc_on_record="" gc_build "$gc_bin_train" "$gc_bin_test_fp32" "$gc_bin_sample" "$gc_bin_kernels" "$gc_bin_flash" &
 build_rest_pid=$!
 gc_build "$gc_bin_preflight"
 gc_step "preflight: cuBLASLt$([[ "$gc_dist_flags" == *-DUSE_NCCL* ]] && echo ' + NCCL') on the GPU" 30 dc_check_preflight "$gc_bin_preflight"
@@ -75,7 +76,7 @@ elif [[ "$gc_dist_flags" == *-DUSE_NCCL* ]]; then
     gc_step "distributed overhead (1-rank NCCL vs plain, d12 B=16)" 240 gc_check_tally env TRAINER="$gc_bin_train" bash scripts/dist_overhead.sh
     gc_overhead_log=$gc_last_log
 else
-    gc_record FAIL "distributed overhead" 0 "not run: NCCL is missing (${gc_nccl_note:-no probe note}); train_gpt was built for one GPU"
+    gc_missing "distributed overhead" "not run: NCCL is missing (${gc_nccl_note:-no probe note}); train_gpt was built for one GPU"
 fi
 gc_sanitize initcheck racecheck
 

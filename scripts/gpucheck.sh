@@ -80,8 +80,17 @@ gc_record() {
     if [ -n "${gc_on_record:-}" ]; then "$gc_on_record"; fi
 }
 
+# gc_missing NAME NOTE [STEP]: a check that cannot run for want of something: SKIP when the time budget is spent
+# or the step STEP it needed (a results.tsv name prefix) was SKIP, else FAIL with NOTE
+gc_missing() {
+    if [ $((gc_deadline - SECONDS)) -lt 10 ]; then gc_record SKIP "$1" 0 "not run: the time budget is spent"
+    elif [ -n "${3:-}" ] && grep -q "^SKIP"$'\t'"$3" "$gc_dir/results.tsv"; then gc_record SKIP "$1" 0 "not run: $3 was skipped"
+    else gc_record FAIL "$1" 0 "$2"; fi
+}
+
 # gc_step NAME BUDGET CHECK CMD...: runs CMD under timeout, stdout and stderr in $gc_dir/<NAME>.log; passes
 # when CMD exits 0 and the function CHECK (given the log; "-": none) returns 0. CHECK prints the note.
+# CHECK returning 2 makes the step SKIP, whatever CMD's status (CHECK's note says why: a tool that cannot run here).
 # On a failure the log's last lines are printed. The log's name is in gc_last_log. With less than 10 s of
 # the whole budget left the step is SKIP (not run); a step whose BUDGET was cut to what was left and that
 # timed out is SKIP too (cut by the budget); a step that times out within its own BUDGET is a FAIL (a hang).
@@ -98,16 +107,24 @@ gc_step() {
     { printf '$'; printf ' %q' "$@"; echo; } >"$gc_last_log"
     timeout -k 10 "$budget" "$@" >>"$gc_last_log" 2>&1
     rc=$?
-    if [ $rc -eq 0 ] && { [ "$check" = - ] || note=$("$check" "$gc_last_log"); }; then
+    local check_rc=0
+    if [ "$check" != - ]; then note=$("$check" "$gc_last_log"); check_rc=$?; fi
+    if [ $rc -eq 0 ] && [ $check_rc -eq 0 ]; then
         gc_record ok "$name" $((SECONDS - start)) "${note:-}"
         return 0
+    fi
+    if [ $check_rc -eq 2 ]; then
+        gc_record SKIP "$name" $((SECONDS - start)) "$note"
+        return 1
     fi
     if { [ $rc -eq 124 ] || [ $rc -eq 137 ]; } && [ $capped = 1 ]; then
         gc_record SKIP "$name" $((SECONDS - start)) "cut by the time budget after $budget s (the step allows $allowed s)"
         return 1
     fi
     if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then note="timed out after $budget s"
-    elif [ $rc -ne 0 ]; then note="exit $rc: $(grep -m 1 -E 'error|Error|FAIL' "$gc_last_log" | cut -c 1-120)"; fi
+    elif [ $rc -ne 0 ]; then # CHECK's note on the log, else the log's first error line
+        note="exit $rc: ${note:-$(tail -n +2 "$gc_last_log" | grep -m 1 -E 'error|Error|ERROR|FAIL' | cut -c 1-120)}"
+    fi
     gc_record FAIL "$name" $((SECONDS - start)) "$note"
     tail -n 15 "$gc_last_log" | cut -c 1-200 | sed 's/^/    | /'
     return 1
@@ -168,9 +185,10 @@ gc_probe() {
 }
 
 # gc_start_references: the reference states that are missing or older than train_gpt.py, written in the
-# background (the build runs meanwhile); gc_tests and gc_test_d12 wait for them
+# background (the build runs meanwhile; their records run no gc_on_record: only the main shell writes summaries);
+# gc_tests and gc_test_d12 wait for them
 gc_start_references() {
-    gc_step "reference states (train_gpt.py, small)" 180 - make -s PYTHON="$PYTHON" build/references/.stamp &
+    gc_on_record="" gc_step "reference states (train_gpt.py, small)" 180 - make -s PYTHON="$PYTHON" build/references/.stamp &
     gc_ref_small_pid=$!
     gc_ref_d12_pid=""
     [ "$gc_sim" = 1 ] && return
@@ -178,7 +196,7 @@ gc_start_references() {
     rm -rf build/gpu/ref_d12
     local device
     device=$("$PYTHON" -c 'import torch; print("cuda" if torch.cuda.is_available() else "cpu")' 2>/dev/null)
-    gc_step "d12 reference state (train_gpt.py, float64 on ${device:-cpu})" 240 gc_check_d12_reference \
+    gc_on_record="" gc_step "d12 reference state (train_gpt.py, float64 on ${device:-cpu})" 240 gc_check_d12_reference \
         "$PYTHON" train_gpt.py --reference-out build/gpu/ref_d12 --steps 3 --n-layer 12 --n-head 12 --n-embd 768 \
         --vocab-size 50257 --seq-len 64 --batch-size 4 --seed 12 --device "${device:-cpu}" --threads $(((gc_jobs + 1) / 2)) &
     gc_ref_d12_pid=$!
@@ -217,7 +235,7 @@ gc_tests() {
     local d found=0 expected
     wait "$gc_ref_small_pid" 2>/dev/null
     for expected in a_L2_H4_C64_T32_V512 b_L2_H3_C96_T37_V300 c_L1_H1_C32_T16_V129 d_L3_H2_C48_T64_V1000 e_L2_H8_C56_T29_V200 f_L2_H3_C45_T19_V97; do
-        [ -f "build/references/$expected/reference.bin" ] || gc_record FAIL "reference state $expected" 0 "missing (see the reference step's log)"
+        [ -f "build/references/$expected/reference.bin" ] || gc_missing "reference state $expected" "missing (see the reference step's log)" "reference states"
     done
     for d in build/references/*/; do
         [ -f "$d/reference.bin" ] || continue
@@ -235,7 +253,7 @@ gc_test_d12() {
     if [ "$gc_sim" = 1 ]; then gc_record SKIP "test_gpt bf16 on d12" 0 "not run in the simulator (hours on a CPU)"; return; fi
     wait "$gc_ref_d12_pid" 2>/dev/null
     if [ -f build/gpu/ref_d12/reference.bin ]; then gc_step "test_gpt bf16 on d12" 180 gc_check_tally "$gc_bin_test" build/gpu/ref_d12
-    else gc_record FAIL "test_gpt bf16 on d12" 0 "no d12 reference state (see its step's log)"; fi
+    else gc_missing "test_gpt bf16 on d12" "no d12 reference state (see its step's log)" "d12 reference state"; fi
 }
 
 # gc_sanitize [TOOL...]: compute-sanitizer's tools (default memcheck, initcheck, racecheck) on test_gpt bf16
@@ -245,14 +263,22 @@ gc_test_d12() {
 gc_sanitize() {
     local cs tool ref=build/references/b_L2_H3_C96_T37_V300 tools=("$@")
     [ $# -gt 0 ] || tools=(memcheck initcheck racecheck)
-    cs=$(command -v compute-sanitizer || ls "${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer" 2>/dev/null)
+    local nvcc_bin
+    nvcc_bin=$(dirname "$(command -v "$NVCC" 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")
+    cs=$(command -v compute-sanitizer || ls "${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer" "$nvcc_bin/compute-sanitizer" \
+        "$nvcc_bin/../compute-sanitizer/compute-sanitizer" 2>/dev/null | head -n 1)
     for tool in "${tools[@]}"; do
-        if [ -z "$cs" ]; then gc_record FAIL "compute-sanitizer $tool" 0 "not found on PATH or in ${CUDA_HOME:-/usr/local/cuda}/bin"; continue; fi
+        if [ -z "$cs" ]; then
+            gc_missing "compute-sanitizer $tool" "compute-sanitizer not found on PATH, in ${CUDA_HOME:-/usr/local/cuda}/bin or beside $NVCC"
+            continue
+        fi
         gc_step "compute-sanitizer $tool: test_gpt bf16 $(basename "$ref")" 150 gc_check_sanitizer "$cs" --tool "$tool" \
-            --error-exitcode 9 "$gc_bin_test" "$ref"
+            --print-limit 20 --error-exitcode 9 "$gc_bin_test" "$ref"
     done
 }
-gc_check_sanitizer() { # a summary of no error (racecheck words its own), and the test itself passed
+gc_check_sanitizer() { # a summary of no error (racecheck words its own), and the test itself passed; 2 (SKIP) where
+    # the tool cannot instrument the device (a gVisor sandbox answers "Device not supported")
+    if grep -q 'Device not supported' "$1"; then echo "compute-sanitizer: 'Device not supported' on this machine"; return 2; fi
     grep -m 1 -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$1" || echo "no summary line"
     grep -qE 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards displayed \(0 errors' "$1" && grep -qE '^[0-9]+ passed, 0 failed$' "$1"
 }
@@ -330,7 +356,7 @@ gc_table() {
         awk 'function tflops(  i) { for (i = 1; i < NF; i++) if ($(i + 1) == "TFLOP/s") return $i; return "?" }
              FILENAME == tf && /^sdpa / { key = $2 " " $3 " " $4 " " $5; be = $6; sub(/:$/, "", be); v = "-"
                                      for (i = 1; i < NF; i++) if ($i == "backward") v = $(i + 1); sdpa[key, be] = v }
-             FILENAME != tf && /^B=/ { shape = $0; f1 = "-" } FILENAME != tf && /flash forward  / { f = tflops() }
+             FILENAME != tf && /^B=/ { shape = $0; f = f1 = b = d = fb = m = "-" } FILENAME != tf && /flash forward  / { f = tflops() }
              FILENAME != tf && /flash forward, MT = 1/ { f1 = tflops() }
              FILENAME != tf && /backward \(atomic dq\)/ { b = tflops() } FILENAME != tf && /backward \(determin/ { d = tflops() }
              FILENAME != tf && /forward \+ backward/ { fb = tflops() }
