@@ -575,14 +575,18 @@ else
     bad "-y 1 with only best/: exit $rc: $(grep -m2 -E '^(resume|error)' "$tmp/best_only.log")"
 fi
 # the same with only best/'s step 0 left by a run of another seed: this run's step 0 is written over it (its
-# evaluation is of other weights), not only best.txt (learning rate 0: step 0 stays the best)
+# evaluation is of other weights), not only best.txt (learning rate 0: step 0 stays the best). The bf16 GPU trainer
+# keeps its weights at lr 0 only without fp32 master weights: with them it re-rounds its bf16 parameters from the
+# masters at every step (stochastic rounding), and the validation loss moves by a rounding's worth either way.
+lr0=(-l 0)
+case $(basename "$trainer") in train_gpt_sim | train_gpt) lr0+=(--master-weights 0) ;; esac
 mkdir -p "$tmp/best_other/best"
-"${early[@]}" -o "$tmp/best_seed" -x 1 -l 0 --seed 5 >/dev/null 2>&1
+"${early[@]}" -o "$tmp/best_seed" -x 1 "${lr0[@]}" --seed 5 >/dev/null 2>&1
 cp "$tmp/best_seed/best"/*_00000000* "$tmp/best_other/best/"
 printf 'step 0\nval_loss 9\n' >"$tmp/best_other/best/best.txt"
-"${early[@]}" -o "$tmp/best_other" -x 1 -l 0 -y 1 >"$tmp/best_other.log" 2>&1
+"${early[@]}" -o "$tmp/best_other" -x 1 "${lr0[@]}" -y 1 >"$tmp/best_other.log" 2>&1
 rc=$?
-"${early[@]}" -o "$tmp/best_fresh" -x 1 -l 0 >/dev/null 2>&1
+"${early[@]}" -o "$tmp/best_fresh" -x 1 "${lr0[@]}" >/dev/null 2>&1
 if [ $rc -eq 0 ] && cmp -s "$tmp/best_fresh/best/model_00000000.bin" "$tmp/best_other/best/model_00000000.bin" &&
     ! cmp -s "$tmp/best_seed/best/model_00000000.bin" "$tmp/best_other/best/model_00000000.bin"; then
     ok "-y 1 with only another seed's best/ step 0: this run's step-0 model replaces it"
